@@ -1,0 +1,173 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "AppStoreEntitlements",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "ingest", targets: ["ingest"]),
+        .executable(name: "stage-relay", targets: ["stage-relay"]),
+        .executable(name: "loadgen", targets: ["loadgen"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+    ],
+    targets: [
+        // librdkafka, found through pkg-config; the only place its C API is visible.
+        .systemLibrary(
+            name: "CRdKafka",
+            pkgConfig: "rdkafka",
+            providers: [.apt(["librdkafka-dev"])]
+        ),
+        // Swift wrapper over librdkafka: producer, consumer, admin.
+        .target(
+            name: "KafkaClient",
+            dependencies: [
+                "CRdKafka",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The consume → process → produce → commit loop shared by every stage, with retries,
+        // dead-lettering, metrics, probes and typed configuration.
+        .target(
+            name: "StageRuntime",
+            dependencies: [
+                "KafkaClient",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Apple's signed data: typed models and the JWS / X.509 verifier.
+        .target(
+            name: "AppStore",
+            dependencies: [
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // A local App Store signing authority: creates a test CA (root and intermediate P-384, leaf
+        // P-256, Apple's marker extensions) and signs JWS with it. Used by tests and the simulator.
+        .target(
+            name: "AppStoreSigning",
+            dependencies: [
+                "AppStore",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The webhook front door: HTTP in, raw topic out.
+        .target(
+            name: "IngestService",
+            dependencies: [
+                "KafkaClient",
+                "StageRuntime",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "ingest",
+            dependencies: ["IngestService"],
+            path: "Sources/Executables/ingest",
+            swiftSettings: swiftSettings
+        ),
+        // A stage that copies its input to its output through the runtime: used by the crash and
+        // throughput tests, and by operators to check a cluster end to end.
+        .executableTarget(
+            name: "stage-relay",
+            dependencies: ["StageRuntime"],
+            path: "Sources/Executables/stage-relay",
+            swiftSettings: swiftSettings
+        ),
+        // HTTP load generator for the benchmarks and the crash test (closed- and open-loop).
+        .executableTarget(
+            name: "loadgen",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Sources/Executables/loadgen",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                "KafkaClient",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "KafkaClientTests",
+            dependencies: ["KafkaClient", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StageRuntimeTests",
+            dependencies: [
+                "StageRuntime", "KafkaClient", "TestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "IngestTests",
+            dependencies: [
+                "IngestService", "StageRuntime", "KafkaClient", "TestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Crash, restart and outage tests: run alone (see ResilienceSuite.swift).
+        .testTarget(
+            name: "ResilienceTests",
+            dependencies: [
+                "IngestService", "KafkaClient", "TestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AppStoreTests",
+            dependencies: ["AppStore", "AppStoreSigning"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,323 @@
+import CRdKafka
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Told about partition movements, on the consumer's polling thread.
+public protocol KafkaRebalanceListener: Sendable {
+    /// Partitions are about to be taken away. Return once the work on their records is finished
+    /// (bounded by your own deadline): the consumer then commits the stored offsets and releases them.
+    func partitionsWillBeRevoked(_ partitions: [KafkaTopicPartition])
+    /// Partitions were assigned to this member.
+    func partitionsAssigned(_ partitions: [KafkaTopicPartition])
+}
+
+/// A consumer-group member with at-least-once offsets.
+///
+/// Records come from ``messages``, a pull-based `AsyncSequence`: nothing is fetched into Swift
+/// until it is asked for, and every blocking librdkafka call runs on the consumer's own serial
+/// dispatch queue, never on the cooperative thread pool. After finishing a record, call
+/// ``storeOffset(_:)``; stored offsets are committed every `commitInterval`, synchronously before
+/// partitions are revoked, and on ``close()``. Nothing that was not stored is ever committed.
+public final class KafkaConsumer: Service, Sendable {
+    private let rk: HandleBox
+    private let queue: HandleBox
+    private let pollQueue = DispatchQueue(label: "kafka-consumer.poll")
+    private let configuration: KafkaConsumerConfiguration
+    private let logger: Logger
+    private let listener: (any KafkaRebalanceListener)?
+    private let state = Mutex(PollState())
+
+    private struct PollState {
+        var buffered: [KafkaMessage] = []
+        var assignment: Set<KafkaTopicPartition> = []
+        var lastCommit: ContinuousClock.Instant = .now
+        var closed = false
+    }
+
+    public init(
+        configuration: KafkaConsumerConfiguration,
+        logger: Logger,
+        rebalanceListener: (any KafkaRebalanceListener)? = nil
+    ) throws(KafkaError) {
+        self.configuration = configuration
+        self.logger = logger
+        self.listener = rebalanceListener
+        let conf = try RDKafkaConfig.make(configuration.librdkafkaProperties)
+        rd_kafka_conf_set_events(
+            conf, Int32(RD_KAFKA_EVENT_FETCH | RD_KAFKA_EVENT_REBALANCE | RD_KAFKA_EVENT_ERROR | RD_KAFKA_EVENT_LOG
+                | RD_KAFKA_EVENT_OFFSET_COMMIT))
+        let handle = try RDKafkaConfig.newHandle(type: RD_KAFKA_CONSUMER, conf: conf)
+        rd_kafka_poll_set_consumer(handle)
+        let consumerQueue = rd_kafka_queue_get_consumer(handle)!
+        rd_kafka_set_log_queue(handle, consumerQueue)
+        rk = HandleBox(handle)
+        queue = HandleBox(consumerQueue)
+        let topics = TopicPartitionList(capacity: configuration.topics.count)
+        for t in configuration.topics { topics.add(KafkaTopicPartition(topic: t, partition: Int32(RD_KAFKA_PARTITION_UA))) }
+        let err = rd_kafka_subscribe(handle, topics.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            rd_kafka_queue_destroy(consumerQueue)
+            rd_kafka_destroy(handle)
+            throw .rdKafka(.configuration, err, context: "subscribe to \(configuration.topics)")
+        }
+    }
+
+    /// The records of the subscribed topics, in order per partition.
+    public var messages: KafkaMessageSequence { KafkaMessageSequence(consumer: self) }
+
+    /// The partitions currently assigned to this member.
+    public var assignment: Set<KafkaTopicPartition> { state.withLock { $0.assignment } }
+
+    /// Marks a record as finished: its offset + 1 is committed with the next commit.
+    public func storeOffset(_ message: KafkaMessage) throws(KafkaError) {
+        try storeOffset(message.topicPartition, nextOffset: message.offset + 1)
+    }
+
+    /// Marks every record of `partition` before `nextOffset` as finished.
+    public func storeOffset(_ partition: KafkaTopicPartition, nextOffset: Int64) throws(KafkaError) {
+        try ensureOpen()
+        let list = TopicPartitionList()
+        list.add(partition, offset: nextOffset)
+        let err = rd_kafka_offsets_store(rk.pointer, list.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw .rdKafka(.offsetCommit, err, context: "store offset \(nextOffset) for \(partition)")
+        }
+        if let e = list.entries.first, e.error != RD_KAFKA_RESP_ERR_NO_ERROR {
+            throw .rdKafka(.offsetCommit, e.error, context: "store offset \(nextOffset) for \(partition)")
+        }
+    }
+
+    /// Commits the stored offsets now and waits for the broker's answer.
+    public func commit() async throws(KafkaError) {
+        try ensureOpen()
+        let err = await Blocking.run { [rk] in rd_kafka_commit(rk.pointer, nil, 0) }
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__NO_OFFSET else {
+            throw .rdKafka(.offsetCommit, err, context: "commit")
+        }
+    }
+
+    /// Stops fetching from these partitions until ``resume(_:)``; the position is kept.
+    public func pause(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
+        try ensureOpen()
+        let list = TopicPartitionList.of(partitions)
+        let err = rd_kafka_pause_partitions(rk.pointer, list.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(.configuration, err, context: "pause") }
+    }
+
+    /// Resumes fetching from paused partitions.
+    public func resume(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
+        try ensureOpen()
+        let list = TopicPartitionList.of(partitions)
+        let err = rd_kafka_resume_partitions(rk.pointer, list.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(.configuration, err, context: "resume") }
+    }
+
+    /// Records between this member's position and the partition's end, per assigned partition,
+    /// from librdkafka's cached watermarks (no broker round trip). Partitions with no position yet
+    /// are left out.
+    public func lag() -> [KafkaTopicPartition: Int64] {
+        let assigned = assignment
+        guard !assigned.isEmpty, !isClosed else { return [:] }
+        let list = TopicPartitionList.of(assigned)
+        guard rd_kafka_position(rk.pointer, list.pointer) == RD_KAFKA_RESP_ERR_NO_ERROR else { return [:] }
+        var result: [KafkaTopicPartition: Int64] = [:]
+        for e in list.entries where e.offset >= 0 {
+            var low: Int64 = 0
+            var high: Int64 = 0
+            guard rd_kafka_get_watermark_offsets(rk.pointer, e.partition.topic, e.partition.partition, &low, &high)
+                == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0
+            else { continue }
+            result[e.partition] = max(0, high - e.offset)
+        }
+        return result
+    }
+
+    /// Serves until graceful shutdown, then commits and leaves the group.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await close()
+    }
+
+    /// Commits stored offsets, leaves the group (handing partitions to the others) and frees the
+    /// handle. ``messages`` ends afterwards.
+    public func close() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            pollQueue.async { [self] in
+                closeOnPollQueue()
+                done.resume()
+            }
+        }
+    }
+
+    // MARK: Polling (always on `pollQueue`)
+
+    /// Returns the next record, polling for at most `timeout`; `nil` when none arrived or closed.
+    /// ``messages`` is the usual way in; this serves loops that need their own deadline.
+    public func poll(timeout: Duration) async -> KafkaMessage? {
+        await withCheckedContinuation { continuation in
+            pollQueue.async { [self] in continuation.resume(returning: pollOnPollQueue(timeoutMs: Int32(timeout.milliseconds))) }
+        }
+    }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
+
+    private func ensureOpen() throws(KafkaError) {
+        if isClosed { throw KafkaError(code: .closed, reason: "the consumer is closed") }
+    }
+
+    private func pollOnPollQueue(timeoutMs: Int32) -> KafkaMessage? {
+        if let next = takeBuffered() { return next }
+        guard !isClosed else { return nil }
+        commitIfDue()
+        guard let event = rd_kafka_queue_poll(queue.pointer, timeoutMs) else { return nil }
+        handle(event)
+        rd_kafka_event_destroy(event)
+        return takeBuffered()
+    }
+
+    private func takeBuffered() -> KafkaMessage? {
+        state.withLock { s in s.buffered.isEmpty ? nil : s.buffered.removeFirst() }
+    }
+
+    private func commitIfDue() {
+        let due = state.withLock { s in
+            guard ContinuousClock.now - s.lastCommit >= configuration.commitInterval else { return false }
+            s.lastCommit = .now
+            return true
+        }
+        if due { _ = rd_kafka_commit(rk.pointer, nil, 1) }
+    }
+
+    private func handle(_ event: OpaquePointer) {
+        switch Int32(rd_kafka_event_type(event)) {
+        case RD_KAFKA_EVENT_FETCH:
+            var batch: [KafkaMessage] = []
+            while let m = rd_kafka_event_message_next(event) {
+                if m.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                    logger.warning("consumer error", metadata: ["kafka.error": "\(String(cString: rd_kafka_err2str(m.pointee.err)))"])
+                    continue
+                }
+                batch.append(RDKafkaEvents.message(UnsafeMutablePointer(mutating: m)))
+            }
+            state.withLock { $0.buffered.append(contentsOf: batch) }
+        case RD_KAFKA_EVENT_REBALANCE:
+            rebalance(event)
+        case RD_KAFKA_EVENT_ERROR:
+            let e = RDKafkaEvents.error(event)
+            logger.log(level: e.fatal ? .error : .debug, "consumer error", metadata: ["kafka.error": "\(e.reason)"])
+        case RD_KAFKA_EVENT_LOG:
+            RDKafkaEvents.log(event, logger: logger)
+        case RD_KAFKA_EVENT_OFFSET_COMMIT:
+            let err = rd_kafka_event_error(event)
+            if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
+                logger.warning("offset commit failed", metadata: ["kafka.error": "\(String(cString: rd_kafka_err2str(err)))"])
+            }
+        default:
+            break
+        }
+    }
+
+    private func rebalance(_ event: OpaquePointer) {
+        guard let raw = rd_kafka_event_topic_partition_list(event) else { return }
+        let list = TopicPartitionList(copying: raw)
+        let partitions = list.partitions
+        let cooperative = String(cString: rd_kafka_rebalance_protocol(rk.pointer)) == "COOPERATIVE"
+        switch rd_kafka_event_error(event) {
+        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            if cooperative {
+                if let error = rd_kafka_incremental_assign(rk.pointer, list.pointer) {
+                    logger.error("incremental assign failed", metadata: ["kafka.error": "\(KafkaError.rdKafka(.configuration, taking: error, context: "assign"))"])
+                }
+            } else {
+                _ = rd_kafka_assign(rk.pointer, list.pointer)
+            }
+            state.withLock { $0.assignment.formUnion(partitions) }
+            logger.info("partitions assigned", metadata: ["kafka.partitions": "\(partitions.map(\.description))"])
+            listener?.partitionsAssigned(partitions)
+        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+            revoke(partitions, list: list, cooperative: cooperative)
+        default:
+            logger.error("rebalance error", metadata: ["kafka.error": "\(String(cString: rd_kafka_err2str(rd_kafka_event_error(event))))"])
+            _ = rd_kafka_assign(rk.pointer, nil)
+            state.withLock { $0.assignment.removeAll() }
+        }
+    }
+
+    /// Lets the application finish, drops buffered records of the revoked partitions (their next
+    /// owner gets them), commits what was stored, then releases the partitions.
+    private func revoke(_ partitions: [KafkaTopicPartition], list: TopicPartitionList, cooperative: Bool) {
+        let revoked = Set(partitions)
+        state.withLock { s in
+            s.buffered.removeAll { revoked.contains($0.topicPartition) }
+            s.assignment.subtract(revoked)
+        }
+        listener?.partitionsWillBeRevoked(partitions)
+        let err = rd_kafka_commit(rk.pointer, nil, 0)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
+            logger.warning("commit on revoke failed", metadata: ["kafka.error": "\(String(cString: rd_kafka_err2str(err)))"])
+        }
+        if cooperative {
+            if let error = rd_kafka_incremental_unassign(rk.pointer, list.pointer) { rd_kafka_error_destroy(error) }
+        } else {
+            _ = rd_kafka_assign(rk.pointer, nil)
+        }
+        logger.info("partitions revoked", metadata: ["kafka.partitions": "\(partitions.map(\.description))"])
+    }
+
+    private func closeOnPollQueue() {
+        guard state.withLock({ s in defer { s.closed = true }; return !s.closed }) else { return }
+        let err = rd_kafka_commit(rk.pointer, nil, 0)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
+            logger.warning("final commit failed", metadata: ["kafka.error": "\(String(cString: rd_kafka_err2str(err)))"])
+        }
+        if let error = rd_kafka_consumer_close_queue(rk.pointer, queue.pointer) {
+            rd_kafka_error_destroy(error)
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while rd_kafka_consumer_closed(rk.pointer) == 0 && ContinuousClock.now < deadline {
+            guard let event = rd_kafka_queue_poll(queue.pointer, 100) else { continue }
+            if Int32(rd_kafka_event_type(event)) == RD_KAFKA_EVENT_REBALANCE {
+                // Leaving: hand everything back; the application is already told by `closed`.
+                if String(cString: rd_kafka_rebalance_protocol(rk.pointer)) == "COOPERATIVE",
+                    let raw = rd_kafka_event_topic_partition_list(event)
+                {
+                    if let error = rd_kafka_incremental_unassign(rk.pointer, raw) { rd_kafka_error_destroy(error) }
+                } else {
+                    _ = rd_kafka_assign(rk.pointer, nil)
+                }
+            }
+            rd_kafka_event_destroy(event)
+        }
+        state.withLock { $0.buffered.removeAll(); $0.assignment.removeAll() }
+        rd_kafka_queue_destroy(queue.pointer)
+        rd_kafka_destroy(rk.pointer)
+        logger.debug("consumer closed")
+    }
+}
+
+/// An `OpaquePointer` to a librdkafka object that is safe to use from any thread.
+struct HandleBox: @unchecked Sendable {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+}
+
+/// The pull-based stream of a ``KafkaConsumer``'s records. Ends when the consumer closes or the
+/// iterating task is cancelled.
+public struct KafkaMessageSequence: AsyncSequence, Sendable {
+    public typealias Element = KafkaMessage
+    let consumer: KafkaConsumer
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let consumer: KafkaConsumer
+        public mutating func next() async -> KafkaMessage? {
+            while !Task.isCancelled && !consumer.isClosed {
+                if let m = await consumer.poll(timeout: .milliseconds(100)) { return m }
+            }
+            return nil
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(consumer: consumer) }
+}

@@ -1,0 +1,203 @@
+import Foundation
+import KafkaClient
+import Synchronization
+import TestSupport
+import Testing
+
+@Suite("Kafka client against the real broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
+struct KafkaClientTests {
+    let logger = TestServices.logger
+
+    @Test("a sent record is acknowledged and consumed with its key and headers")
+    func roundTrip() async throws {
+        let topic = try await TestServices.makeTopic("roundtrip", partitions: 3)
+        let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
+        var reports: [KafkaDeliveryReport] = []
+        for i in 0..<20 {
+            reports.append(try await producer.send(KafkaOutgoingMessage(
+                topic: topic, key: "key-\(i % 4)", value: Array("value-\(i)".utf8),
+                headers: [KafkaHeader(key: "n", string: "\(i)"), KafkaHeader(key: "null", value: nil)])))
+        }
+        await producer.close()
+        #expect(reports.allSatisfy { $0.topic == topic && $0.offset >= 0 })
+        // Same key, same partition.
+        let byKey = Dictionary(grouping: reports.enumerated(), by: { $0.offset % 4 }).mapValues { Set($0.map(\.element.partition)) }
+        #expect(byKey.values.allSatisfy { $0.count == 1 })
+
+        let read = try await TopicReader.read(topic) { $0.count >= 20 }
+        #expect(read.count == 20)
+        let values = Set(read.map { String(decoding: $0.value, as: UTF8.self) })
+        #expect(values == Set((0..<20).map { "value-\($0)" }))
+        let first = try #require(read.first { $0.headers.string("n") == "0" })
+        #expect(first.keyString == "key-0")
+        #expect(first.headers.contains(KafkaHeader(key: "null", value: nil)))
+        // Per-partition order is the produce order.
+        for (_, records) in Dictionary(grouping: read, by: \.partition) {
+            let ns = records.map { Int($0.headers.string("n")!)! }
+            #expect(ns == ns.sorted())
+        }
+    }
+
+    @Test("only stored offsets are committed: a new member resumes after the last finished record")
+    func manualCommit() async throws {
+        let topic = try await TestServices.makeTopic("commit")
+        let group = TestServices.uniqueGroup("commit")
+        let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
+        for i in 0..<10 { _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: Array("\(i)".utf8))) }
+        await producer.close()
+
+        let first = try KafkaConsumer(configuration: TestServices.consumerConfiguration(group: group, topics: [topic]), logger: logger)
+        var consumed = 0
+        for await message in first.messages {
+            consumed += 1
+            // Records 0...4 are finished; 5...9 are received but not finished.
+            if message.offset < 5 { try first.storeOffset(message) }
+            if consumed == 10 { break }
+        }
+        await first.close()
+
+        let second = try KafkaConsumer(configuration: TestServices.consumerConfiguration(group: group, topics: [topic]), logger: logger)
+        var again: [Int64] = []
+        for await message in second.messages {
+            again.append(message.offset)
+            try second.storeOffset(message)
+            if again.count == 5 { break }
+        }
+        try await second.commit()
+        await second.close()
+        #expect(again == [5, 6, 7, 8, 9])
+    }
+
+    @Test("a second member takes half the partitions; the first is told and commits what it finished")
+    func rebalance() async throws {
+        let topic = try await TestServices.makeTopic("rebalance", partitions: 4)
+        let group = TestServices.uniqueGroup("rebalance")
+        let listenerA = RecordingListener()
+        let a = try KafkaConsumer(configuration: TestServices.consumerConfiguration(group: group, topics: [topic]), logger: logger, rebalanceListener: listenerA)
+        let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
+        for p in 0..<4 { _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [UInt8(p)], partition: Int32(p))) }
+
+        // A owns all four partitions and finishes one record from each.
+        var seenByA = 0
+        for await m in a.messages {
+            try a.storeOffset(m)
+            seenByA += 1
+            if seenByA == 4 { break }
+        }
+        #expect(a.assignment.count == 4)
+
+        let listenerB = RecordingListener()
+        let b = try KafkaConsumer(configuration: TestServices.consumerConfiguration(group: group, topics: [topic]), logger: logger, rebalanceListener: listenerB)
+        // Both must keep polling for the rebalance to complete.
+        let deadline = ContinuousClock.now + .seconds(40)
+        while ContinuousClock.now < deadline && (b.assignment.isEmpty || a.assignment.count == 4) {
+            async let x = a.poll(timeout: .milliseconds(50))
+            async let y = b.poll(timeout: .milliseconds(50))
+            let (mx, my) = await (x, y)
+            #expect(mx == nil && my == nil, "records already finished must not be delivered again")
+        }
+        #expect(a.assignment.count + b.assignment.count == 4)
+        #expect(!b.assignment.isEmpty)
+        #expect(a.assignment.isDisjoint(with: b.assignment))
+        #expect(!listenerA.revoked.isEmpty)
+        #expect(Set(listenerA.revoked).isSubset(of: b.assignment))
+
+        // New records reach whichever member owns their partition.
+        for p in 0..<4 { _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [UInt8(10 + p)], partition: Int32(p))) }
+        await producer.close()
+        var partitionsSeen: [Int32: String] = [:]
+        let deadline2 = ContinuousClock.now + .seconds(20)
+        while partitionsSeen.count < 4 && ContinuousClock.now < deadline2 {
+            async let x = a.poll(timeout: .milliseconds(50))
+            async let y = b.poll(timeout: .milliseconds(50))
+            let (mx, my) = await (x, y)
+            if let mx { partitionsSeen[mx.partition] = "a"; #expect(mx.value[0] >= 10) }
+            if let my { partitionsSeen[my.partition] = "b"; #expect(my.value[0] >= 10) }
+        }
+        #expect(partitionsSeen.count == 4)
+        for (p, who) in partitionsSeen {
+            let owner = who == "a" ? a.assignment : b.assignment
+            #expect(owner.contains(KafkaTopicPartition(topic: topic, partition: p)))
+        }
+        await b.close()
+        await a.close()
+    }
+
+    @Test("a paused partition delivers nothing until resumed, then continues where it stopped")
+    func pauseResume() async throws {
+        let topic = try await TestServices.makeTopic("pause", partitions: 2)
+        let group = TestServices.uniqueGroup("pause")
+        let consumer = try KafkaConsumer(configuration: TestServices.consumerConfiguration(group: group, topics: [topic]), logger: logger)
+        let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
+        _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [0], partition: 0))
+        // Wait for the assignment and the first record.
+        var first: KafkaMessage?
+        for await m in consumer.messages { first = m; break }
+        #expect(first?.value == [0])
+        let p0 = KafkaTopicPartition(topic: topic, partition: 0)
+        try consumer.pause([p0])
+        for i in 1...5 { _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [UInt8(i)], partition: 0)) }
+        _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [99], partition: 1))
+        var whilePaused: [KafkaMessage] = []
+        let until = ContinuousClock.now + .seconds(2)
+        while ContinuousClock.now < until {
+            if let m = await consumer.poll(timeout: .milliseconds(100)) { whilePaused.append(m) }
+        }
+        #expect(whilePaused.map(\.value) == [[99]], "only the unpaused partition delivers")
+        try consumer.resume([p0])
+        var afterResume: [UInt8] = []
+        for await m in consumer.messages {
+            afterResume.append(m.value[0])
+            if afterResume.count == 5 { break }
+        }
+        #expect(afterResume == [1, 2, 3, 4, 5])
+        await producer.close()
+        await consumer.close()
+    }
+
+    @Test("topic creation is idempotent and created topics are listed with their partitions")
+    func admin() async throws {
+        let admin = KafkaAdmin(configuration: TestServices.clientConfiguration())
+        let name = "admin-\(UUID().uuidString.prefix(8).lowercased())"
+        let created = try await admin.createTopics([.init(name: name, partitions: 3)])
+        #expect(created == [name])
+        let again = try await admin.createTopics([.init(name: name, partitions: 3)])
+        #expect(again.isEmpty)
+        let topics = try await admin.describeTopics()
+        #expect(topics[name] == 3)
+        #expect(try await admin.listTopics().contains(name))
+    }
+
+    @Test("a send to an unreachable broker fails with a typed, retriable error within the delivery timeout")
+    func unreachableBroker() async throws {
+        let config = KafkaProducerConfiguration(
+            client: KafkaClientConfiguration(bootstrapServers: "127.0.0.1:1"), deliveryTimeout: .seconds(2))
+        let producer = try KafkaProducer(configuration: config, logger: logger)
+        let start = ContinuousClock.now
+        await #expect {
+            _ = try await producer.send(KafkaOutgoingMessage(topic: "nowhere", key: nil, value: [1]))
+        } throws: { error in
+            guard let error = error as? KafkaError else { return false }
+            return error.code == .deliveryFailed && error.isRetriable
+        }
+        #expect(ContinuousClock.now - start < .seconds(6))
+        await producer.close()
+    }
+
+    @Test("a bad librdkafka setting is refused with the setting's name")
+    func badConfiguration() {
+        var client = TestServices.clientConfiguration()
+        client.properties["no.such.property"] = "1"
+        #expect {
+            _ = try KafkaProducer(configuration: KafkaProducerConfiguration(client: client), logger: logger)
+        } throws: { ($0 as? KafkaError)?.code == .configuration && "\($0)".contains("no.such.property") }
+    }
+}
+
+final class RecordingListener: KafkaRebalanceListener {
+    private let state = Mutex<(assigned: [KafkaTopicPartition], revoked: [KafkaTopicPartition])>(([], []))
+    var revoked: [KafkaTopicPartition] { state.withLock { $0.revoked } }
+    var assigned: [KafkaTopicPartition] { state.withLock { $0.assigned } }
+    func partitionsWillBeRevoked(_ partitions: [KafkaTopicPartition]) { state.withLock { $0.revoked += partitions } }
+    func partitionsAssigned(_ partitions: [KafkaTopicPartition]) { state.withLock { $0.assigned += partitions } }
+}

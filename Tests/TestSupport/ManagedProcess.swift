@@ -1,0 +1,103 @@
+import Foundation
+
+/// One of the project's executables started as a child process, for tests that crash, restart
+/// and measure whole processes. Output goes to a log file under `.local/logs/`.
+public final class ManagedProcess: @unchecked Sendable {
+    public let name: String
+    private let process = Process()
+    public let logPath: String
+
+    /// The directory holding the built executables: `APPSTORE_BIN_DIR`, else `.build/debug`.
+    public static var binDirectory: URL {
+        if let dir = ProcessInfo.processInfo.environment["APPSTORE_BIN_DIR"] { return URL(fileURLWithPath: dir) }
+        return TestServices.repositoryRoot.appendingPathComponent(".build/debug")
+    }
+
+    public init(_ executable: String, arguments: [String] = [], environment: [String: String], logName: String? = nil) throws {
+        name = executable
+        let logs = TestServices.repositoryRoot.appendingPathComponent(".local/logs")
+        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+        logPath = logs.appendingPathComponent("\(logName ?? executable).log").path
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        let binary = Self.binDirectory.appendingPathComponent(executable)
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw TestSupportError("\(binary.path) is not built; run `swift build` first (or set APPSTORE_BIN_DIR)")
+        }
+        process.executableURL = binary
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.merge(environment) { _, new in new }
+        process.environment = env
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
+
+    /// SIGKILL: no shutdown code runs, as when a machine dies.
+    public func kill9() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM, then wait for the exit status.
+    @discardableResult
+    public func terminate() async -> Int32 {
+        process.terminate()
+        return await waitForExit()
+    }
+
+    public func waitForExit() async -> Int32 {
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+        return process.terminationStatus
+    }
+
+    /// Standard output so far (for programs whose stdout is captured to the log).
+    public var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+}
+
+public struct TestSupportError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Small HTTP helpers for process tests.
+public enum LocalHTTP {
+    /// A TCP port that was free a moment ago.
+    public static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = 0
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    /// Waits until `127.0.0.1:port` accepts connections.
+    public static func waitForPort(_ port: Int, timeout: Duration = .seconds(30)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if TestServices.portOpen("127.0.0.1:\(port)") { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw TestSupportError("nothing listens on 127.0.0.1:\(port) after \(timeout)")
+    }
+
+    /// Runs a shell script of the repository (e.g. `deploy/local/down broker`) and waits for it.
+    public static func runScript(_ path: String, _ arguments: [String]) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = [TestServices.repositoryRoot.appendingPathComponent(path).path] + arguments
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw TestSupportError("\(path) \(arguments) exited \(p.terminationStatus)") }
+    }
+}

