@@ -161,6 +161,7 @@ let package = Package(
             dependencies: [
                 "IngestService", "KafkaClient", "TestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: swiftSettings
         ),

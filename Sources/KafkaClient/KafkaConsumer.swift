@@ -233,6 +233,8 @@ public final class KafkaConsumer: Service, Sendable {
             } else {
                 _ = rd_kafka_assign(rk.pointer, list.pointer)
             }
+            // A partition paused under an earlier assignment would stay paused: start it fetching.
+            _ = rd_kafka_resume_partitions(rk.pointer, list.pointer)
             state.withLock { $0.assignment.formUnion(partitions) }
             logger.info("partitions assigned", metadata: ["kafka.partitions": "\(partitions.map(\.description))"])
             listener?.partitionsAssigned(partitions)

@@ -227,8 +227,12 @@ final class ProducerHandle: @unchecked Sendable {
         _ = rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT)
         _ = rd_kafka_flush(rk, 1000)
         poller.stop()
-        // Deliver whatever reports are still queued so no caller waits forever.
-        while rd_kafka_outq_len(rk) > 0 || hasQueuedEvents() { serve(timeoutMs: 50) }
+        // Deliver whatever reports are still queued so no caller waits forever. After the purge
+        // every message has its report; the deadline only guards against librdkafka internals.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while (rd_kafka_outq_len(rk) > 0 || hasQueuedEvents()) && ContinuousClock.now < deadline {
+            serve(timeoutMs: 50)
+        }
         rd_kafka_queue_destroy(queue)
         rd_kafka_destroy(rk)
     }

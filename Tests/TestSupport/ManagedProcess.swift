@@ -92,12 +92,25 @@ public enum LocalHTTP {
     }
 
     /// Runs a shell script of the repository (e.g. `deploy/local/down broker`) and waits for it.
-    public static func runScript(_ path: String, _ arguments: [String]) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = [TestServices.repositoryRoot.appendingPathComponent(path).path] + arguments
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw TestSupportError("\(path) \(arguments) exited \(p.terminationStatus)") }
+    /// Uses posix_spawn and waitpid directly: Foundation's `Process` can miss the exit of a
+    /// script that leaves a daemon behind (as `up` does with the broker).
+    public static func runScript(_ path: String, _ arguments: [String]) async throws {
+        let argv = ["/bin/bash", TestServices.repositoryRoot.appendingPathComponent(path).path] + arguments
+        let status: Int32 = await withCheckedContinuation { continuation in
+            let thread = Thread {
+                var pid: pid_t = 0
+                var cArgs = argv.map { strdup($0) } + [nil]
+                defer { for a in cArgs { free(a) } }
+                guard posix_spawn(&pid, "/bin/bash", nil, nil, &cArgs, environ) == 0 else {
+                    continuation.resume(returning: -1)
+                    return
+                }
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+                continuation.resume(returning: (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
+            }
+            thread.start()
+        }
+        guard status == 0 else { throw TestSupportError("\(path) \(arguments) exited \(status)") }
     }
 }

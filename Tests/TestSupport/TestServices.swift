@@ -72,7 +72,8 @@ public enum TestServices {
 /// Collects records from a topic until a condition holds or a deadline passes.
 public enum TopicReader {
     /// Reads `topic` from the beginning in a fresh group until `until` returns true for the
-    /// records so far, or `timeout` passes. Returns what was read.
+    /// records so far (asked when the topic goes quiet, and at most every 200 ms while records
+    /// flow), or `timeout` passes. Returns what was read.
     public static func read(
         _ topic: String, timeout: Duration = .seconds(30), until: ([KafkaMessage]) -> Bool
     ) async throws -> [KafkaMessage] {
@@ -81,8 +82,15 @@ public enum TopicReader {
             logger: TestServices.logger)
         var seen: [KafkaMessage] = []
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline, !until(seen) {
-            if let m = await consumer.poll(timeout: .milliseconds(100)) { seen.append(m) }
+        var lastCheck = ContinuousClock.now - .seconds(1)
+        var done = until(seen)
+        while ContinuousClock.now < deadline, !done {
+            let next = await consumer.poll(timeout: .milliseconds(100))
+            if let next { seen.append(next) }
+            if next == nil || ContinuousClock.now - lastCheck > .milliseconds(200) {
+                done = until(seen)
+                lastCheck = .now
+            }
         }
         await consumer.close()
         return seen

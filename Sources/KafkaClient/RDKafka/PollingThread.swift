@@ -25,13 +25,15 @@ final class PollingThread: Sendable {
     }
 }
 
-/// Runs one blocking librdkafka call on a dispatch queue and resumes the caller when it returns.
+/// Runs one blocking librdkafka call (commit, flush, close, admin requests: rare, and each may
+/// take seconds) on a thread of its own and resumes the caller when it returns. A shared dispatch
+/// queue would be limited to one thread per core and let slow calls queue behind each other.
 enum Blocking {
-    private static let queue = DispatchQueue(label: "kafka.blocking", attributes: .concurrent)
-
     static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: body()) }
+            let thread = Thread { continuation.resume(returning: body()) }
+            thread.name = "kafka-blocking"
+            thread.start()
         }
     }
 }

@@ -1,0 +1,172 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import KafkaClient
+import Logging
+import Metrics
+import NIOCore
+import Prometheus
+import StageRuntime
+import Synchronization
+
+/// The webhook front door. `POST /v2/notifications` (Apple) and `POST /v1/transactions` (the app)
+/// write the request body, byte for byte, to the raw topic, and answer 200 only after the broker
+/// acknowledged it. If it did not within ``IngestConfiguration/ackTimeout``, the answer is 503 and
+/// Apple delivers again later.
+public enum IngestApplication {
+    /// Builds the HTTP application. Add `producer` to the same `ServiceGroup` before it (or run the
+    /// returned application's services), so it flushes after the server stops.
+    public static func build(
+        configuration: IngestConfiguration, producer: KafkaProducer, registry: PrometheusCollectorRegistry?, logger: Logger
+    ) -> some ApplicationProtocol {
+        let handler = IngestHandler(configuration: configuration, producer: producer, logger: logger)
+        let router = Router()
+        router.post("/v2/notifications") { request, context in
+            try await handler.accept(request, context: context, route: "/v2/notifications") { body, limit in
+                try RequestValidation.notification(body, maxJWSBytes: limit)
+            }
+        }
+        router.post("/v1/transactions") { request, context in
+            try await handler.accept(request, context: context, route: "/v1/transactions") { body, limit in
+                try RequestValidation.transaction(body, maxJWSBytes: limit)
+            }
+        }
+        if let registry {
+            ProbeRoutes.add(to: router, registry: registry) { handler.isReady }
+        }
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: nil),
+            logger: logger)
+    }
+}
+
+/// Validates, stores and answers one request.
+final class IngestHandler: Sendable {
+    let configuration: IngestConfiguration
+    let producer: KafkaProducer
+    let logger: Logger
+    /// Consecutive broker failures; ingest reports not ready while the broker refuses writes.
+    private let consecutiveFailures = Atomic<Int>(0)
+
+    init(configuration: IngestConfiguration, producer: KafkaProducer, logger: Logger) {
+        self.configuration = configuration
+        self.producer = producer
+        self.logger = logger
+    }
+
+    var isReady: Bool { consecutiveFailures.load(ordering: .relaxed) < 3 }
+
+    func accept(
+        _ request: Request, context: some RequestContext, route: String,
+        validate: ([UInt8], Int) throws -> RequestValidation.Accepted
+    ) async throws -> Response {
+        let started = ContinuousClock.now
+        let requestID = request.headers[.requestID] ?? UUID().uuidString.lowercased()
+        do {
+            let response = try await store(request, requestID: requestID, validate: validate)
+            record(route: route, status: 200, since: started)
+            return response
+        } catch let error as IngestError {
+            record(route: route, status: Int(error.status.code), since: started)
+            if error.status == .serviceUnavailable {
+                logger.warning("request not stored", metadata: ["request.id": "\(requestID)", "error.code": "\(error.code)"])
+            } else {
+                logger.debug("request refused", metadata: ["request.id": "\(requestID)", "error.code": "\(error.code)"])
+            }
+            throw error
+        }
+    }
+
+    private func store(
+        _ request: Request, requestID: String, validate: ([UInt8], Int) throws -> RequestValidation.Accepted
+    ) async throws -> Response {
+        if let type = request.headers[.contentType], !Self.isJSON(type) { throw IngestError.unsupportedMediaType(type) }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: configuration.maxBodyBytes)
+        } catch {
+            throw IngestError.bodyTooLarge(limit: configuration.maxBodyBytes)
+        }
+        let body = Array(buffer.readableBytesView)
+        let accepted = try validate(body, configuration.maxJWSBytes)
+        var headers = [
+            KafkaHeader(key: PipelineHeader.source, string: accepted.source),
+            KafkaHeader(key: PipelineHeader.receivedAt, string: Timestamp.iso8601(Date())),
+            KafkaHeader(key: PipelineHeader.requestID, string: requestID),
+            KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
+            KafkaHeader(key: PipelineHeader.schema, string: Topics.raw),
+        ]
+        if let trace = request.headers[.traceparent] { headers.append(KafkaHeader(key: PipelineHeader.traceparent, string: trace)) }
+        let key = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+        let message = KafkaOutgoingMessage(topic: configuration.rawTopic, key: key, value: body, headers: headers)
+
+        let report = try await sendWithDeadline(message)
+        consecutiveFailures.store(0, ordering: .relaxed)
+        let answer = #"{"status":"accepted","requestId":"\#(requestID)","partition":\#(report.partition),"offset":\#(report.offset)}"#
+        return Response(
+            status: .ok, headers: [.contentType: "application/json", .requestID: requestID],
+            body: .init(byteBuffer: ByteBuffer(string: answer)))
+    }
+
+    /// Sends and waits for the acknowledgement, at most the configured deadline. librdkafka's own
+    /// delivery timeout is the same deadline, so a record given up on here is not written later.
+    private func sendWithDeadline(_ message: KafkaOutgoingMessage) async throws -> KafkaDeliveryReport {
+        let producer = self.producer
+        let timeout = configuration.ackTimeout
+        let outcome: Result<KafkaDeliveryReport, any Error>? = await withCheckedContinuation { continuation in
+            let once = ResumeOnce(continuation)
+            let timer = Task {
+                guard (try? await Task.sleep(for: timeout)) != nil else { return }  // cancelled: answered
+                once.resume(nil)
+            }
+            Task {
+                let result: Result<KafkaDeliveryReport, any Error>
+                do { result = .success(try await producer.send(message)) } catch { result = .failure(error) }
+                once.resume(result)
+                timer.cancel()
+            }
+        }
+        switch outcome {
+        case .success(let report):
+            return report
+        case .failure(let error):
+            consecutiveFailures.add(1, ordering: .relaxed)
+            logger.warning("broker refused the record", metadata: ["error": "\(error)"])
+            throw IngestError.brokerUnavailable()
+        case nil:
+            consecutiveFailures.add(1, ordering: .relaxed)
+            logger.warning("no acknowledgement within the deadline", metadata: ["timeout": "\(timeout)"])
+            throw IngestError.brokerUnavailable()
+        }
+    }
+
+    private func record(route: String, status: Int, since: ContinuousClock.Instant) {
+        Counter(label: "ingest_requests_total", dimensions: [("route", route), ("status", String(status))]).increment()
+        Timer(label: "ingest_request_duration_seconds", dimensions: [("route", route)], preferredDisplayUnit: .seconds)
+            .recordNanoseconds((ContinuousClock.now - since).nanoseconds)
+    }
+
+    static func isJSON(_ contentType: String) -> Bool {
+        let media = contentType.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        return media == "application/json" || media.hasSuffix("+json")
+    }
+}
+
+/// Resumes a continuation with whichever of two racing tasks finishes first.
+private final class ResumeOnce<T: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<T, Never>?>
+    init(_ continuation: CheckedContinuation<T, Never>) { self.continuation = Mutex(continuation) }
+    func resume(_ value: T) {
+        continuation.withLock { c in
+            c?.resume(returning: value)
+            c = nil
+        }
+    }
+}
+
+extension HTTPField.Name {
+    static let requestID = Self("X-Request-Id")!
+    static let traceparent = Self("traceparent")!
+}

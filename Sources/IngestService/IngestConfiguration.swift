@@ -1,0 +1,77 @@
+import KafkaClient
+import Logging
+import StageRuntime
+
+/// What ingest reads from its environment at start.
+public struct IngestConfiguration: Sendable {
+    public var kafka: KafkaClientConfiguration
+    public var rawTopic: String
+    public var httpHost: String
+    public var httpPort: Int
+    /// How long a request waits for the broker's acknowledgement before answering 503.
+    public var ackTimeout: Duration
+    /// Larger request bodies are refused with 413.
+    public var maxBodyBytes: Int
+    /// Larger JWS strings are refused with 400.
+    public var maxJWSBytes: Int
+    public var linger: Duration
+    public var logLevel: Logger.Level
+    public var shutdownTimeout: Duration
+
+    public static let variables: [(name: String, default: String, meaning: String)] = [
+        ("KAFKA_BOOTSTRAP_SERVERS", "(required)", "host:port[,host:port…] of the Kafka cluster"),
+        ("KAFKA_PROP_<NAME>", "", "any librdkafka setting, `_` read as `.`"),
+        ("KAFKA_PROPERTIES_FILE", "", "file of name=value librdkafka settings (for secrets)"),
+        ("RAW_TOPIC", Topics.raw, "where accepted bodies are written"),
+        ("HTTP_HOST / HTTP_PORT", "0.0.0.0 / 8080", "where the webhook, /health, /ready and /metrics are served"),
+        ("INGEST_ACK_TIMEOUT_MS", "5000", "wait for the broker's acknowledgement before answering 503"),
+        ("MAX_BODY_BYTES", "1048576", "larger bodies get 413"),
+        ("MAX_JWS_BYTES", "65536", "larger JWS get 400"),
+        ("KAFKA_LINGER_MS", "2", "producer batching delay"),
+        ("SHUTDOWN_TIMEOUT_MS", "25000", "graceful shutdown deadline"),
+        ("LOG_LEVEL", "info", "trace, debug, info, notice, warning, error, critical"),
+    ]
+
+    public init(
+        kafka: KafkaClientConfiguration, rawTopic: String = Topics.raw, httpHost: String = "127.0.0.1", httpPort: Int = 0,
+        ackTimeout: Duration = .seconds(5), maxBodyBytes: Int = 1 << 20, maxJWSBytes: Int = 64 << 10,
+        linger: Duration = .milliseconds(2), logLevel: Logger.Level = .info, shutdownTimeout: Duration = .seconds(25)
+    ) {
+        self.kafka = kafka
+        self.rawTopic = rawTopic
+        self.httpHost = httpHost
+        self.httpPort = httpPort
+        self.ackTimeout = ackTimeout
+        self.maxBodyBytes = maxBodyBytes
+        self.maxJWSBytes = maxJWSBytes
+        self.linger = linger
+        self.logLevel = logLevel
+        self.shutdownTimeout = shutdownTimeout
+    }
+
+    public init(environment env: EnvironmentReader) throws(ConfigurationError) {
+        let level = env.string("LOG_LEVEL", default: "info").lowercased()
+        guard let parsed = Logger.Level(rawValue: level) else {
+            throw ConfigurationError(variable: "LOG_LEVEL", problem: "must be one of trace, debug, info, notice, warning, error, critical (got \"\(level)\")")
+        }
+        self.init(
+            kafka: KafkaClientConfiguration(
+                bootstrapServers: try env.required("KAFKA_BOOTSTRAP_SERVERS"),
+                clientID: env.string("KAFKA_CLIENT_ID", default: "ingest"), properties: try env.kafkaProperties()),
+            rawTopic: env.string("RAW_TOPIC", default: Topics.raw),
+            httpHost: env.string("HTTP_HOST", default: "0.0.0.0"),
+            httpPort: try env.int("HTTP_PORT", default: 8080, in: 0...65535),
+            ackTimeout: try env.milliseconds("INGEST_ACK_TIMEOUT_MS", default: .seconds(5), in: 50...120_000),
+            maxBodyBytes: try env.int("MAX_BODY_BYTES", default: 1 << 20, in: 1024...(64 << 20)),
+            maxJWSBytes: try env.int("MAX_JWS_BYTES", default: 64 << 10, in: 1024...(16 << 20)),
+            linger: try env.milliseconds("KAFKA_LINGER_MS", default: .milliseconds(2), in: 0...10_000),
+            logLevel: parsed,
+            shutdownTimeout: try env.milliseconds("SHUTDOWN_TIMEOUT_MS", default: .seconds(25), in: 1000...3_600_000))
+    }
+
+    /// The producer ingest writes with: a record not acknowledged within the request's deadline
+    /// is failed by librdkafka too, so nothing is written long after the client was told 503.
+    public var producer: KafkaProducerConfiguration {
+        KafkaProducerConfiguration(client: kafka, deliveryTimeout: ackTimeout, linger: linger)
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import StageRuntime
+
+/// The checks ingest makes before storing a body. It verifies nothing cryptographically (that
+/// is verify's job): it only refuses what can never be a notification or a signed transaction.
+enum RequestValidation {
+    /// What the body was, once accepted.
+    struct Accepted {
+        var source: String
+    }
+
+    /// `{"signedPayload":"<JWS>"}` from Apple.
+    static func notification(_ body: [UInt8], maxJWSBytes: Int) throws(IngestError) -> Accepted {
+        let object = try jsonObject(body)
+        try checkJWS(object["signedPayload"], name: "signedPayload", maxBytes: maxJWSBytes)
+        return Accepted(source: PipelineHeader.Source.appleWebhook)
+    }
+
+    /// `{"signedTransaction":"<JWS>","appAccountToken":"<UUID>","userId":"…"}` from the app.
+    static func transaction(_ body: [UInt8], maxJWSBytes: Int) throws(IngestError) -> Accepted {
+        let object = try jsonObject(body)
+        try checkJWS(object["signedTransaction"], name: "signedTransaction", maxBytes: maxJWSBytes)
+        if let token = object["appAccountToken"], !(token is NSNull) {
+            guard let s = token as? String, UUID(uuidString: s) != nil else {
+                throw .invalidField("appAccountToken", "must be a UUID string")
+            }
+        }
+        if let user = object["userId"], !(user is NSNull) {
+            guard let s = user as? String, !s.isEmpty, s.utf8.count <= 256 else {
+                throw .invalidField("userId", "must be a non-empty string of at most 256 bytes")
+            }
+        }
+        return Accepted(source: PipelineHeader.Source.appUpload)
+    }
+
+    private static func jsonObject(_ body: [UInt8]) throws(IngestError) -> [String: Any] {
+        guard let parsed = try? JSONSerialization.jsonObject(with: Data(body)), let object = parsed as? [String: Any] else {
+            throw .invalidJSON()
+        }
+        return object
+    }
+
+    /// Three non-empty base64url segments (`A-Z a-z 0-9 - _`, no padding) joined by dots.
+    static func checkJWS(_ value: Any?, name: String, maxBytes: Int) throws(IngestError) {
+        guard let jws = value as? String else { throw .missingField(name) }
+        let bytes = jws.utf8
+        guard bytes.count <= maxBytes else { throw .jwsTooLarge(name, limit: maxBytes) }
+        var segments = 1
+        var segmentLength = 0
+        for b in bytes {
+            switch b {
+            case UInt8(ascii: "."):
+                guard segmentLength > 0 else { throw .invalidJWS(name, "a segment is empty") }
+                segments += 1
+                segmentLength = 0
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                segmentLength += 1
+            default:
+                throw .invalidJWS(name, "it contains a character outside base64url")
+            }
+        }
+        guard segments == 3 else { throw .invalidJWS(name, "it has \(segments) segments instead of 3") }
+        guard segmentLength > 0 else { throw .invalidJWS(name, "a segment is empty") }
+    }
+}

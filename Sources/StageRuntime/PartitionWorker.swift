@@ -1,0 +1,289 @@
+import DequeModule
+import Foundation
+import KafkaClient
+import Logging
+import Metrics
+import Synchronization
+
+/// Processes one assigned partition's records in order, one batch at a time, on its own task.
+///
+/// Its buffer is bounded: above the high-water mark the partition is paused in the consumer, and
+/// resumed once the buffer drains to half. While a record is retried after a transient failure
+/// the partition is paused too, so nothing is fetched that could overtake it.
+final class PartitionWorker: Sendable {
+    struct Context: Sendable {
+        let stage: any PipelineStage
+        let consumer: KafkaConsumer
+        let producer: KafkaProducer
+        let configuration: StageRunnerConfiguration
+        let metrics: StageMetrics
+        let logger: Logger
+    }
+
+    private struct State {
+        var buffer = Deque<KafkaMessage>()
+        var waiter: CheckedContinuation<Void, Never>?
+        var stopping = false
+        var inFlight = false
+        var pausedForBuffer = false
+        var pausedForRetry = false
+        var retryingSince: ContinuousClock.Instant?
+        var isPaused: Bool { pausedForBuffer || pausedForRetry }
+    }
+
+    let partition: KafkaTopicPartition
+    private let context: Context
+    private let state = Mutex(State())
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    init(partition: KafkaTopicPartition, context: Context) {
+        self.partition = partition
+        self.context = context
+        let t = Task { [self] in await self.loop() }
+        task.withLock { $0 = t }
+    }
+
+    /// How long the current record has been retried, if it is being retried.
+    var retryingFor: Duration? {
+        state.withLock { $0.retryingSince.map { ContinuousClock.now - $0 } }
+    }
+
+    /// Adds a consumed record; pauses the partition when the buffer passes the high-water mark.
+    func enqueue(_ message: KafkaMessage) {
+        let (waiter, pause) = state.withLock { s -> (CheckedContinuation<Void, Never>?, Bool) in
+            guard !s.stopping else { return (nil, false) }
+            s.buffer.append(message)
+            let wasPaused = s.isPaused
+            if s.buffer.count >= context.configuration.maxBufferedPerPartition { s.pausedForBuffer = true }
+            defer { s.waiter = nil }
+            return (s.waiter, !wasPaused && s.isPaused)
+        }
+        if pause { setPaused(true) }
+        waiter?.resume()
+    }
+
+    /// Stops taking new records, waits up to `timeout` for the record in flight, then cancels.
+    /// Blocking: called on the consumer's polling thread during a rebalance.
+    func stopBlocking(timeout: Duration) {
+        let waiter = beginStop()
+        waiter?.resume()
+        let deadline = ContinuousClock.now + timeout
+        while state.withLock({ $0.inFlight }) && ContinuousClock.now < deadline { usleep(5_000) }
+        task.withLock { $0?.cancel() }
+    }
+
+    /// Stops taking new records, waits up to `timeout` for the record in flight, then cancels.
+    func stop(timeout: Duration) async {
+        let waiter = beginStop()
+        waiter?.resume()
+        let deadline = ContinuousClock.now + timeout
+        while state.withLock({ $0.inFlight }) && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let t = task.withLock { $0 }
+        t?.cancel()
+        await t?.value
+    }
+
+    private func beginStop() -> CheckedContinuation<Void, Never>? {
+        state.withLock { s in
+            s.stopping = true
+            s.buffer.removeAll()
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+    }
+
+    // MARK: The worker task
+
+    private func loop() async {
+        while let batch = await take() {
+            await handle(batch)
+            state.withLock { $0.inFlight = false }
+        }
+    }
+
+    /// Waits for records; returns up to `maxBatchSize` of them, marked in flight, or nil when stopping.
+    private func take() async -> [KafkaMessage]? {
+        while true {
+            enum Step { case batch([KafkaMessage], resume: Bool), wait, stop }
+            let step = state.withLock { s -> Step in
+                if s.stopping { return .stop }
+                guard !s.buffer.isEmpty else { return .wait }
+                let n = min(context.configuration.maxBatchSize, s.buffer.count)
+                let batch = Array(s.buffer.prefix(n))
+                s.buffer.removeFirst(n)
+                s.inFlight = true
+                var resume = false
+                if s.pausedForBuffer && s.buffer.count <= context.configuration.maxBufferedPerPartition / 2 {
+                    s.pausedForBuffer = false
+                    resume = !s.isPaused
+                }
+                return .batch(batch, resume: resume)
+            }
+            switch step {
+            case .stop: return nil
+            case .batch(let batch, let resume):
+                if resume { setPaused(false) }
+                return batch
+            case .wait:
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                    let ready = state.withLock { s -> Bool in
+                        if s.stopping || !s.buffer.isEmpty { return true }
+                        s.waiter = c
+                        return false
+                    }
+                    if ready { c.resume() }
+                }
+            }
+        }
+    }
+
+    private var stopping: Bool { state.withLock { $0.stopping } || Task.isCancelled }
+
+    /// Runs a batch to completion: every record ends produced-and-stored or dead-lettered-and-stored,
+    /// unless the worker is stopped, in which case the rest is left for the partition's next owner.
+    private func handle(_ batch: [KafkaMessage]) async {
+        var pending = batch[...]
+        var attempts = 0
+        var firstFailure: Date?
+        while !pending.isEmpty, !stopping {
+            let started = ContinuousClock.now
+            var results: [Result<[KafkaOutgoingMessage], any Error>]
+            do {
+                results = try await context.stage.process(batch: Array(pending))
+            } catch {
+                let failure = FailureClassification(error)
+                if !failure.isTransient && pending.count > 1 {
+                    // Find the bad record: go one at a time.
+                    results = await oneByOne(pending)
+                } else {
+                    results = [.failure(error)]
+                }
+            }
+            if results.isEmpty {
+                results = [.failure(StageError.permanent("stage_returned_nothing", "the stage returned no result for the record"))]
+            }
+            for result in results {
+                guard let message = pending.first, !stopping else { return }
+                switch result {
+                case .success(let outputs):
+                    guard await deliver(outputs, for: message) else { return }
+                    context.metrics.processing.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
+                    context.metrics.succeeded.increment()
+                    attempts = 0
+                    firstFailure = nil
+                    endRetry()
+                    pending = pending.dropFirst()
+                case .failure(let error):
+                    let failure = FailureClassification(error)
+                    attempts += 1
+                    let now = Date()
+                    if firstFailure == nil { firstFailure = now }
+                    if failure.isTransient {
+                        guard await backoff(message, failure: failure, attempt: attempts) else { return }
+                        break
+                    }
+                    let letter = DeadLetterHeader.record(
+                        for: message, topic: context.configuration.deadLetterTopic, stage: context.stage.name,
+                        failure: failure, attempts: attempts, firstFailure: firstFailure ?? now, lastFailure: now)
+                    context.logger.warning("record dead-lettered", metadata: log(message).merging([
+                        "error.code": "\(failure.code)", "error.message": "\(failure.message)",
+                    ]) { a, _ in a })
+                    guard await deliver([letter], for: message, deadLetter: true) else { return }
+                    context.metrics.deadLettered(code: failure.code)
+                    attempts = 0
+                    firstFailure = nil
+                    endRetry()
+                    pending = pending.dropFirst()
+                }
+                // A transient failure ends this pass over the results: retry from that record.
+                if case .failure(let e) = result, FailureClassification(e).isTransient { break }
+            }
+        }
+    }
+
+    private func oneByOne(_ pending: ArraySlice<KafkaMessage>) async -> [Result<[KafkaOutgoingMessage], any Error>] {
+        var results: [Result<[KafkaOutgoingMessage], any Error>] = []
+        for message in pending {
+            do {
+                results.append(.success(try await context.stage.process(message)))
+            } catch {
+                results.append(.failure(error))
+                if FailureClassification(error).isTransient { break }
+            }
+        }
+        return results
+    }
+
+    /// Produces the outputs (retrying transient broker failures in place), then stores the input's
+    /// offset. Returns false when the worker was stopped first.
+    private func deliver(_ outputs: [KafkaOutgoingMessage], for message: KafkaMessage, deadLetter: Bool = false) async -> Bool {
+        var attempt = 0
+        while !stopping {
+            do {
+                if !outputs.isEmpty {
+                    _ = try await context.producer.sendAll(outputs)
+                    if !deadLetter { context.metrics.produced.increment(by: outputs.count) }
+                }
+                do {
+                    try context.consumer.storeOffset(message)
+                } catch {
+                    // The partition was revoked meanwhile: its next owner redoes this record.
+                    context.logger.debug("offset not stored", metadata: log(message).merging(["error": "\(error)"]) { a, _ in a })
+                }
+                return true
+            } catch {
+                attempt += 1
+                let failure = FailureClassification(error)
+                context.logger.warning("producing outputs failed; retrying", metadata: log(message).merging([
+                    "error.code": "\(failure.code)", "attempt": "\(attempt)",
+                ]) { a, _ in a })
+                guard await backoff(message, failure: failure, attempt: attempt) else { return false }
+            }
+        }
+        return false
+    }
+
+    /// Pauses the partition and waits before the next attempt. False when stopped meanwhile.
+    private func backoff(_ message: KafkaMessage, failure: FailureClassification, attempt: Int) async -> Bool {
+        context.metrics.retried.increment()
+        let pause = state.withLock { s -> Bool in
+            if s.retryingSince == nil { s.retryingSince = .now }
+            let was = s.isPaused
+            s.pausedForRetry = true
+            return !was
+        }
+        if pause { setPaused(true) }
+        let delay = context.configuration.retry.delay(afterAttempt: attempt, retryAfter: failure.retryAfter)
+        context.logger.info("transient failure; retrying in place", metadata: log(message).merging([
+            "error.code": "\(failure.code)", "error.message": "\(failure.message)", "attempt": "\(attempt)",
+            "retry.delay_ms": "\(delay.milliseconds)",
+        ]) { a, _ in a })
+        do { try await Task.sleep(for: delay) } catch { return false }
+        return !stopping
+    }
+
+    private func endRetry() {
+        let resume = state.withLock { s -> Bool in
+            guard s.pausedForRetry || s.retryingSince != nil else { return false }
+            s.retryingSince = nil
+            let was = s.isPaused
+            s.pausedForRetry = false
+            return was && !s.isPaused
+        }
+        if resume { setPaused(false) }
+    }
+
+    private func setPaused(_ paused: Bool) {
+        do {
+            if paused { try context.consumer.pause([partition]) } else { try context.consumer.resume([partition]) }
+        } catch {
+            context.logger.debug("pause/resume failed", metadata: ["kafka.partition": "\(partition)", "error": "\(error)"])
+        }
+    }
+
+    private func log(_ m: KafkaMessage) -> Logger.Metadata {
+        ["kafka.topic": "\(m.topic)", "kafka.partition": "\(m.partition)", "kafka.offset": "\(m.offset)"]
+    }
+}

@@ -1,0 +1,23 @@
+/// Header names shared by every topic (schemas/headers.md documents them).
+public enum PipelineHeader {
+    /// Where the record came from: one of ``Source``.
+    public static let source = "source"
+    /// When ingest (or the job that created the record) received it, ISO 8601 UTC with milliseconds.
+    public static let receivedAt = "received-at"
+    /// The HTTP request's id (`X-Request-Id` when the caller sent one), for tracing one delivery.
+    public static let requestID = "request-id"
+    /// The body's media type, `application/json`.
+    public static let contentType = "content-type"
+    /// W3C trace context, copied from the request when given and carried by every later stage.
+    public static let traceparent = "traceparent"
+    /// The body's schema, e.g. `appstore.notifications.raw.v1`.
+    public static let schema = "schema"
+
+    /// Values of the ``source`` header.
+    public enum Source {
+        public static let appleWebhook = "apple-webhook"
+        public static let appUpload = "app-upload"
+        public static let notificationHistory = "notification-history"
+        public static let reconcile = "reconcile"
+    }
+}

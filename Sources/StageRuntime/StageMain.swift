@@ -1,0 +1,118 @@
+import Foundation
+import Hummingbird
+import KafkaClient
+import Logging
+import Metrics
+import Prometheus
+import ServiceLifecycle
+import UnixSignals
+
+/// Process-wide start-up shared by every executable: `--help`, configuration errors as one line,
+/// logging and Prometheus metrics bootstrap.
+public enum ProcessBootstrap {
+    /// Prints `usage` and exits when `--help` or `-h` is among the arguments.
+    public static func handleHelp(_ usage: String) {
+        let args = CommandLine.arguments.dropFirst()
+        if args.contains("--help") || args.contains("-h") {
+            print(usage)
+            exit(0)
+        }
+        if let unknown = args.first {
+            FileHandle.standardError.write(Data("unknown argument \(unknown); configuration comes from the environment (see --help)\n".utf8))
+            exit(2)
+        }
+    }
+
+    /// Formats the environment variables for `--help`.
+    public static func usage(name: String, summary: String, variables: [(name: String, default: String, meaning: String)]) -> String {
+        var text = "\(name): \(summary)\n\nUSAGE: \(name) [--help]\n\nConfiguration is read from environment variables:\n"
+        let width = variables.map(\.name.count).max() ?? 0
+        for v in variables {
+            let pad = String(repeating: " ", count: width - v.name.count)
+            text += "  \(v.name)\(pad)  \(v.meaning)\(v.default.isEmpty ? "" : " [default: \(v.default)]")\n"
+        }
+        text += "\nExit status: 0 after a graceful shutdown (SIGTERM/SIGINT), 78 on a configuration error, 1 on a failure."
+        return text
+    }
+
+    /// Reads configuration; on a ``ConfigurationError`` prints its one line and exits with 78.
+    public static func configuration<T>(_ read: () throws -> T) -> T {
+        do {
+            return try read()
+        } catch {
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            exit(78)
+        }
+    }
+
+    /// Installs stderr logging at `level` and Prometheus metrics; returns the metrics registry.
+    public static func bootstrap(logLevel: Logger.Level) -> PrometheusCollectorRegistry {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = logLevel
+            return handler
+        }
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.nameAndLabelSanitizer = { name, labels in
+            (name.replacingOccurrences(of: ".", with: "_"), labels.map { ($0.0.replacingOccurrences(of: ".", with: "_"), $0.1) })
+        }
+        MetricsSystem.bootstrap(factory)
+        return registry
+    }
+
+    /// Runs services in dependency order until SIGTERM or SIGINT, then shuts them down in reverse.
+    public static func run(_ services: [any Service], shutdownTimeout: Duration, logger: Logger) async {
+        var config = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        config.maximumGracefulShutdownDuration = shutdownTimeout
+        config.maximumCancellationDuration = .seconds(5)
+        let group = ServiceGroup(configuration: config)
+        do {
+            try await group.run()
+        } catch {
+            logger.critical("stopped on failure", metadata: ["error": "\(error)"])
+            exit(1)
+        }
+    }
+}
+
+/// The whole `main` of a consuming stage: configuration, logging, metrics, the probe server, the
+/// producer, the consumer and the runner, in one `ServiceGroup`.
+public enum StageMain {
+    /// - Parameters:
+    ///   - makeStage: builds the stage from its configuration; returns it with any services it
+    ///     needs running before it (a database client, say), in dependency order.
+    public static func run(
+        name: String, summary: String, defaults: StageConfiguration.Defaults,
+        extraVariables: [(name: String, default: String, meaning: String)] = [],
+        makeStage: (StageConfiguration, EnvironmentReader, Logger) async throws -> (any PipelineStage, [any Service])
+    ) async {
+        ProcessBootstrap.handleHelp(ProcessBootstrap.usage(name: name, summary: summary, variables: StageConfiguration.variables + extraVariables))
+        let env = EnvironmentReader()
+        let config = ProcessBootstrap.configuration { try StageConfiguration(stage: name, defaults: defaults, environment: env) }
+        let registry = ProcessBootstrap.bootstrap(logLevel: config.logLevel)
+        var logger = Logger(label: "appstore.\(name)")
+        logger[metadataKey: "pipeline.stage"] = "\(name)"
+        do {
+            let (stage, extra) = try await makeStage(config, env, logger)
+            let producer = try KafkaProducer(configuration: config.producer, logger: logger)
+            let runner = try StageRunner(
+                stage: stage, consumerConfiguration: config.consumer, producer: producer,
+                configuration: config.runner, logger: logger)
+            let probes = ProbeRoutes.server(host: config.httpHost, port: config.httpPort, registry: registry, logger: logger) {
+                runner.isReady
+            }
+            logger.info("starting", metadata: [
+                "kafka.input": "\(config.inputTopic)", "kafka.group": "\(config.groupID)", "http.port": "\(config.httpPort)",
+            ])
+            await ProcessBootstrap.run(
+                [probes] + extra + [producer, runner.consumer, runner], shutdownTimeout: config.shutdownTimeout, logger: logger)
+        } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            exit(78)
+        } catch {
+            logger.critical("could not start", metadata: ["error": "\(error)"])
+            exit(1)
+        }
+    }
+}

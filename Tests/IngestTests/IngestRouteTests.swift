@@ -1,0 +1,128 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import IngestService
+import KafkaClient
+import NIOCore
+import StageRuntime
+import TestSupport
+import Testing
+
+/// A JWS-shaped string: three base64url segments. Ingest checks shape only.
+func fakeJWS(_ payload: String = #"{"notificationUUID":"\#(UUID().uuidString)"}"#) -> String {
+    func b64(_ s: String) -> String {
+        Data(s.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+    return "\(b64(#"{"alg":"ES256"}"#)).\(b64(payload)).c2lnbmF0dXJl"
+}
+
+struct ErrorBody: Decodable {
+    struct Detail: Decodable { let code: String; let message: String }
+    let error: Detail
+}
+
+@Suite("ingest answers", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(3)))
+struct IngestRouteTests {
+    func withIngest(ackTimeout: Duration = .seconds(5), bootstrap: String = TestServices.bootstrapServers,
+                    _ body: @Sendable (String, any TestClientProtocol) async throws -> Void) async throws {
+        let topic = try await TestServices.makeTopic("raw")
+        let config = IngestConfiguration(kafka: KafkaClientConfiguration(bootstrapServers: bootstrap), rawTopic: topic, ackTimeout: ackTimeout)
+        let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
+        let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
+        try await app.test(.router) { client in try await body(topic, client) }
+        await producer.close()
+    }
+
+    func expectError(_ response: TestResponse, _ status: HTTPResponse.Status, _ code: String) throws {
+        #expect(response.status == status)
+        #expect(response.headers[.contentType] == "application/json")
+        let decoded = try JSONDecoder().decode(ErrorBody.self, from: Data(response.body.readableBytesView))
+        #expect(decoded.error.code == code)
+        #expect(!decoded.error.message.isEmpty)
+    }
+
+    @Test("a notification is stored byte for byte with its headers before 200")
+    func acceptsNotification() async throws {
+        try await withIngest { topic, client in
+            let body = #"{"signedPayload":"\#(fakeJWS())"}"#
+            try await client.execute(
+                uri: "/v2/notifications", method: .post,
+                headers: [.contentType: "application/json", HTTPField.Name("traceparent")!: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", HTTPField.Name("X-Request-Id")!: "req-1"],
+                body: ByteBuffer(string: body)
+            ) { response in
+                #expect(response.status == .ok)
+                #expect(String(buffer: response.body).contains(#""requestId":"req-1""#))
+            }
+            let stored = try await TopicReader.read(topic) { !$0.isEmpty }
+            let record = try #require(stored.first)
+            #expect(record.value == Array(body.utf8))
+            #expect(record.headers.string(PipelineHeader.source) == "apple-webhook")
+            #expect(record.headers.string(PipelineHeader.requestID) == "req-1")
+            #expect(record.headers.string(PipelineHeader.contentType) == "application/json")
+            #expect(record.headers.string(PipelineHeader.traceparent) == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+            let receivedAt = try #require(record.headers.string(PipelineHeader.receivedAt))
+            #expect(try Date(receivedAt, strategy: .iso8601).timeIntervalSinceNow > -60)
+            #expect(record.keyString?.count == 64, "keyed by the body's SHA-256")
+        }
+    }
+
+    @Test("an app upload with hints is stored with source app-upload")
+    func acceptsTransaction() async throws {
+        try await withIngest { topic, client in
+            let body = #"{"signedTransaction":"\#(fakeJWS())","appAccountToken":"\#(UUID().uuidString)","userId":"user-42"}"#
+            try await client.execute(uri: "/v1/transactions", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: body)) {
+                #expect($0.status == .ok)
+            }
+            let stored = try await TopicReader.read(topic) { !$0.isEmpty }
+            #expect(stored.first?.headers.string(PipelineHeader.source) == "app-upload")
+            #expect(stored.first?.value == Array(body.utf8))
+        }
+    }
+
+    @Test("bad requests are refused with a JSON error naming the problem, and nothing is stored")
+    func refusals() async throws {
+        let big = String(repeating: "A", count: 70_000)
+        let cases: [(String, String, [UInt8], HTTPResponse.Status, String)] = [
+            ("/v2/notifications", "application/json", Array("not json".utf8), .badRequest, "invalid_json"),
+            ("/v2/notifications", "application/json", Array("[1,2]".utf8), .badRequest, "invalid_json"),
+            ("/v2/notifications", "application/json", Array(#"{"payload":"a.b.c"}"#.utf8), .badRequest, "missing_field"),
+            ("/v2/notifications", "application/json", Array(#"{"signedPayload":42}"#.utf8), .badRequest, "missing_field"),
+            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"abc.def"}"#.utf8), .badRequest, "invalid_jws"),
+            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"a.b.c.d"}"#.utf8), .badRequest, "invalid_jws"),
+            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"a..c"}"#.utf8), .badRequest, "invalid_jws"),
+            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"a+/.b.c="}"#.utf8), .badRequest, "invalid_jws"),
+            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"\#(big).b.c"}"#.utf8), .badRequest, "jws_too_large"),
+            ("/v2/notifications", "application/json", Array(repeating: UInt8(ascii: " "), count: (1 << 20) + 10), .contentTooLarge, "body_too_large"),
+            ("/v2/notifications", "text/plain", Array(#"{"signedPayload":"a.b.c"}"#.utf8), .unsupportedMediaType, "unsupported_media_type"),
+            ("/v1/transactions", "application/json", Array(#"{"signedPayload":"a.b.c"}"#.utf8), .badRequest, "missing_field"),
+            ("/v1/transactions", "application/json", Array(#"{"signedTransaction":"a.b.c","appAccountToken":"nope"}"#.utf8), .badRequest, "invalid_field"),
+            ("/v1/transactions", "application/json", Array(#"{"signedTransaction":"a.b.c","userId":""}"#.utf8), .badRequest, "invalid_field"),
+        ]
+        try await withIngest { topic, client in
+            for (uri, type, body, status, code) in cases {
+                try await client.execute(uri: uri, method: .post, headers: [.contentType: type], body: ByteBuffer(bytes: body)) { response in
+                    try expectError(response, status, code)
+                }
+            }
+            try await client.execute(uri: "/v2/notifications", method: .get) { #expect($0.status == .notFound || $0.status == .methodNotAllowed) }
+            let stored = try await TopicReader.read(topic, timeout: .seconds(3)) { !$0.isEmpty }
+            #expect(stored.isEmpty)
+        }
+    }
+
+    @Test("an unreachable broker gets 503 with a JSON error within the acknowledgement timeout")
+    func brokerUnreachable() async throws {
+        try await withIngest(ackTimeout: .milliseconds(800), bootstrap: "127.0.0.1:1") { _, client in
+            let start = ContinuousClock.now
+            try await client.execute(uri: "/v2/notifications", method: .post, headers: [.contentType: "application/json"],
+                                     body: ByteBuffer(string: #"{"signedPayload":"\#(fakeJWS())"}"#)) { response in
+                try expectError(response, .serviceUnavailable, "broker_unavailable")
+            }
+            // Generous: other suites load both cores meanwhile. The resilience suite, run alone, holds
+            // ingest to its timeout plus half a second.
+            #expect(ContinuousClock.now - start < .seconds(4))
+        }
+    }
+}

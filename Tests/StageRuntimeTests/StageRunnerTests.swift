@@ -1,0 +1,173 @@
+import Foundation
+import KafkaClient
+import Metrics
+import Prometheus
+import StageRuntime
+import Synchronization
+import TestSupport
+import Testing
+
+/// Copies input to output; fails as the body asks: "poison…" permanently, "flaky…" transiently
+/// on its first three attempts.
+final class ScriptedStage: PipelineStage {
+    let name = "scripted"
+    let output: String
+    let attempts = Mutex<[String: Int]>([:])
+    let maxDelayMs: Int
+
+    init(output: String, maxDelayMs: Int = 0) {
+        self.output = output
+        self.maxDelayMs = maxDelayMs
+    }
+
+    func process(_ message: KafkaMessage) async throws -> [KafkaOutgoingMessage] {
+        let body = message.text
+        let attempt = attempts.withLock { a in a[body, default: 0] += 1; return a[body]! }
+        if maxDelayMs > 0 { try await Task.sleep(for: .milliseconds(Int.random(in: 0...maxDelayMs))) }
+        if body.hasPrefix("poison") { throw StageError.permanent("poisoned", "the record \(body) can never be processed") }
+        if body.hasPrefix("flaky"), attempt <= 3 {
+            throw StageError.transient("dependency_down", "try again", retryAfter: .milliseconds(10))
+        }
+        return [KafkaOutgoingMessage(topic: output, key: message.key, value: message.value, headers: message.headers)]
+    }
+}
+
+@Suite("Stage runtime on the real broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
+struct StageRunnerTests {
+    @Test("per-partition order is kept while partitions run concurrently")
+    func ordering() async throws {
+        let input = try await TestServices.makeTopic("order-in", partitions: 4)
+        let output = try await TestServices.makeTopic("order-out", partitions: 4)
+        let dlq = try await TestServices.makeTopic("order-dlq")
+        try await produceNumbered(input, count: 400, keys: 8)
+        let harness = try StageHarness(
+            stage: ScriptedStage(output: output, maxDelayMs: 3), input: input, deadLetters: dlq,
+            groupID: TestServices.uniqueGroup("order"))
+        let out = try await TopicReader.read(output, timeout: .seconds(60)) { $0.count >= 400 }
+        try await harness.stop()
+        #expect(out.count == 400)
+        for (key, records) in Dictionary(grouping: out, by: { $0.keyString ?? "" }) {
+            let ns = records.map { Int($0.text)! }
+            #expect(ns == ns.sorted(), "key \(key) out of order")
+        }
+    }
+
+    @Test("a transient failure is retried in place: nothing skipped, nothing reordered, nothing dead-lettered")
+    func transientRetry() async throws {
+        let input = try await TestServices.makeTopic("retry-in")
+        let output = try await TestServices.makeTopic("retry-out")
+        let dlq = try await TestServices.makeTopic("retry-dlq")
+        try await produceNumbered(input, count: 10, keys: 1) { $0 == 4 ? "flaky-4" : "\($0)" }
+        let stage = ScriptedStage(output: output)
+        let harness = try StageHarness(stage: stage, input: input, deadLetters: dlq, groupID: TestServices.uniqueGroup("retry"))
+        let out = try await TopicReader.read(output) { $0.count >= 10 }
+        try await harness.stop()
+        #expect(out.map(\.text) == ["0", "1", "2", "3", "flaky-4", "5", "6", "7", "8", "9"])
+        #expect(stage.attempts.withLock { $0["flaky-4"] } == 4)
+        let letters = try await TopicReader.read(dlq, timeout: .seconds(3)) { !$0.isEmpty }
+        #expect(letters.isEmpty)
+    }
+
+    @Test("a poison record lands in the DLQ with its reason; the records after it are processed")
+    func poisonMessage() async throws {
+        let input = try await TestServices.makeTopic("poison-in")
+        let output = try await TestServices.makeTopic("poison-out")
+        let dlq = try await TestServices.makeTopic("poison-dlq")
+        let before = Date()
+        try await produceNumbered(input, count: 6, keys: 1) { $0 == 2 ? "poison-2" : "\($0)" }
+        let harness = try StageHarness(stage: ScriptedStage(output: output), input: input, deadLetters: dlq, groupID: TestServices.uniqueGroup("poison"))
+        let out = try await TopicReader.read(output) { $0.count >= 5 }
+        let letters = try await TopicReader.read(dlq) { !$0.isEmpty }
+        try await harness.stop()
+        #expect(out.map(\.text) == ["0", "1", "3", "4", "5"])
+        let letter = try #require(letters.first)
+        #expect(letters.count == 1)
+        #expect(letter.text == "poison-2", "the dead letter keeps the original body")
+        #expect(letter.keyString == "k0")
+        #expect(letter.headers.string("n") == "2", "original headers are kept")
+        #expect(letter.headers.string(DeadLetterHeader.errorCode) == "poisoned")
+        #expect(letter.headers.string(DeadLetterHeader.errorMessage)?.contains("poison-2") == true)
+        #expect(letter.headers.string(DeadLetterHeader.stage) == "scripted")
+        #expect(letter.headers.string(DeadLetterHeader.sourceTopic) == input)
+        #expect(letter.headers.string(DeadLetterHeader.sourcePartition) == "0")
+        #expect(letter.headers.string(DeadLetterHeader.sourceOffset) == "2")
+        #expect(letter.headers.string(DeadLetterHeader.attempts) == "1")
+        let first = try #require(letter.headers.string(DeadLetterHeader.firstFailureAt).flatMap { try? Date($0, strategy: .iso8601) })
+        let last = try #require(letter.headers.string(DeadLetterHeader.lastFailureAt).flatMap { try? Date($0, strategy: .iso8601) })
+        #expect(first >= before.addingTimeInterval(-1) && last >= first)
+    }
+
+    @Test("a batch stage sees consecutive records of one partition; a poison record inside a batch is isolated")
+    func batches() async throws {
+        final class BatchStage: PipelineStage {
+            let name = "batch"
+            let output: String
+            let sizes = Mutex<[Int]>([])
+            init(output: String) { self.output = output }
+            func process(_ message: KafkaMessage) async throws -> [KafkaOutgoingMessage] {
+                if message.text.hasPrefix("poison") { throw StageError.permanent("poisoned", "bad") }
+                return [KafkaOutgoingMessage(topic: output, key: message.key, value: message.value)]
+            }
+            func process(batch: [KafkaMessage]) async throws -> [Result<[KafkaOutgoingMessage], any Error>] {
+                sizes.withLock { $0.append(batch.count) }
+                // All or nothing, like one database transaction.
+                if batch.contains(where: { $0.text.hasPrefix("poison") }) { throw StageError.permanent("poisoned", "bad batch") }
+                return batch.map { .success([KafkaOutgoingMessage(topic: output, key: $0.key, value: $0.value)]) }
+            }
+        }
+        let input = try await TestServices.makeTopic("batch-in")
+        let output = try await TestServices.makeTopic("batch-out")
+        let dlq = try await TestServices.makeTopic("batch-dlq")
+        try await produceNumbered(input, count: 50, keys: 1) { $0 == 20 ? "poison-20" : "\($0)" }
+        let stage = BatchStage(output: output)
+        let harness = try StageHarness(stage: stage, input: input, deadLetters: dlq, groupID: TestServices.uniqueGroup("batch"), batchSize: 16)
+        let out = try await TopicReader.read(output) { $0.count >= 49 }
+        let letters = try await TopicReader.read(dlq) { !$0.isEmpty }
+        try await harness.stop()
+        #expect(out.map(\.text) == (0..<50).filter { $0 != 20 }.map(String.init))
+        #expect(letters.map(\.text) == ["poison-20"])
+        #expect(stage.sizes.withLock { $0.max() ?? 0 } > 1, "records were handed over in batches")
+    }
+
+    @Test("graceful shutdown commits what was finished: a restarted stage neither loses nor repeats records")
+    func gracefulShutdownCommits() async throws {
+        let input = try await TestServices.makeTopic("drain-in", partitions: 2)
+        let output = try await TestServices.makeTopic("drain-out", partitions: 2)
+        let dlq = try await TestServices.makeTopic("drain-dlq")
+        let group = TestServices.uniqueGroup("drain")
+        try await produceNumbered(input, count: 100, keys: 4)
+        let first = try StageHarness(stage: ScriptedStage(output: output), input: input, deadLetters: dlq, groupID: group)
+        _ = try await TopicReader.read(output) { $0.count >= 100 }
+        try await first.stop()
+        try await produceNumbered(input, count: 100, keys: 4) { "\($0 + 100)" }
+        let second = try StageHarness(stage: ScriptedStage(output: output), input: input, deadLetters: dlq, groupID: group)
+        let out = try await TopicReader.read(output) { $0.count >= 200 }
+        try await Task.sleep(for: .seconds(1))
+        let settled = try await TopicReader.read(output, timeout: .seconds(5)) { $0.count > 200 }
+        try await second.stop()
+        #expect(Set(out.map(\.text)) == Set((0..<200).map(String.init)))
+        #expect(settled.count == 200, "no record was processed twice")
+    }
+
+    @Test("metrics count consumed, produced, retried and dead-lettered records")
+    func metrics() async throws {
+        let registry = PrometheusCollectorRegistry()
+        let input = try await TestServices.makeTopic("metrics-in")
+        let output = try await TestServices.makeTopic("metrics-out")
+        let dlq = try await TestServices.makeTopic("metrics-dlq")
+        try await produceNumbered(input, count: 5, keys: 1) { $0 == 1 ? "poison-1" : $0 == 2 ? "flaky-2" : "\($0)" }
+        try await withMetricsFactory(PrometheusMetricsFactory(registry: registry)) {
+            let harness = try StageHarness(stage: ScriptedStage(output: output), input: input, deadLetters: dlq, groupID: TestServices.uniqueGroup("metrics"))
+            _ = try await TopicReader.read(output) { $0.count >= 4 }
+            try await harness.stop()
+        }
+        var bytes: [UInt8] = []
+        registry.emit(into: &bytes)
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text.contains(#"pipeline_messages_consumed_total{stage="scripted"} 5"#))
+        #expect(text.contains(#"pipeline_messages_produced_total{stage="scripted"} 4"#))
+        #expect(text.contains(#"pipeline_retries_total{stage="scripted"} 3"#))
+        #expect(text.contains(#"pipeline_messages_dead_lettered_total{stage="scripted",code="poisoned"} 1"#))
+        #expect(text.contains("pipeline_processing_duration_seconds_bucket"))
+    }
+}
