@@ -1,0 +1,135 @@
+/// Strict base64 and base64url coding for JWS segments and `x5c` certificates.
+///
+/// JWS segments are base64url without padding (RFC 7515); `x5c` entries are standard, padded base64
+/// (RFC 7515 §4.1.6). Decoding is strict and canonical: only the alphabet, no whitespace, padding only
+/// where the variant requires it, and zero unused bits. So every accepted string has exactly one
+/// decoding and one encoding, and a modified segment can never decode to the original bytes.
+public enum Base64 {
+    /// Encodes bytes as base64url without padding, as JWS segments are written.
+    public static func encodeURL(_ bytes: some Collection<UInt8>) -> String {
+        encode(bytes, alphabet: urlAlphabet, pad: false)
+    }
+
+    /// Encodes bytes as standard padded base64, as `x5c` entries are written.
+    public static func encodeStandard(_ bytes: some Collection<UInt8>) -> String {
+        encode(bytes, alphabet: standardAlphabet, pad: true)
+    }
+
+    /// Decodes unpadded base64url; `nil` for anything not canonical.
+    public static func decodeURL(_ text: some StringProtocol) -> [UInt8]? {
+        var text = String(text)
+        return text.withUTF8 { decode($0, table: urlTable, padded: false) }
+    }
+
+    /// Decodes padded standard base64; `nil` for anything not canonical.
+    public static func decodeStandard(_ text: some StringProtocol) -> [UInt8]? {
+        var text = String(text)
+        return text.withUTF8 { decode($0, table: standardTable, padded: true) }
+    }
+
+    /// Decodes unpadded base64url from raw UTF-8 bytes; `nil` for anything not canonical.
+    static func decodeURL(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        decode(bytes, table: urlTable, padded: false)
+    }
+
+    private static let urlAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let standardAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let invalid: UInt8 = 0xFF
+    private static let urlTable = makeTable(urlAlphabet)
+    private static let standardTable = makeTable(standardAlphabet)
+
+    private static func makeTable(_ alphabet: [UInt8]) -> [UInt8] {
+        var table = [UInt8](repeating: invalid, count: 256)
+        for (index, character) in alphabet.enumerated() {
+            table[Int(character)] = UInt8(index)
+        }
+        return table
+    }
+
+    private static func encode(_ bytes: some Collection<UInt8>, alphabet: [UInt8], pad: Bool) -> String {
+        let input = Array(bytes)
+        var output = [UInt8]()
+        output.reserveCapacity((input.count + 2) / 3 * 4)
+        var index = 0
+        while index + 3 <= input.count {
+            let value = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+            output.append(alphabet[Int(value >> 18 & 0x3F)])
+            output.append(alphabet[Int(value >> 12 & 0x3F)])
+            output.append(alphabet[Int(value >> 6 & 0x3F)])
+            output.append(alphabet[Int(value & 0x3F)])
+            index += 3
+        }
+        let remaining = input.count - index
+        if remaining == 1 {
+            let value = UInt32(input[index]) << 16
+            output.append(alphabet[Int(value >> 18 & 0x3F)])
+            output.append(alphabet[Int(value >> 12 & 0x3F)])
+            if pad { output.append(contentsOf: "==".utf8) }
+        } else if remaining == 2 {
+            let value = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8
+            output.append(alphabet[Int(value >> 18 & 0x3F)])
+            output.append(alphabet[Int(value >> 12 & 0x3F)])
+            output.append(alphabet[Int(value >> 6 & 0x3F)])
+            if pad { output.append(UInt8(ascii: "=")) }
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    private static func decode(_ input: UnsafeBufferPointer<UInt8>, table: [UInt8], padded: Bool) -> [UInt8]? {
+        var count = input.count
+        if padded {
+            guard count % 4 == 0 else { return nil }
+            if count > 0, input[count - 1] == UInt8(ascii: "=") { count -= 1 }
+            if count > 0, input[count - 1] == UInt8(ascii: "=") { count -= 1 }
+        }
+        let tail = count % 4
+        if tail == 1 { return nil }
+        let outputCount = count / 4 * 3 + (tail == 0 ? 0 : tail - 1)
+        return table.withUnsafeBufferPointer { table -> [UInt8]? in
+            var valid = true
+            let output = [UInt8](unsafeUninitializedCapacity: outputCount) { buffer, initialized in
+                var inIndex = 0
+                var outIndex = 0
+                while inIndex + 4 <= count {
+                    let a = table[Int(input[inIndex])]
+                    let b = table[Int(input[inIndex + 1])]
+                    let c = table[Int(input[inIndex + 2])]
+                    let d = table[Int(input[inIndex + 3])]
+                    if (a | b | c | d) & 0xC0 != 0 {
+                        valid = false
+                        break
+                    }
+                    let value = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                    buffer[outIndex] = UInt8(truncatingIfNeeded: value >> 16)
+                    buffer[outIndex + 1] = UInt8(truncatingIfNeeded: value >> 8)
+                    buffer[outIndex + 2] = UInt8(truncatingIfNeeded: value)
+                    inIndex += 4
+                    outIndex += 3
+                }
+                if valid, tail >= 2 {
+                    let a = table[Int(input[inIndex])]
+                    let b = table[Int(input[inIndex + 1])]
+                    let c = tail == 3 ? table[Int(input[inIndex + 2])] : 0
+                    if (a | b | c) & 0xC0 != 0 {
+                        valid = false
+                    } else {
+                        let value = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6
+                        buffer[outIndex] = UInt8(truncatingIfNeeded: value >> 16)
+                        outIndex += 1
+                        if tail == 3 {
+                            buffer[outIndex] = UInt8(truncatingIfNeeded: value >> 8)
+                            outIndex += 1
+                            // Canonical: the unused low 2 bits must be zero.
+                            if value & 0xFF != 0 { valid = false }
+                        } else if value & 0xFFFF != 0 {
+                            // Canonical: the unused low 4 bits must be zero.
+                            valid = false
+                        }
+                    }
+                }
+                initialized = valid ? outIndex : 0
+            }
+            return valid ? output : nil
+        }
+    }
+}

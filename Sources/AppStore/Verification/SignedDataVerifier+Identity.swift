@@ -1,0 +1,129 @@
+import Crypto
+import Foundation
+import Synchronization
+import X509
+
+/// The app and environment a notification names, from its one sub-object.
+struct NotificationIdentity {
+    var bundleID: String?
+    var appAppleID: Int64?
+    var environment: AppStoreEnvironment?
+
+    /// Apple's order: `data`, then `summary`, then `externalPurchaseToken`, then `appData`.
+    init(_ payload: ResponseBodyV2DecodedPayload) {
+        if let data = payload.data {
+            self.init(bundleID: data.bundleId, appAppleID: data.appAppleId, environment: data.environment)
+        } else if let summary = payload.summary {
+            self.init(bundleID: summary.bundleId, appAppleID: summary.appAppleId, environment: summary.environment)
+        } else if let token = payload.externalPurchaseToken {
+            self.init(bundleID: token.bundleId, appAppleID: token.appAppleId, environment: token.derivedEnvironment)
+        } else if let appData = payload.appData {
+            self.init(bundleID: appData.bundleId, appAppleID: appData.appAppleId, environment: appData.environment)
+        } else {
+            self.init(bundleID: nil, appAppleID: nil, environment: nil)
+        }
+    }
+
+    init(bundleID: String?, appAppleID: Int64?, environment: AppStoreEnvironment?) {
+        self.bundleID = bundleID
+        self.appAppleID = appAppleID
+        self.environment = environment
+    }
+}
+
+extension SignedDataVerifier {
+    /// The configured app a payload belongs to, after checking bundle ID, environment, app Apple ID
+    /// (Production only, like Apple's libraries) and that Production data chains to Apple's root.
+    func resolveApp(
+        bundleID: String?,
+        environment: AppStoreEnvironment?,
+        appAppleID: Int64?,
+        checksAppAppleID: Bool,
+        chain: ValidatedChain
+    ) throws(AppStoreVerificationError) -> AppStoreApp {
+        guard let bundleID else {
+            throw AppStoreVerificationError(.wrongBundleID, "the payload names no bundle ID")
+        }
+        guard let app = appsByBundleID[bundleID] else {
+            throw AppStoreVerificationError(.wrongBundleID, "bundle ID \(bundleID.prefix(200)) is not configured")
+        }
+        try checkEnvironment(environment, allowed: app.environments, chain: nil)
+        if checksAppAppleID, environment == .production, appAppleID != app.appAppleID {
+            let found = appAppleID.map(String.init) ?? "none"
+            let expected = app.appAppleID.map(String.init) ?? "none"
+            throw AppStoreVerificationError(
+                .wrongAppAppleID,
+                "app Apple ID \(found) is not the configured \(expected) of \(bundleID)"
+            )
+        }
+        try requireAppleRoot(forProduction: environment, chain: chain)
+        return app
+    }
+
+    /// Checks the environment is present and allowed and, given the chain, that Production data
+    /// chains to Apple's root.
+    func checkEnvironment(
+        _ environment: AppStoreEnvironment?,
+        allowed: Set<AppStoreEnvironment>,
+        chain: ValidatedChain?
+    ) throws(AppStoreVerificationError) {
+        guard let environment else {
+            throw AppStoreVerificationError(.wrongEnvironment, "the payload names no environment")
+        }
+        guard allowed.contains(environment) else {
+            throw AppStoreVerificationError(
+                .wrongEnvironment,
+                "environment \(environment.rawValue.prefix(64)) is not configured for this app"
+            )
+        }
+        if let chain {
+            try requireAppleRoot(forProduction: environment, chain: chain)
+        }
+    }
+
+    /// Production data is trusted only when it chains to Apple Root CA - G3, whatever else is configured.
+    func requireAppleRoot(forProduction environment: AppStoreEnvironment?, chain: ValidatedChain)
+        throws(AppStoreVerificationError)
+    {
+        if environment == .production, !chain.isAnchoredInAppleRoot {
+            throw AppStoreVerificationError(
+                .untrustedRoot,
+                "Production data must chain to Apple Root CA - G3, not to \(chain.root.subject)"
+            )
+        }
+    }
+
+    /// A nested JWS must name the same app and environment as its notification.
+    func requireSame(
+        bundleID: String?,
+        environment: AppStoreEnvironment?,
+        as app: AppStoreApp,
+        _ expectedEnvironment: AppStoreEnvironment?
+    ) throws(AppStoreVerificationError) {
+        guard bundleID == app.bundleID else {
+            throw AppStoreVerificationError(
+                .wrongBundleID,
+                "the bundle ID differs from the notification's \(app.bundleID)"
+            )
+        }
+        if let expectedEnvironment, environment != expectedEnvironment {
+            throw AppStoreVerificationError(
+                .wrongEnvironment,
+                "the environment differs from the notification's \(expectedEnvironment.rawValue)"
+            )
+        }
+    }
+
+    /// The cached chain for an exact header, if young enough.
+    func cachedChain(for header: String, now: Date) -> ChainCache.Entry? {
+        guard configuration.chainCache.isEnabled else { return nil }
+        return cache.withLock { $0.lookup(header, now: now) }
+    }
+
+    /// Remembers a freshly validated chain under its exact header.
+    func storeChain(_ chain: ValidatedChain, leafKey: P256.Signing.PublicKey, for header: String, now: Date) {
+        guard configuration.chainCache.isEnabled else { return }
+        let entry = ChainCache.Entry(chain: chain, leafKey: leafKey, validity: chain.validityInterval, insertedAt: now)
+        cache.withLock { $0.insert(header, entry: entry, now: now) }
+    }
+}
