@@ -47,8 +47,11 @@ final class IngestHandler: Sendable {
     let configuration: IngestConfiguration
     let producer: KafkaProducer
     let logger: Logger
-    /// Consecutive broker failures; ingest reports not ready while the broker refuses writes.
+    /// Consecutive broker failures and when the last one happened: ingest reports not ready
+    /// while the broker refuses writes, and ready again 5 s after the last failure (so that a
+    /// load balancer sends traffic that can prove the broker is back).
     private let consecutiveFailures = Atomic<Int>(0)
+    private let lastFailure = Mutex<ContinuousClock.Instant?>(nil)
 
     init(configuration: IngestConfiguration, producer: KafkaProducer, logger: Logger) {
         self.configuration = configuration
@@ -56,7 +59,15 @@ final class IngestHandler: Sendable {
         self.logger = logger
     }
 
-    var isReady: Bool { consecutiveFailures.load(ordering: .relaxed) < 3 }
+    var isReady: Bool {
+        guard consecutiveFailures.load(ordering: .relaxed) >= 3, let last = lastFailure.withLock({ $0 }) else { return true }
+        return ContinuousClock.now - last > .seconds(5)
+    }
+
+    private func recordFailure() {
+        consecutiveFailures.add(1, ordering: .relaxed)
+        lastFailure.withLock { $0 = .now }
+    }
 
     func accept(
         _ request: Request, context: some RequestContext, route: String,
@@ -132,11 +143,11 @@ final class IngestHandler: Sendable {
         case .success(let report):
             return report
         case .failure(let error):
-            consecutiveFailures.add(1, ordering: .relaxed)
+            recordFailure()
             logger.warning("broker refused the record", metadata: ["error": "\(error)"])
             throw IngestError.brokerUnavailable()
         case nil:
-            consecutiveFailures.add(1, ordering: .relaxed)
+            recordFailure()
             logger.warning("no acknowledgement within the deadline", metadata: ["timeout": "\(timeout)"])
             throw IngestError.brokerUnavailable()
         }

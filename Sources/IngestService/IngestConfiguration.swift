@@ -18,10 +18,7 @@ public struct IngestConfiguration: Sendable {
     public var logLevel: Logger.Level
     public var shutdownTimeout: Duration
 
-    public static let variables: [(name: String, default: String, meaning: String)] = [
-        ("KAFKA_BOOTSTRAP_SERVERS", "(required)", "host:port[,host:port…] of the Kafka cluster"),
-        ("KAFKA_PROP_<NAME>", "", "any librdkafka setting, `_` read as `.`"),
-        ("KAFKA_PROPERTIES_FILE", "", "file of name=value librdkafka settings (for secrets)"),
+    public static let variables: [(name: String, default: String, meaning: String)] = EnvironmentReader.commonVariables + [
         ("RAW_TOPIC", Topics.raw, "where accepted bodies are written"),
         ("HTTP_HOST / HTTP_PORT", "0.0.0.0 / 8080", "where the webhook, /health, /ready and /metrics are served"),
         ("INGEST_ACK_TIMEOUT_MS", "5000", "wait for the broker's acknowledgement before answering 503"),
@@ -29,7 +26,6 @@ public struct IngestConfiguration: Sendable {
         ("MAX_JWS_BYTES", "65536", "larger JWS get 400"),
         ("KAFKA_LINGER_MS", "2", "producer batching delay"),
         ("SHUTDOWN_TIMEOUT_MS", "25000", "graceful shutdown deadline"),
-        ("LOG_LEVEL", "info", "trace, debug, info, notice, warning, error, critical"),
     ]
 
     public init(
@@ -50,14 +46,8 @@ public struct IngestConfiguration: Sendable {
     }
 
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
-        let level = env.string("LOG_LEVEL", default: "info").lowercased()
-        guard let parsed = Logger.Level(rawValue: level) else {
-            throw ConfigurationError(variable: "LOG_LEVEL", problem: "must be one of trace, debug, info, notice, warning, error, critical (got \"\(level)\")")
-        }
         self.init(
-            kafka: KafkaClientConfiguration(
-                bootstrapServers: try env.required("KAFKA_BOOTSTRAP_SERVERS"),
-                clientID: env.string("KAFKA_CLIENT_ID", default: "ingest"), properties: try env.kafkaProperties()),
+            kafka: try env.kafkaClient(defaultClientID: "ingest"),
             rawTopic: env.string("RAW_TOPIC", default: Topics.raw),
             httpHost: env.string("HTTP_HOST", default: "0.0.0.0"),
             httpPort: try env.int("HTTP_PORT", default: 8080, in: 0...65535),
@@ -65,7 +55,7 @@ public struct IngestConfiguration: Sendable {
             maxBodyBytes: try env.int("MAX_BODY_BYTES", default: 1 << 20, in: 1024...(64 << 20)),
             maxJWSBytes: try env.int("MAX_JWS_BYTES", default: 64 << 10, in: 1024...(16 << 20)),
             linger: try env.milliseconds("KAFKA_LINGER_MS", default: .milliseconds(2), in: 0...10_000),
-            logLevel: parsed,
+            logLevel: try env.logLevel(),
             shutdownTimeout: try env.milliseconds("SHUTDOWN_TIMEOUT_MS", default: .seconds(25), in: 1000...3_600_000))
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import KafkaClient
+import Logging
 
 /// A configuration value that is missing or wrong. Its description is the one line an operator
 /// sees when a process refuses to start.
@@ -62,6 +63,33 @@ public struct EnvironmentReader: Sendable {
         }
         return v
     }
+
+    /// `LOG_LEVEL`: trace, debug, info (default), notice, warning, error or critical.
+    public func logLevel() throws(ConfigurationError) -> Logger.Level {
+        let raw = string("LOG_LEVEL", default: "info").lowercased()
+        guard let level = Logger.Level(rawValue: raw) else {
+            throw ConfigurationError(variable: "LOG_LEVEL", problem: "must be one of trace, debug, info, notice, warning, error, critical (got \"\(raw)\")")
+        }
+        return level
+    }
+
+    /// The cluster connection every process shares: `KAFKA_BOOTSTRAP_SERVERS` (required),
+    /// `KAFKA_CLIENT_ID`, and the librdkafka pass-through of ``kafkaProperties()``.
+    public func kafkaClient(defaultClientID: String) throws(ConfigurationError) -> KafkaClientConfiguration {
+        KafkaClientConfiguration(
+            bootstrapServers: try required("KAFKA_BOOTSTRAP_SERVERS"),
+            clientID: string("KAFKA_CLIENT_ID", default: defaultClientID),
+            properties: try kafkaProperties())
+    }
+
+    /// The variables of ``kafkaClient(defaultClientID:)`` and ``logLevel()``, for `--help`.
+    public static let commonVariables: [(name: String, default: String, meaning: String)] = [
+        ("KAFKA_BOOTSTRAP_SERVERS", "(required)", "host:port[,host:port…] of the Kafka cluster"),
+        ("KAFKA_PROP_<NAME>", "", "any librdkafka setting, `_` read as `.` (KAFKA_PROP_SECURITY_PROTOCOL=SSL)"),
+        ("KAFKA_PROPERTIES_FILE", "", "file of name=value librdkafka settings (for secrets)"),
+        ("KAFKA_CLIENT_ID", "<executable name>", "client.id shown in broker logs"),
+        ("LOG_LEVEL", "info", "trace, debug, info, notice, warning, error, critical"),
+    ]
 
     /// librdkafka settings: every `KAFKA_PROP_<NAME>` variable becomes the property `<name>` with
     /// `_` read as `.` (`KAFKA_PROP_SECURITY_PROTOCOL=SSL` → `security.protocol=SSL`), and a file

@@ -37,11 +37,7 @@ public struct StageConfiguration: Sendable {
     public var shutdownTimeout: Duration
 
     /// The variables every stage reads: name, default, meaning.
-    public static let variables: [(name: String, default: String, meaning: String)] = [
-        ("KAFKA_BOOTSTRAP_SERVERS", "(required)", "host:port[,host:port…] of the Kafka cluster"),
-        ("KAFKA_PROP_<NAME>", "", "any librdkafka setting, `_` read as `.` (KAFKA_PROP_SECURITY_PROTOCOL=SSL)"),
-        ("KAFKA_PROPERTIES_FILE", "", "file of name=value librdkafka settings (for secrets)"),
-        ("KAFKA_CLIENT_ID", "<stage>", "client.id shown in broker logs"),
+    public static let variables: [(name: String, default: String, meaning: String)] = EnvironmentReader.commonVariables + [
         ("KAFKA_GROUP_ID", "appstore.<stage>", "consumer group"),
         ("INPUT_TOPIC / OUTPUT_TOPIC / DLQ_TOPIC", "from schemas/topics.json", "topics"),
         ("KAFKA_ASSIGNOR", "cooperative-sticky", "cooperative-sticky, range or roundrobin"),
@@ -57,15 +53,11 @@ public struct StageConfiguration: Sendable {
         ("DRAIN_TIMEOUT_MS", "10000", "wait for in-flight records on rebalance and shutdown"),
         ("SHUTDOWN_TIMEOUT_MS", "25000", "graceful shutdown deadline"),
         ("HTTP_HOST / HTTP_PORT", "0.0.0.0 / stage default", "where /health, /ready and /metrics are served"),
-        ("LOG_LEVEL", "info", "trace, debug, info, notice, warning, error, critical"),
     ]
 
     public init(stage: String, defaults: Defaults, environment env: EnvironmentReader) throws(ConfigurationError) {
         stageName = stage
-        kafka = KafkaClientConfiguration(
-            bootstrapServers: try env.required("KAFKA_BOOTSTRAP_SERVERS"),
-            clientID: env.string("KAFKA_CLIENT_ID", default: stage),
-            properties: try env.kafkaProperties())
+        kafka = try env.kafkaClient(defaultClientID: stage)
         groupID = env.string("KAFKA_GROUP_ID", default: defaults.groupID ?? "appstore.\(stage)")
         inputTopic = try Self.topic(env, "INPUT_TOPIC", defaults.inputTopic)
         outputTopic = try Self.topic(env, "OUTPUT_TOPIC", defaults.outputTopic)
@@ -91,11 +83,7 @@ public struct StageConfiguration: Sendable {
             maxBatchSize: try env.int("BATCH_SIZE", default: defaults.batchSize, in: 1...10_000),
             maxBufferedPerPartition: try env.int("MAX_BUFFERED_PER_PARTITION", default: 500, in: 2...1_000_000),
             drainTimeout: try env.milliseconds("DRAIN_TIMEOUT_MS", default: .seconds(10), in: 0...600_000))
-        let level = env.string("LOG_LEVEL", default: "info").lowercased()
-        guard let parsed = Logger.Level(rawValue: level) else {
-            throw ConfigurationError(variable: "LOG_LEVEL", problem: "must be one of trace, debug, info, notice, warning, error, critical (got \"\(level)\")")
-        }
-        logLevel = parsed
+        logLevel = try env.logLevel()
         shutdownTimeout = try env.milliseconds("SHUTDOWN_TIMEOUT_MS", default: .seconds(25), in: 1000...3_600_000)
     }
 
