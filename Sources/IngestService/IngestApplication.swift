@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import KafkaClient
 import Logging
+import CoreMetrics
 import Metrics
 import NIOCore
 import Prometheus
@@ -110,7 +111,7 @@ final class IngestHandler: Sendable {
             KafkaHeader(key: PipelineHeader.schema, string: Topics.raw),
         ]
         if let trace = request.headers[.traceparent] { headers.append(KafkaHeader(key: PipelineHeader.traceparent, string: trace)) }
-        let key = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+        let key = Self.hex(SHA256.hash(data: body))
         let message = KafkaOutgoingMessage(topic: configuration.rawTopic, key: key, value: body, headers: headers)
 
         let report = try await sendWithDeadline(message)
@@ -126,18 +127,11 @@ final class IngestHandler: Sendable {
     private func sendWithDeadline(_ message: KafkaOutgoingMessage) async throws -> KafkaDeliveryReport {
         let producer = self.producer
         let timeout = configuration.ackTimeout
-        let outcome: Result<KafkaDeliveryReport, any Error>? = await withCheckedContinuation { continuation in
+        let outcome: Result<KafkaDeliveryReport, KafkaError>? = await withCheckedContinuation { continuation in
             let once = ResumeOnce(continuation)
-            let timer = Task {
-                guard (try? await Task.sleep(for: timeout)) != nil else { return }  // cancelled: answered
-                once.resume(nil)
-            }
-            Task {
-                let result: Result<KafkaDeliveryReport, any Error>
-                do { result = .success(try await producer.send(message)) } catch { result = .failure(error) }
-                once.resume(result)
-                timer.cancel()
-            }
+            // Whichever comes first answers; the later one finds the continuation gone.
+            Self.deadlines.asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.nanoseconds))) { once.resume(nil) }
+            producer.send(message) { once.resume($0) }
         }
         switch outcome {
         case .success(let report):
@@ -153,10 +147,39 @@ final class IngestHandler: Sendable {
         }
     }
 
+    private let counters = Mutex<[String: CoreMetrics.Counter]>([:])
+    private let timers = Mutex<[String: CoreMetrics.Timer]>([:])
+
     private func record(route: String, status: Int, since: ContinuousClock.Instant) {
-        Counter(label: "ingest_requests_total", dimensions: [("route", route), ("status", String(status))]).increment()
-        Timer(label: "ingest_request_duration_seconds", dimensions: [("route", route)], preferredDisplayUnit: .seconds)
-            .recordNanoseconds((ContinuousClock.now - since).nanoseconds)
+        let counter = counters.withLock { c in
+            let key = "\(route) \(status)"
+            if let existing = c[key] { return existing }
+            let made = CoreMetrics.Counter(label: "ingest_requests_total", dimensions: [("route", route), ("status", String(status))])
+            c[key] = made
+            return made
+        }
+        counter.increment()
+        let timer = timers.withLock { t in
+            if let existing = t[route] { return existing }
+            let made = CoreMetrics.Timer(label: "ingest_request_duration_seconds", dimensions: [("route", route)], preferredDisplayUnit: .seconds)
+            t[route] = made
+            return made
+        }
+        timer.recordNanoseconds((ContinuousClock.now - since).nanoseconds)
+    }
+
+    /// Fires the per-request acknowledgement deadlines (no task per request).
+    private static let deadlines = DispatchQueue(label: "ingest.deadlines")
+
+    static func hex(_ digest: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
+        for b in digest {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0xf)])
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func isJSON(_ contentType: String) -> Bool {

@@ -24,14 +24,14 @@ public struct IngestConfiguration: Sendable {
         ("INGEST_ACK_TIMEOUT_MS", "5000", "wait for the broker's acknowledgement before answering 503"),
         ("MAX_BODY_BYTES", "1048576", "larger bodies get 413"),
         ("MAX_JWS_BYTES", "65536", "larger JWS get 400"),
-        ("KAFKA_LINGER_MS", "2", "producer batching delay"),
+        ("KAFKA_LINGER_MS", "5", "producer batching delay: larger batches, more throughput, a little latency"),
         ("SHUTDOWN_TIMEOUT_MS", "25000", "graceful shutdown deadline"),
     ]
 
     public init(
         kafka: KafkaClientConfiguration, rawTopic: String = Topics.raw, httpHost: String = "127.0.0.1", httpPort: Int = 0,
         ackTimeout: Duration = .seconds(5), maxBodyBytes: Int = 1 << 20, maxJWSBytes: Int = 64 << 10,
-        linger: Duration = .milliseconds(2), logLevel: Logger.Level = .info, shutdownTimeout: Duration = .seconds(25)
+        linger: Duration = .milliseconds(5), logLevel: Logger.Level = .info, shutdownTimeout: Duration = .seconds(25)
     ) {
         self.kafka = kafka
         self.rawTopic = rawTopic
@@ -54,7 +54,7 @@ public struct IngestConfiguration: Sendable {
             ackTimeout: try env.milliseconds("INGEST_ACK_TIMEOUT_MS", default: .seconds(5), in: 50...120_000),
             maxBodyBytes: try env.int("MAX_BODY_BYTES", default: 1 << 20, in: 1024...(64 << 20)),
             maxJWSBytes: try env.int("MAX_JWS_BYTES", default: 64 << 10, in: 1024...(16 << 20)),
-            linger: try env.milliseconds("KAFKA_LINGER_MS", default: .milliseconds(2), in: 0...10_000),
+            linger: try env.milliseconds("KAFKA_LINGER_MS", default: .milliseconds(5), in: 0...10_000),
             logLevel: try env.logLevel(),
             shutdownTimeout: try env.milliseconds("SHUTDOWN_TIMEOUT_MS", default: .seconds(25), in: 1000...3_600_000))
     }

@@ -42,25 +42,31 @@ enum RequestValidation {
 
     /// Three non-empty base64url segments (`A-Z a-z 0-9 - _`, no padding) joined by dots.
     static func checkJWS(_ value: Any?, name: String, maxBytes: Int) throws(IngestError) {
-        guard let jws = value as? String else { throw .missingField(name) }
-        let bytes = jws.utf8
-        guard bytes.count <= maxBytes else { throw .jwsTooLarge(name, limit: maxBytes) }
+        guard var jws = value as? String else { throw .missingField(name) }
+        guard jws.utf8.count <= maxBytes else { throw .jwsTooLarge(name, limit: maxBytes) }
+        jws.makeContiguousUTF8()
+        let result: IngestError? = jws.utf8.withContiguousStorageIfAvailable { checkSegments($0, name: name) } ?? nil
+        if let result { throw result }
+    }
+
+    private static func checkSegments(_ bytes: UnsafeBufferPointer<UInt8>, name: String) -> IngestError? {
         var segments = 1
         var segmentLength = 0
         for b in bytes {
             switch b {
             case UInt8(ascii: "."):
-                guard segmentLength > 0 else { throw .invalidJWS(name, "a segment is empty") }
+                guard segmentLength > 0 else { return .invalidJWS(name, "a segment is empty") }
                 segments += 1
                 segmentLength = 0
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
                 segmentLength += 1
             default:
-                throw .invalidJWS(name, "it contains a character outside base64url")
+                return .invalidJWS(name, "it contains a character outside base64url")
             }
         }
-        guard segments == 3 else { throw .invalidJWS(name, "it has \(segments) segments instead of 3") }
-        guard segmentLength > 0 else { throw .invalidJWS(name, "a segment is empty") }
+        guard segments == 3 else { return .invalidJWS(name, "it has \(segments) segments instead of 3") }
+        guard segmentLength > 0 else { return .invalidJWS(name, "a segment is empty") }
+        return nil
     }
 }

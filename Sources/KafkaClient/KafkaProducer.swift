@@ -38,20 +38,30 @@ public final class KafkaProducer: Service, Sendable {
     ///   did not acknowledge within the delivery timeout, ``KafkaError/Code-swift.struct/queueFull``
     ///   when the local queue is full, ``KafkaError/Code-swift.struct/closed`` after ``close()``.
     public func send(_ message: KafkaOutgoingMessage) async throws -> KafkaDeliveryReport {
-        let handle = try currentHandle()
-        return try await withCheckedThrowingContinuation { continuation in
-            handle.produce(message, promise: DeliveryPromise(continuation))
+        try await withCheckedThrowingContinuation { continuation in
+            send(message) { continuation.resume(with: $0) }
         }
     }
 
-    /// Produces several records concurrently and waits for every acknowledgement.
+    /// Produces one record and calls `completion` once, on the producer's polling thread, with
+    /// the broker's acknowledgement or the failure. For callers that race the acknowledgement
+    /// against a deadline of their own without spawning tasks; keep `completion` short.
+    public func send(_ message: KafkaOutgoingMessage, completion: @escaping @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void) {
+        do {
+            try currentHandle().produce(message, promise: DeliveryPromise(completion))
+        } catch {
+            completion(.failure(error))
+        }
+    }
+
+    /// Produces several records and waits until every one is acknowledged; throws the first
+    /// failure (the others may still have been written: the caller retries all of them).
     public func sendAll(_ messages: [KafkaOutgoingMessage]) async throws -> [KafkaDeliveryReport] {
         if messages.count == 1 { return [try await send(messages[0])] }
-        return try await withThrowingTaskGroup(of: (Int, KafkaDeliveryReport).self) { group in
-            for (i, m) in messages.enumerated() { group.addTask { (i, try await self.send(m)) } }
-            var reports = [KafkaDeliveryReport?](repeating: nil, count: messages.count)
-            for try await (i, r) in group { reports[i] = r }
-            return reports.map { $0! }
+        guard !messages.isEmpty else { return [] }
+        return try await withCheckedThrowingContinuation { continuation in
+            let collector = ReportCollector(count: messages.count, continuation: continuation)
+            for (i, m) in messages.enumerated() { send(m) { collector.complete(i, $0) } }
         }
     }
 
@@ -98,10 +108,41 @@ public final class KafkaProducer: Service, Sendable {
 
 /// The continuation of one ``KafkaProducer/send(_:)``, passed to librdkafka as the message opaque.
 final class DeliveryPromise: Sendable {
-    private let continuation: CheckedContinuation<KafkaDeliveryReport, any Error>
-    init(_ continuation: CheckedContinuation<KafkaDeliveryReport, any Error>) { self.continuation = continuation }
-    func succeed(_ report: KafkaDeliveryReport) { continuation.resume(returning: report) }
-    func fail(_ error: KafkaError) { continuation.resume(throwing: error) }
+    private let completion: @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
+    init(_ completion: @escaping @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void) { self.completion = completion }
+    func succeed(_ report: KafkaDeliveryReport) { completion(.success(report)) }
+    func fail(_ error: KafkaError) { completion(.failure(error)) }
+}
+
+/// Gathers the reports of ``KafkaProducer/sendAll(_:)`` and resumes its caller once: with all of
+/// them, or with the first failure after every record has an answer.
+private final class ReportCollector: Sendable {
+    private struct State {
+        var reports: [KafkaDeliveryReport?]
+        var pending: Int
+        var failure: KafkaError?
+        var continuation: CheckedContinuation<[KafkaDeliveryReport], any Error>?
+    }
+    private let state: Mutex<State>
+
+    init(count: Int, continuation: CheckedContinuation<[KafkaDeliveryReport], any Error>) {
+        state = Mutex(State(reports: Array(repeating: nil, count: count), pending: count, continuation: continuation))
+    }
+
+    func complete(_ index: Int, _ result: Result<KafkaDeliveryReport, KafkaError>) {
+        let finished = state.withLock { s -> (CheckedContinuation<[KafkaDeliveryReport], any Error>, Result<[KafkaDeliveryReport], any Error>)? in
+            switch result {
+            case .success(let r): s.reports[index] = r
+            case .failure(let e): s.failure = s.failure ?? e
+            }
+            s.pending -= 1
+            guard s.pending == 0, let c = s.continuation else { return nil }
+            s.continuation = nil
+            if let f = s.failure { return (c, .failure(f)) }
+            return (c, .success(s.reports.map { $0! }))
+        }
+        if let (c, outcome) = finished { c.resume(with: outcome) }
+    }
 }
 
 /// One librdkafka producer handle and the thread that serves its event queue.
