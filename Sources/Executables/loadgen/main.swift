@@ -5,20 +5,19 @@ import NIOCore
 import NIOHTTP1
 import Synchronization
 
-/// An HTTP load generator for the benchmarks and the crash test: POSTs JWS-shaped bodies to a
-/// URL, closed-loop (N connections as fast as answers come) or open-loop (a fixed rate, latency
-/// measured from each request's scheduled time so a stall is not hidden), and prints a JSON
-/// summary as its last line. With `--ids-file` it writes the number of every body answered 200.
+/// The crash test's HTTP client: POSTs numbered JWS-shaped bodies to a URL over N connections as
+/// fast as answers come, prints a JSON summary as its last line, and with `--ids-file` writes the
+/// number of every body answered 200, so the test can check each one reached the output.
+/// (Throughput benchmarks use wrk, which costs the shared cores less.)
 @main
 struct LoadGen: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "loadgen", abstract: "POST notification-shaped bodies at a URL and report throughput and latency.")
 
     @Option(help: "The URL to POST to.") var url = "http://127.0.0.1:8080/v2/notifications"
-    @Option(help: "Concurrent connections (closed loop) or the in-flight cap (open loop).") var connections = 16
+    @Option(help: "Concurrent connections.") var connections = 16
     @Option(help: "Stop after this many seconds.") var duration: Double = 10
     @Option(help: "Stop after this many requests (0: no limit).") var requests = 0
-    @Option(help: "Requests per second for an open-loop run (0: closed loop).") var rate: Double = 0
     @Option(help: "The JSON field holding the JWS: signedPayload or signedTransaction.") var field = "signedPayload"
     @Option(help: "Padding bytes in each JWS payload, to approach a real notification's size.") var padding = 3000
     @Option(help: "Write the sequence number of every body answered 200 to this file, one per line.") var idsFile: String?
@@ -35,7 +34,7 @@ struct LoadGen: AsyncParsableCommand {
         let deadline = started + .milliseconds(Int64(duration * 1000))
         let limit = requests > 0 ? requests : Int.max
         let next = Ticket()
-        let url = self.url, field = self.field, padding = self.padding, firstId = self.firstId, rate = self.rate
+        let url = self.url, field = self.field, padding = self.padding, firstId = self.firstId
 
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<connections {
@@ -43,22 +42,18 @@ struct LoadGen: AsyncParsableCommand {
                     while true {
                         let i = next.take()
                         guard i < limit else { return }
-                        var scheduled = ContinuousClock.now
-                        if rate > 0 {
-                            scheduled = started + .nanoseconds(Int64(Double(i) / rate * 1e9))
-                            if scheduled > ContinuousClock.now { try? await Task.sleep(until: scheduled) }
-                        }
                         guard ContinuousClock.now < deadline else { return }
+                        let sent = ContinuousClock.now
                         let id = firstId + i
                         let status = await Self.post(client: client, url: url, body: Self.body(id: id, field: field, padding: padding))
-                        recorder.record(id: id, status: status, latency: ContinuousClock.now - scheduled)
+                        recorder.record(id: id, status: status, latency: ContinuousClock.now - sent)
                     }
                 }
             }
         }
         let elapsed = ContinuousClock.now - started
         try await client.shutdown()
-        let summary = recorder.summary(elapsed: elapsed, scenario: scenario, connections: connections, rate: rate)
+        let summary = recorder.summary(elapsed: elapsed, scenario: scenario, connections: connections)
         if let idsFile {
             try recorder.okIDs.map(String.init).joined(separator: "\n").appending("\n").write(toFile: idsFile, atomically: true, encoding: .utf8)
         }
@@ -120,7 +115,7 @@ final class Recorder: Sendable {
 
     var okIDs: [Int] { state.withLock { $0.okIDs.sorted() } }
 
-    func summary(elapsed: Duration, scenario: String, connections: Int, rate: Double) -> (human: String, json: String) {
+    func summary(elapsed: Duration, scenario: String, connections: Int) -> (human: String, json: String) {
         state.withLock { s in
             let sorted = s.latenciesMs.sorted()
             func pct(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
@@ -131,10 +126,9 @@ final class Recorder: Sendable {
             let round = { (x: Double) in (x * 100).rounded() / 100 }
             let statuses = s.statuses.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",")
             let human = String(
-                format: "%@: %d requests in %.1fs, %d answered 200, %.0f req/s, p50 %.2f ms, p99 %.2f ms, max %.2f ms (connections %d%@)",
-                scenario, total, seconds, ok, rps, pct(0.5), pct(0.99), sorted.last ?? 0, connections,
-                rate > 0 ? String(format: ", offered %.0f req/s", rate) : "")
-            let json = #"{"scenario":"\#(scenario)","connections":\#(connections),"offered_rps":\#(round(rate)),"requests":\#(total),"ok":\#(ok),"rps":\#(round(rps)),"p50_ms":\#(round(pct(0.5))),"p90_ms":\#(round(pct(0.9))),"p99_ms":\#(round(pct(0.99))),"max_ms":\#(round(sorted.last ?? 0)),"statuses":{\#(statuses)}}"#
+                format: "%@: %d requests in %.1fs, %d answered 200, %.0f req/s, p50 %.2f ms, p99 %.2f ms, max %.2f ms (connections %d)",
+                scenario, total, seconds, ok, rps, pct(0.5), pct(0.99), sorted.last ?? 0, connections)
+            let json = #"{"scenario":"\#(scenario)","connections":\#(connections),"requests":\#(total),"ok":\#(ok),"rps":\#(round(rps)),"p50_ms":\#(round(pct(0.5))),"p90_ms":\#(round(pct(0.9))),"p99_ms":\#(round(pct(0.99))),"max_ms":\#(round(sorted.last ?? 0)),"statuses":{\#(statuses)}}"#
             return (human, json)
         }
     }
