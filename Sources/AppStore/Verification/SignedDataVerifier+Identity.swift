@@ -114,16 +114,19 @@ extension SignedDataVerifier {
         }
     }
 
-    /// The cached chain for an exact header, if young enough.
-    func cachedChain(for header: String, now: Date) -> ChainCache.Entry? {
+    /// The cached chain for the token's exact header, if young enough.
+    func cachedChain(for jws: CompactJWS, now: Date) -> ChainCache.Entry? {
         guard configuration.chainCache.isEnabled else { return nil }
-        return cache.withLock { $0.lookup(header, now: now) }
+        return jws.withHeaderBytes { header in cache.withLock { $0.lookup(header, now: now) } }
     }
 
-    /// Remembers a freshly validated chain under its exact header.
-    func storeChain(_ chain: ValidatedChain, leafKey: P256.Signing.PublicKey, for header: String, now: Date) {
+    /// Remembers a freshly validated chain under the token's exact header.
+    func storeChain(_ chain: ValidatedChain, leafKey: P256.Signing.PublicKey, for jws: CompactJWS, now: Date) {
         guard configuration.chainCache.isEnabled else { return }
-        let entry = ChainCache.Entry(chain: chain, leafKey: leafKey, validity: chain.validityInterval, insertedAt: now)
+        let entry = ChainCache.Entry(
+            chain: chain, leafKey: leafKey, validity: chain.validityInterval, insertedAt: now,
+            signingInputPrefix: jws.signingInputPrefix())
+        let header = jws.headerBytes
         cache.withLock { $0.insert(header, entry: entry, now: now) }
     }
 }

@@ -20,7 +20,7 @@ extension SignedDataVerifier {
     ) async throws(AppStoreVerificationError) -> VerifiedJWS<Payload> {
         let jws = try CompactJWS(token, maximumSize: configuration.maximumInputSize)
         let now = configuration.clock()
-        let cached = cachedChain(for: jws.headerSegment, now: now)
+        let cached = cachedChain(for: jws, now: now)
 
         let leafKey: P256.Signing.PublicKey
         var parsedCertificates: (leaf: Certificate, intermediate: Certificate)?
@@ -32,7 +32,7 @@ extension SignedDataVerifier {
             parsedCertificates = (header.leaf, header.intermediate)
         }
 
-        guard jws.hasValidSignature(for: leafKey) else {
+        guard jws.hasValidSignature(for: leafKey, prefix: cached?.signingInputPrefix) else {
             throw AppStoreVerificationError(
                 .invalidSignature,
                 "the ES256 signature does not match the signing certificate"
@@ -42,7 +42,7 @@ extension SignedDataVerifier {
         let payloadBytes = try jws.decodedPayload()
         let payload: Payload
         do {
-            payload = try AppStoreJSON.decoder.decode(Payload.self, from: Data(payloadBytes))
+            payload = try AppStoreJSON.decode(Payload.self, from: payloadBytes)
         } catch {
             throw AppStoreVerificationError(
                 .malformed,
@@ -76,7 +76,7 @@ extension SignedDataVerifier {
             intermediate: certificates.intermediate,
             at: time
         )
-        storeChain(chain, leafKey: leafKey, for: jws.headerSegment, now: now)
+        storeChain(chain, leafKey: leafKey, for: jws, now: now)
         return VerifiedJWS(payload: payload, chain: chain)
     }
 
@@ -101,7 +101,7 @@ extension SignedDataVerifier {
         let headerBytes = try jws.decodedHeader()
         let header: JWSHeader
         do {
-            header = try AppStoreJSON.decoder.decode(JWSHeader.self, from: Data(headerBytes))
+            header = try AppStoreJSON.decode(JWSHeader.self, from: headerBytes)
         } catch {
             throw AppStoreVerificationError(
                 .malformed,
@@ -145,13 +145,10 @@ extension SignedDataVerifier {
 
     /// The top-level keys of the payload object.
     static func payloadKeys(of jws: CompactJWS) throws(AppStoreVerificationError) -> Set<String> {
-        let bytes = try jws.decodedPayload()
-        do {
-            let object = try AppStoreJSON.decoder.decode([String: JSONValue].self, from: Data(bytes))
-            return Set(object.keys)
-        } catch {
+        guard let keys = AppStoreJSON.objectKeys(of: try jws.decodedPayload()) else {
             throw AppStoreVerificationError(.malformed, "the payload is not a JSON object")
         }
+        return keys
     }
 
     /// A short description of a decoding error that names the field, never the data.
