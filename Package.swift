@@ -13,6 +13,9 @@ let package = Package(
         .executable(name: "ingest", targets: ["ingest"]),
         .executable(name: "stage-relay", targets: ["stage-relay"]),
         .executable(name: "loadgen", targets: ["loadgen"]),
+        .executable(name: "verify", targets: ["verify"]),
+        .executable(name: "appstorectl", targets: ["appstorectl"]),
+        .executable(name: "verify-bench", targets: ["verify-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -168,6 +171,62 @@ let package = Package(
         .testTarget(
             name: "AppStoreTests",
             dependencies: ["AppStore", "AppStoreSigning"],
+            swiftSettings: swiftSettings
+        ),
+        // The verify stage: raw records in, verified notifications out (JWS and X.509 checks, decoding,
+        // re-keying by originalTransactionId), and the inspection logic of `appstorectl inspect`.
+        .target(
+            name: "VerifyService",
+            dependencies: [
+                "AppStore",
+                "StageRuntime",
+                "KafkaClient",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "verify",
+            dependencies: ["VerifyService", "StageRuntime"],
+            path: "Sources/Executables/verify",
+            swiftSettings: swiftSettings
+        ),
+        // The operator tool: `inspect` now; replay, dlq and backfill later.
+        .executableTarget(
+            name: "appstorectl",
+            dependencies: [
+                "VerifyService",
+                "AppStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/Executables/appstorectl",
+            swiftSettings: swiftSettings
+        ),
+        // Verification throughput on one core, warm and cold chain cache (deploy/local/bench verify).
+        .executableTarget(
+            name: "verify-bench",
+            dependencies: [
+                "AppStore",
+                "AppStoreSigning",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Sources/Executables/verify-bench",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "VerifyTests",
+            dependencies: [
+                "VerifyService", "AppStore", "AppStoreSigning", "StageRuntime", "KafkaClient", "TestSupport",
+                "IngestService",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

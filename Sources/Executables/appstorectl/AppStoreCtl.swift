@@ -1,0 +1,32 @@
+import ArgumentParser
+import Foundation
+
+/// The operator tool of the pipeline. Each job is a subcommand in its own file.
+@main
+struct AppStoreCtl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "appstorectl",
+        abstract: "Operator tool for the App Store entitlements pipeline.",
+        discussion: "Exit status: 0 on success, 1 when the input is rejected, 2 on bad usage.",
+        subcommands: [Inspect.self]
+    )
+
+    /// ArgumentParser exits with 64 on usage errors; this tool promises 2, like most Unix tools.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            if code == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
+}

@@ -1,0 +1,30 @@
+import AppStore
+import X509
+
+/// How `appstorectl inspect` checks a token: the app it must belong to and what to trust.
+///
+/// Values left `nil` are taken from the token's own (unverified) claims, so support can paste a
+/// token without knowing its app; the tool then says which values it assumed.
+public struct InspectOptions: Sendable {
+    /// The bundle ID the token must name.
+    public var bundleID: String?
+    /// The app Apple ID a Production notification or app transaction must name.
+    public var appAppleID: Int64?
+    /// The environment the token must name (Sandbox or Production).
+    public var environment: AppStoreEnvironment?
+    /// Roots trusted besides Apple Root CA - G3 (never for Production data, as in the pipeline).
+    public var trustedRoots: [Certificate]
+    /// When certificates must be valid.
+    public var validationTime: SignedDataVerifier.ValidationTime
+
+    public init(
+        bundleID: String? = nil, appAppleID: Int64? = nil, environment: AppStoreEnvironment? = nil,
+        trustedRoots: [Certificate] = [], validationTime: SignedDataVerifier.ValidationTime = .signedDate
+    ) {
+        self.bundleID = bundleID
+        self.appAppleID = appAppleID
+        self.environment = environment
+        self.trustedRoots = trustedRoots
+        self.validationTime = validationTime
+    }
+}

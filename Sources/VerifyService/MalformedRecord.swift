@@ -1,0 +1,11 @@
+import StageRuntime
+
+/// The dead-letter code for a raw record that is no notification envelope or app upload at all.
+public enum MalformedRecord {
+    /// `malformed_record`: the body is not JSON, or lacks `signedPayload` / `signedTransaction`.
+    public static let code = "malformed_record"
+
+    static func error(_ message: String) -> StageError {
+        .permanent(code, message)
+    }
+}

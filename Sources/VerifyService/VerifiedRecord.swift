@@ -1,0 +1,113 @@
+import AppStore
+import Foundation
+
+/// The body of a verified-topic record (`appstore.notifications.verified.v1`, schema
+/// `schemas/verified.v1.schema.json`): signed App Store data after every JWS in it passed
+/// verification, decoded, with the original JWS kept for audit.
+///
+/// One shape for both ways a purchase reaches the pipeline, so enrich and grant handle a webhook
+/// notification and an app upload alike: a notification fills ``notification`` and ``signedPayload``;
+/// an app upload fills only ``transaction``, ``signedTransaction`` and the app's ``hints``.
+public struct VerifiedRecord: Codable, Hashable, Sendable {
+    /// What was verified.
+    public enum Kind: String, Codable, Hashable, Sendable {
+        /// An App Store Server Notification V2.
+        case notification
+        /// A signed transaction on its own (an app upload).
+        case transaction
+    }
+
+    /// What was verified.
+    public var kind: Kind
+    /// Where it entered the pipeline (the `source` header): `apple-webhook`, `app-upload`, …
+    public var source: String
+    /// The environment the checks accepted.
+    public var environment: AppStoreEnvironment
+    /// The bundle ID the checks accepted.
+    public var bundleId: String
+    /// The configured app Apple ID of that app, when configured.
+    public var appAppleId: Int64?
+    /// The purchase this record is about, when it names one: the partition key.
+    public var originalTransactionId: String?
+    /// The transaction's own identifier, when there is a transaction.
+    public var transactionId: String?
+    /// The notification's deduplication key (notifications only).
+    public var notificationUUID: String?
+    /// The decoded notification; its nested JWS strings are kept as received.
+    public var notification: ResponseBodyV2DecodedPayload?
+    /// The verified transaction (a notification's `signedTransactionInfo`, or the upload).
+    public var transaction: JWSTransactionDecodedPayload?
+    /// The verified renewal info of a notification.
+    public var renewalInfo: JWSRenewalInfoDecodedPayload?
+    /// The verified app transaction of a notification (`RESCIND_CONSENT`).
+    public var appTransaction: AppTransaction?
+    /// What the app claimed with an upload (unverified).
+    public var hints: AppUploadHints?
+    /// The notification's JWS exactly as received, for audit.
+    public var signedPayload: String?
+    /// The uploaded transaction's JWS exactly as received, for audit.
+    public var signedTransaction: String?
+    /// When verify accepted it.
+    public var verifiedAt: Date
+
+    public init(
+        kind: Kind, source: String, environment: AppStoreEnvironment, bundleId: String, appAppleId: Int64? = nil,
+        originalTransactionId: String? = nil, transactionId: String? = nil, notificationUUID: String? = nil,
+        notification: ResponseBodyV2DecodedPayload? = nil, transaction: JWSTransactionDecodedPayload? = nil,
+        renewalInfo: JWSRenewalInfoDecodedPayload? = nil, appTransaction: AppTransaction? = nil,
+        hints: AppUploadHints? = nil, signedPayload: String? = nil, signedTransaction: String? = nil,
+        verifiedAt: Date
+    ) {
+        self.kind = kind
+        self.source = source
+        self.environment = environment
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.originalTransactionId = originalTransactionId
+        self.transactionId = transactionId
+        self.notificationUUID = notificationUUID
+        self.notification = notification
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+        self.appTransaction = appTransaction
+        self.hints = hints
+        self.signedPayload = signedPayload
+        self.signedTransaction = signedTransaction
+        self.verifiedAt = verifiedAt
+    }
+
+    /// A verified notification as a record.
+    public init(notification verified: VerifiedNotification, signedPayload: String, source: String, verifiedAt: Date) {
+        self.init(
+            kind: .notification, source: source, environment: verified.environment, bundleId: verified.bundleId,
+            appAppleId: verified.appAppleId,
+            originalTransactionId: verified.transaction?.originalTransactionId ?? verified.renewalInfo?.originalTransactionId,
+            transactionId: verified.transaction?.transactionId,
+            notificationUUID: verified.payload.notificationUUID,
+            notification: verified.payload, transaction: verified.transaction, renewalInfo: verified.renewalInfo,
+            appTransaction: verified.appTransaction, signedPayload: signedPayload, verifiedAt: verifiedAt)
+    }
+
+    /// The record's partition key: `<environment>:<originalTransactionId>`, or
+    /// `<environment>:notification:<notificationUUID>` for a notification without a purchase (`TEST`,
+    /// renewal-extension summaries, consent and external-purchase events); `nil` when it has neither.
+    public var key: String? {
+        if let originalTransactionId, !originalTransactionId.isEmpty {
+            return "\(environment.rawValue):\(originalTransactionId)"
+        }
+        if let notificationUUID, !notificationUUID.isEmpty {
+            return "\(environment.rawValue):notification:\(notificationUUID)"
+        }
+        return nil
+    }
+
+    /// The JSON body as published: ``AppStoreJSON/encoder`` (dates in milliseconds, sorted keys).
+    public func encoded() throws -> [UInt8] {
+        Array(try AppStoreJSON.encoder.encode(self))
+    }
+
+    /// Decodes a published body.
+    public static func decode(_ bytes: some Collection<UInt8>) throws -> VerifiedRecord {
+        try AppStoreJSON.decoder.decode(VerifiedRecord.self, from: Data(bytes))
+    }
+}

@@ -1,0 +1,121 @@
+import AppStore
+import Foundation
+import KafkaClient
+import Logging
+import StageRuntime
+import X509
+
+/// The verify stage: a raw record in, a verified record out, or a typed rejection for the DLQ.
+///
+/// Every JWS (the notification and each nested one, or an uploaded transaction) must pass the
+/// verifier: ES256 signature, `x5c` chain to a trusted root with Apple's markers at the validation
+/// time, and bundle ID / environment / app Apple ID of a configured app. Output records are keyed
+/// by purchase (``VerifiedRecord/key``) so one subscription's events stay ordered on one partition.
+public struct VerifyStage: PipelineStage {
+    public let name = "verify"
+    /// The one verifier, shared by every partition's task (it is thread-safe and caches chains).
+    public let verifier: SignedDataVerifier
+    let outputTopic: String
+    let appsByBundleID: [String: AppStoreApp]
+    let logger: Logger
+    let clock: @Sendable () -> Date
+
+    public init(
+        configuration: VerifyConfiguration, outputTopic: String = Topics.verified, logger: Logger,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws(AppStoreConfigurationError) {
+        verifier = try SignedDataVerifier(configuration: configuration.verifierConfiguration)
+        self.outputTopic = outputTopic
+        appsByBundleID = Dictionary(configuration.apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { first, _ in first })
+        self.logger = logger
+        self.clock = clock
+        logger.info("verifier configured", metadata: [
+            "appstore.apps": "\(configuration.apps.map { "\($0.bundleID):\($0.environments.map(\.rawValue).sorted().joined(separator: "+"))" })",
+            "appstore.validationTime": "\(ValidationTimeOption.describe(configuration.validationTime))",
+            "appstore.chainCache": "\(configuration.chainCache.isEnabled ? "on" : "off")",
+        ])
+        if !configuration.additionalTrustedRoots.isEmpty {
+            logger.notice("additional trusted roots configured; honoured for non-Production data only", metadata: [
+                "appstore.roots": "\(configuration.additionalTrustedRoots.map { String(describing: $0.subject) })",
+            ])
+        }
+    }
+
+    public func process(_ message: KafkaMessage) async throws -> [KafkaOutgoingMessage] {
+        let source = message.headers.string(PipelineHeader.source)
+        let record = try await verify(rawBody: message.value, source: source)
+        guard let key = record.key else {
+            throw MalformedRecord.error("the verified notification names neither an originalTransactionId nor a notificationUUID")
+        }
+        logger.debug("verified", metadata: [
+            "kafka.partition": "\(message.partition)", "kafka.offset": "\(message.offset)",
+            "notificationUUID": "\(record.notificationUUID ?? "-")",
+            "originalTransactionId": "\(record.originalTransactionId ?? "-")",
+            "notificationType": "\(record.notification?.notificationType?.rawValue ?? record.kind.rawValue)",
+        ])
+        return [KafkaOutgoingMessage(topic: outputTopic, key: key, value: try record.encoded(), headers: Self.headers(from: message.headers))]
+    }
+
+    /// Verifies one raw body and builds its record; no Kafka involved (the tests and replay tools
+    /// call it directly).
+    /// - Throws: ``VerificationFailure`` for a rejected JWS, `StageError` `malformed_record` for a
+    ///   body that holds no JWS to verify or an unknown `source` header.
+    public func verify(rawBody: [UInt8], source: String?) async throws -> VerifiedRecord {
+        if let source, !Self.knownSources.contains(source) {
+            throw MalformedRecord.error("the source header \"\(source.prefix(40))\" is none of \(Self.knownSources.sorted().joined(separator: ", "))")
+        }
+        switch try RawRecord.parse(rawBody, source: source) {
+        case .notification(let signedPayload):
+            let verified: VerifiedNotification
+            do {
+                verified = try await verifier.verifyNotification(signedPayload: signedPayload)
+            } catch {
+                throw VerificationFailure(error)
+            }
+            return VerifiedRecord(
+                notification: verified, signedPayload: signedPayload,
+                source: source ?? PipelineHeader.Source.appleWebhook, verifiedAt: now())
+        case .transaction(let signedTransaction, let hints):
+            let transaction: JWSTransactionDecodedPayload
+            do {
+                transaction = try await verifier.verifyTransaction(signedTransaction)
+            } catch {
+                throw VerificationFailure(error)
+            }
+            // The verifier has checked both against a configured app.
+            guard let bundleID = transaction.bundleId, let environment = transaction.environment else {
+                throw VerificationFailure(AppStoreVerificationError(.wrongBundleID, "the transaction names no app or environment"))
+            }
+            guard let originalTransactionId = transaction.originalTransactionId, !originalTransactionId.isEmpty else {
+                throw MalformedRecord.error("the uploaded transaction has no originalTransactionId")
+            }
+            return VerifiedRecord(
+                kind: .transaction, source: source ?? PipelineHeader.Source.appUpload, environment: environment,
+                bundleId: bundleID, appAppleId: appsByBundleID[bundleID]?.appAppleID,
+                originalTransactionId: originalTransactionId, transactionId: transaction.transactionId,
+                transaction: transaction, hints: hints, signedTransaction: signedTransaction, verifiedAt: now())
+        }
+    }
+
+    /// The `source` header values a raw record may carry (schemas/headers.md).
+    static let knownSources: Set<String> = [
+        PipelineHeader.Source.appleWebhook, PipelineHeader.Source.appUpload, PipelineHeader.Source.notificationHistory,
+        PipelineHeader.Source.reconcile,
+    ]
+
+    /// The clock's time in whole milliseconds, as every date in the record is written.
+    private func now() -> Date {
+        AppStoreJSON.date(milliseconds: AppStoreJSON.milliseconds(since1970: clock()))
+    }
+
+    /// The input's headers (source, received-at, request-id, traceparent…) with `schema` replaced,
+    /// `content-type` set and any dead-letter headers of a replayed record dropped.
+    static func headers(from input: [KafkaHeader]) -> [KafkaHeader] {
+        var headers = input.filter {
+            $0.key != PipelineHeader.schema && $0.key != PipelineHeader.contentType && !$0.key.hasPrefix("dlq-")
+        }
+        headers.append(KafkaHeader(key: PipelineHeader.contentType, string: "application/json"))
+        headers.append(KafkaHeader(key: PipelineHeader.schema, string: Topics.verified))
+        return headers
+    }
+}

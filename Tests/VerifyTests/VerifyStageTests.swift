@@ -1,0 +1,173 @@
+import AppStore
+import AppStoreSigning
+import Foundation
+import KafkaClient
+import Logging
+import StageRuntime
+import Testing
+import VerifyService
+
+/// The stage's logic without a broker: what each raw body becomes.
+@Suite("verify stage: records and rejections")
+struct VerifyStageTests {
+    let stage: VerifyStage
+
+    init() throws {
+        stage = try VerifyStage(configuration: TestCA.configuration(), logger: Logger(label: "tests"))
+    }
+
+    func message(_ body: [UInt8], source: String = PipelineHeader.Source.appleWebhook, extra: [KafkaHeader] = []) -> KafkaMessage {
+        KafkaMessage(
+            topic: Topics.raw, partition: 3, offset: 17, key: Array("sha".utf8), value: body,
+            headers: [
+                KafkaHeader(key: PipelineHeader.source, string: source),
+                KafkaHeader(key: PipelineHeader.receivedAt, string: "2026-01-01T00:00:00.000Z"),
+                KafkaHeader(key: PipelineHeader.requestID, string: "req-1"),
+                KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
+                KafkaHeader(key: PipelineHeader.schema, string: Topics.raw),
+                KafkaHeader(key: PipelineHeader.traceparent, string: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+            ] + extra,
+            timestamp: nil)
+    }
+
+    /// Expects `body` to be rejected with `code`, classified permanent unless said otherwise.
+    func expectRejected(_ body: [UInt8], source: String = PipelineHeader.Source.appleWebhook, code: String,
+                        sourceLocation: SourceLocation = #_sourceLocation) async {
+        do {
+            _ = try await stage.process(message(body, source: source))
+            Issue.record("accepted; expected \(code)", sourceLocation: sourceLocation)
+        } catch {
+            let classified = FailureClassification(error)
+            #expect(classified.code == code, "\(error)", sourceLocation: sourceLocation)
+            #expect(!classified.isTransient, sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("a notification becomes one record keyed <environment>:<originalTransactionId>, headers kept, schema replaced")
+    func notification() async throws {
+        let token = try TestCA.notification(originalTransactionId: "2000000000000001", uuid: "uuid-1")
+        let out = try await stage.process(message(TestCA.webhookBody(token), extra: [KafkaHeader(key: "dlq-error-code", string: "old")]))
+        let record = try #require(out.first)
+        #expect(out.count == 1)
+        #expect(record.topic == Topics.verified)
+        #expect(record.key == Array("Sandbox:2000000000000001".utf8))
+        let headers = record.headers
+        #expect(headers.string(PipelineHeader.schema) == Topics.verified)
+        #expect(headers.filter { $0.key == PipelineHeader.schema }.count == 1)
+        #expect(headers.string(PipelineHeader.source) == "apple-webhook")
+        #expect(headers.string(PipelineHeader.receivedAt) == "2026-01-01T00:00:00.000Z")
+        #expect(headers.string(PipelineHeader.requestID) == "req-1")
+        #expect(headers.string(PipelineHeader.traceparent) == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+        #expect(headers.string(PipelineHeader.contentType) == "application/json")
+        #expect(!headers.contains { $0.key.hasPrefix("dlq-") })
+
+        let body = try VerifiedRecord.decode(record.value)
+        #expect(body.kind == .notification)
+        #expect(body.source == "apple-webhook")
+        #expect(body.environment == .sandbox)
+        #expect(body.bundleId == TestCA.bundleID)
+        #expect(body.appAppleId == TestCA.appAppleID)
+        #expect(body.notificationUUID == "uuid-1")
+        #expect(body.originalTransactionId == "2000000000000001")
+        #expect(body.transactionId == "20000000000000019")
+        #expect(body.notification?.notificationType == .subscribed)
+        #expect(body.notification?.subtype == .initialBuy)
+        #expect(body.transaction?.productId == "com.example.premium.monthly")
+        #expect(body.renewalInfo?.autoRenewStatus == .on)
+        #expect(body.signedPayload == token)
+        #expect(body.signedTransaction == nil)
+        #expect(body.hints == nil)
+    }
+
+    @Test("a TEST notification has no transaction and is keyed <environment>:notification:<notificationUUID>")
+    func testNotification() async throws {
+        let uuid = UUID().uuidString.lowercased()
+        let out = try await stage.process(message(TestCA.webhookBody(try TestCA.testNotification(uuid: uuid))))
+        let record = try #require(out.first)
+        #expect(record.key == Array("Sandbox:notification:\(uuid)".utf8))
+        let body = try VerifiedRecord.decode(record.value)
+        #expect(body.notification?.notificationType == .test)
+        #expect(body.transaction == nil && body.renewalInfo == nil && body.originalTransactionId == nil)
+    }
+
+    @Test("an app upload becomes the same shape with source app-upload, keeping the app's hints")
+    func appUpload() async throws {
+        let token = try TestCA.signedTransaction(originalTransactionId: "2000000000000777")
+        let body = TestCA.uploadBody(token, appAccountToken: "0b7e2c55-9d0e-4a53-8d55-2f1d3c6f4a10", userId: "user-42")
+        let out = try await stage.process(message(body, source: PipelineHeader.Source.appUpload))
+        let record = try #require(out.first)
+        #expect(record.key == Array("Sandbox:2000000000000777".utf8))
+        #expect(record.headers.string(PipelineHeader.source) == "app-upload")
+        let decoded = try VerifiedRecord.decode(record.value)
+        #expect(decoded.kind == .transaction)
+        #expect(decoded.source == "app-upload")
+        #expect(decoded.environment == .sandbox)
+        #expect(decoded.appAppleId == TestCA.appAppleID)
+        #expect(decoded.transaction?.originalTransactionId == "2000000000000777")
+        #expect(decoded.hints == AppUploadHints(appAccountToken: UUID(uuidString: "0b7e2c55-9d0e-4a53-8d55-2f1d3c6f4a10"), userId: "user-42"))
+        #expect(decoded.signedTransaction == token)
+        #expect(decoded.notification == nil && decoded.signedPayload == nil)
+        // Without hints there is no hints object.
+        let bare = try await stage.verify(rawBody: TestCA.uploadBody(token), source: "app-upload")
+        #expect(bare.hints == nil)
+    }
+
+    @Test("forgeries are rejected with the verifier's code")
+    func forgeries() async throws {
+        let valid = try TestCA.notification(originalTransactionId: "2000000000000002")
+        let other = try TestCA.notification(originalTransactionId: "2000000000000003")
+        await expectRejected(TestCA.webhookBody(try TestCA.notification(originalTransactionId: "1", signer: TestCA.forger)), code: "untrusted_root")
+        await expectRejected(TestCA.webhookBody(TestCA.tampered(valid, payloadFrom: other)), code: "invalid_signature")
+        await expectRejected(
+            TestCA.webhookBody(try TestCA.notification(originalTransactionId: "1", bundleID: TestCA.otherBundleID)),
+            code: "wrong_bundle_id")
+        // The test CA is never good enough for Production, even though the app accepts Production.
+        await expectRejected(
+            TestCA.webhookBody(try TestCA.notification(originalTransactionId: "1", environment: .production)),
+            code: "untrusted_root")
+        // A genuine envelope around a forged nested transaction.
+        await expectRejected(
+            TestCA.webhookBody(try TestCA.notification(originalTransactionId: "1", nestedSigner: TestCA.forger)),
+            code: "untrusted_root")
+        await expectRejected(
+            TestCA.uploadBody(try TestCA.signedTransaction(originalTransactionId: "1", signer: TestCA.forger)),
+            source: "app-upload", code: "untrusted_root")
+        await expectRejected(TestCA.webhookBody("a.b.c"), code: "malformed")
+    }
+
+    @Test("bodies without a JWS are malformed_record", arguments: [
+        ("not json", "apple-webhook"),
+        ("[1,2]", "apple-webhook"),
+        (#"{"something":"else"}"#, "apple-webhook"),
+        (#"{"signedPayload":42}"#, "apple-webhook"),
+        (#"{"signedPayload":"a.b.c","signedTransaction":"a.b.c"}"#, "apple-webhook"),
+        (#"{"signedPayload":"a.b.c"}"#, "app-upload"),
+        (#"{"signedTransaction":"a.b.c","appAccountToken":"not-a-uuid"}"#, "app-upload"),
+        (#"{"signedTransaction":"a.b.c","userId":""}"#, "app-upload"),
+        (#"{"signedPayload":"a.b.c"}"#, "somewhere-else"),
+    ])
+    func malformed(body: String, source: String) async {
+        await expectRejected(Array(body.utf8), source: source, code: "malformed_record")
+    }
+
+    @Test("only revocation_check_unavailable is transient")
+    func classification() {
+        let unavailable = VerificationFailure(AppStoreVerificationError(.revocationCheckUnavailable, "down"))
+        #expect(unavailable.isTransient)
+        #expect(FailureClassification(unavailable).code == "revocation_check_unavailable")
+        let signature = FailureClassification(VerificationFailure(AppStoreVerificationError(.invalidSignature, "bad")))
+        #expect(!signature.isTransient)
+        #expect(signature.code == "invalid_signature")
+        #expect(signature.message == "bad")
+    }
+
+    @Test("a warm stage reuses the verified chain")
+    func chainCache() async throws {
+        for i in 0..<5 {
+            _ = try await stage.process(message(TestCA.webhookBody(try TestCA.notification(originalTransactionId: "\(i)"))))
+        }
+        let statistics = stage.verifier.cacheStatistics
+        #expect(statistics.misses == 1)
+        #expect(statistics.hits == 14)
+    }
+}
