@@ -128,6 +128,8 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "KafkaClient",
+                "StageRuntime",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TestSupport",

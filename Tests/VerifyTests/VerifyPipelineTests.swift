@@ -54,7 +54,7 @@ struct VerifyPipelineTests {
         for (n, f) in forged.enumerated() { all.insert((f.body, f.source), at: min(all.count, n * 2 + 1)) }
         try await produceRaw(topics.raw, all)
 
-        let harness = try VerifyHarness(stage: try makeStage(topics), input: topics.raw, deadLetters: topics.deadLetters)
+        let harness = try StageHarness(stage: try makeStage(topics), input: topics.raw, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("verify"))
         let verified = try await TopicReader.read(topics.verified, timeout: .seconds(60)) { $0.count >= inputs.count }
         let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(30)) { $0.count >= forged.count }
         try await harness.stop()
@@ -129,7 +129,7 @@ struct VerifyPipelineTests {
         }
         await producer.close()
 
-        let harness = try VerifyHarness(stage: try makeStage(topics), input: topics.raw, deadLetters: topics.deadLetters)
+        let harness = try StageHarness(stage: try makeStage(topics), input: topics.raw, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("verify"))
         let verified = try await TopicReader.read(topics.verified, timeout: .seconds(60)) { $0.count >= 2 }
         let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(30)) { !$0.isEmpty }
         try await harness.stop()

@@ -3,16 +3,15 @@ import KafkaClient
 import Logging
 import ServiceLifecycle
 import StageRuntime
-import TestSupport
 
 /// Runs a stage in-process in its own `ServiceGroup`, as an executable would.
-struct StageHarness {
-    let runner: StageRunner
-    let producer: KafkaProducer
+public struct StageHarness {
+    public let runner: StageRunner
+    public let producer: KafkaProducer
     let group: ServiceGroup
     let task: Task<Void, any Error>
 
-    init(stage: any PipelineStage, input: String, deadLetters: String, groupID: String, batchSize: Int = 1,
+    public init(stage: any PipelineStage, input: String, deadLetters: String, groupID: String, batchSize: Int = 1,
          retry: RetryPolicy = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200))) throws {
         let logger = TestServices.logger
         producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
@@ -27,14 +26,14 @@ struct StageHarness {
     }
 
     /// Graceful shutdown, as on SIGTERM; waits until every service has stopped.
-    func stop() async throws {
+    public func stop() async throws {
         await group.triggerGracefulShutdown()
         try await task.value
     }
 }
 
 /// Produces numbered records `0..<count` spread over partitions by key.
-func produceNumbered(_ topic: String, count: Int, keys: Int, body: (Int) -> String = { "\($0)" }) async throws {
+public func produceNumbered(_ topic: String, count: Int, keys: Int, body: (Int) -> String = { "\($0)" }) async throws {
     let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: TestServices.logger)
     let messages = (0..<count).map { i in
         KafkaOutgoingMessage(topic: topic, key: "k\(i % keys)", value: Array(body(i).utf8), headers: [KafkaHeader(key: "n", string: "\(i)")])
@@ -44,5 +43,5 @@ func produceNumbered(_ topic: String, count: Int, keys: Int, body: (Int) -> Stri
 }
 
 extension KafkaMessage {
-    var text: String { String(decoding: value, as: UTF8.self) }
+    public var text: String { String(decoding: value, as: UTF8.self) }
 }

@@ -6,36 +6,6 @@ import StageRuntime
 import TestSupport
 import VerifyService
 
-/// Runs a verify stage in-process on the real broker, in its own `ServiceGroup`, as the `verify`
-/// executable does (same runner, same producer settings apart from test timeouts).
-struct VerifyHarness {
-    let runner: StageRunner
-    let producer: KafkaProducer
-    let group: ServiceGroup
-    let task: Task<Void, any Error>
-
-    init(stage: VerifyStage, input: String, deadLetters: String) throws {
-        let logger = TestServices.logger
-        producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
-        runner = try StageRunner(
-            stage: stage,
-            consumerConfiguration: TestServices.consumerConfiguration(group: TestServices.uniqueGroup("verify"), topics: [input]),
-            producer: producer,
-            configuration: StageRunnerConfiguration(
-                deadLetterTopic: deadLetters, retry: RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200))),
-            logger: logger)
-        group = ServiceGroup(services: [producer, runner.consumer, runner], logger: logger)
-        let group = self.group
-        task = Task { try await group.run() }
-    }
-
-    /// Graceful shutdown, as on SIGTERM.
-    func stop() async throws {
-        await group.triggerGracefulShutdown()
-        try await task.value
-    }
-}
-
 /// Topics of one pipeline test: raw in, verified and DLQ out.
 struct PipelineTopics {
     let raw: String
