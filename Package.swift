@@ -87,6 +87,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The bodies that travel between stages (verified, enriched), shared by their producers and
+        // consumers so a stage never depends on another stage's code.
+        .target(
+            name: "PipelineRecords",
+            dependencies: ["AppStore"],
+            swiftSettings: swiftSettings
+        ),
         // The webhook front door: HTTP in, raw topic out.
         .target(
             name: "IngestService",
@@ -181,6 +188,7 @@ let package = Package(
             name: "VerifyService",
             dependencies: [
                 "AppStore",
+                "PipelineRecords",
                 "StageRuntime",
                 "KafkaClient",
                 .product(name: "Logging", package: "swift-log"),
@@ -221,7 +229,7 @@ let package = Package(
         .testTarget(
             name: "VerifyTests",
             dependencies: [
-                "VerifyService", "AppStore", "AppStoreSigning", "StageRuntime", "KafkaClient", "TestSupport",
+                "VerifyService", "PipelineRecords", "AppStore", "AppStoreSigning", "StageRuntime", "KafkaClient", "TestSupport",
                 "IngestService",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineRecords
 import StageRuntime
 
 /// A raw-topic body, read just enough to find the JWS in it. Nothing here is trusted: the

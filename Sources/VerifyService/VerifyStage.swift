@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import KafkaClient
 import Logging
+import PipelineRecords
 import StageRuntime
 import X509
 

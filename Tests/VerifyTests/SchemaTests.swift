@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import Logging
+import PipelineRecords
 import TestSupport
 import Testing
 import VerifyService

@@ -6,6 +6,7 @@ import IngestService
 import KafkaClient
 import Logging
 import NIOCore
+import PipelineRecords
 import StageRuntime
 import TestSupport
 import Testing

@@ -3,6 +3,7 @@ import AppStoreSigning
 import Foundation
 import KafkaClient
 import Logging
+import PipelineRecords
 import StageRuntime
 import Testing
 import VerifyService

@@ -1,0 +1,120 @@
+import AppStore
+import Foundation
+
+/// The body of an enriched-topic record (`appstore.notifications.enriched.v1`, schema
+/// `schemas/enriched.v1.schema.json`): a verified record plus the truth the App Store Server API
+/// gave for its purchase when enrich looked it up.
+///
+/// Grant decides from this alone. The event (``verified``) says what happened; the ``enrichment``
+/// says where the purchase stands as of ``Enrichment/fetchedAt`` — which is what makes late,
+/// duplicated and reordered notifications converge to the same entitlements.
+public struct EnrichedRecord: Codable, Hashable, Sendable {
+    /// The verified record, unchanged.
+    public var verified: VerifiedRecord
+    /// What enrich added.
+    public var enrichment: Enrichment
+
+    public init(verified: VerifiedRecord, enrichment: Enrichment) {
+        self.verified = verified
+        self.enrichment = enrichment
+    }
+
+    /// The partition key: the verified record's (`<environment>:<originalTransactionId>`, …).
+    public var key: String? { verified.key }
+
+    /// The JSON body as published: ``AppStoreJSON/encoder`` (dates in milliseconds, sorted keys).
+    public func encoded() throws -> [UInt8] {
+        Array(try AppStoreJSON.encoder.encode(self))
+    }
+
+    /// Decodes a published body.
+    public static func decode(_ bytes: some Collection<UInt8>) throws -> EnrichedRecord {
+        try AppStoreJSON.decoder.decode(EnrichedRecord.self, from: Data(bytes))
+    }
+}
+
+/// The App Store Server API's view of one purchase, verified JWS by JWS, as enrich fetched it.
+public struct Enrichment: Codable, Hashable, Sendable {
+    /// How the truth was obtained.
+    public enum Lookup: String, Codable, Hashable, Sendable {
+        /// Transaction history and subscription statuses were fetched from the API.
+        case history
+        /// The record's own transaction is the truth (consumables never appear in history).
+        case transactionOnly = "transaction-only"
+        /// The record names no purchase (`TEST`, summaries, consent); nothing to look up.
+        case none
+    }
+
+    /// Where ``Enrichment/appAccountToken`` came from.
+    public enum AppAccountTokenSource: String, Codable, Hashable, Sendable {
+        /// The record's own verified transaction carried it.
+        case transaction
+        /// The earliest transaction in the history that has one.
+        case history
+        /// Only the app's unverified upload hint named it.
+        case appHint = "app-hint"
+    }
+
+    /// How the truth was obtained.
+    public var lookup: Lookup
+    /// Every transaction of the purchase's `originalTransactionId`, each JWS verified, sorted by
+    /// `purchaseDate` ascending (ties by `transactionId`), since Apple's order is not reliable.
+    /// Empty when ``lookup`` is not ``Lookup/history``.
+    public var history: [JWSTransactionDecodedPayload]
+    /// The `transactionId` of the transaction in force: the newest by `purchaseDate` in
+    /// ``history``, or the record's own transaction for ``Lookup/transactionOnly``.
+    public var inForceTransactionId: String?
+    /// The auto-renewable subscription's status from Get All Subscription Statuses, for this
+    /// `originalTransactionId`; absent for other product types.
+    public var subscriptionStatus: SubscriptionStatusSnapshot?
+    /// The customer's `appAccountToken`, resolved; absent when nothing names one.
+    public var appAccountToken: UUID?
+    /// Where ``appAccountToken`` came from.
+    public var appAccountTokenSource: AppAccountTokenSource?
+    /// When the API answered (the moment this truth describes); for ``Lookup/none`` and
+    /// ``Lookup/transactionOnly``, when enrich processed the record.
+    public var fetchedAt: Date
+
+    public init(
+        lookup: Lookup, history: [JWSTransactionDecodedPayload] = [], inForceTransactionId: String? = nil,
+        subscriptionStatus: SubscriptionStatusSnapshot? = nil, appAccountToken: UUID? = nil,
+        appAccountTokenSource: AppAccountTokenSource? = nil, fetchedAt: Date
+    ) {
+        self.lookup = lookup
+        self.history = history
+        self.inForceTransactionId = inForceTransactionId
+        self.subscriptionStatus = subscriptionStatus
+        self.appAccountToken = appAccountToken
+        self.appAccountTokenSource = appAccountTokenSource
+        self.fetchedAt = fetchedAt
+    }
+
+    /// The transaction in force, looked up in ``history``.
+    public var inForceTransaction: JWSTransactionDecodedPayload? {
+        guard let inForceTransactionId else { return nil }
+        return history.last { $0.transactionId == inForceTransactionId }
+    }
+}
+
+/// One subscription's entry in Apple's `StatusResponse` (`lastTransactions` of its group), with
+/// both JWS verified and decoded.
+public struct SubscriptionStatusSnapshot: Codable, Hashable, Sendable {
+    /// The subscription group the status belongs to.
+    public var subscriptionGroupIdentifier: String?
+    /// Apple's status: active, expired, billing retry, grace period, revoked.
+    public var status: SubscriptionStatus
+    /// The verified `signedTransactionInfo`: the latest transaction of the subscription.
+    public var transaction: JWSTransactionDecodedPayload?
+    /// The verified `signedRenewalInfo`.
+    public var renewalInfo: JWSRenewalInfoDecodedPayload?
+
+    public init(
+        subscriptionGroupIdentifier: String? = nil, status: SubscriptionStatus,
+        transaction: JWSTransactionDecodedPayload? = nil, renewalInfo: JWSRenewalInfoDecodedPayload? = nil
+    ) {
+        self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
+        self.status = status
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+    }
+}
