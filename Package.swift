@@ -203,12 +203,27 @@ let package = Package(
             path: "Sources/Executables/verify",
             swiftSettings: swiftSettings
         ),
-        // The operator tool: `inspect` now; replay, dlq and backfill later.
+        // The operator jobs behind appstorectl that only need the broker: replaying a stage from a
+        // point, and listing, showing and re-injecting dead letters.
+        .target(
+            name: "PipelineOperations",
+            dependencies: ["KafkaClient", "StageRuntime"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PipelineOperationsTests",
+            dependencies: ["PipelineOperations", "KafkaClient", "StageRuntime", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        // The operator tool: inspect, replay, dlq.
         .executableTarget(
             name: "appstorectl",
             dependencies: [
                 "VerifyService",
                 "AppStore",
+                "PipelineOperations",
+                "KafkaClient",
+                "StageRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/Executables/appstorectl",

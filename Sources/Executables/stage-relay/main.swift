@@ -15,7 +15,7 @@ struct RelayStage: PipelineStage {
 await StageMain.run(
     name: "stage-relay",
     summary: "copies INPUT_TOPIC to OUTPUT_TOPIC through the stage runtime (a diagnostic stage)",
-    defaults: .init(groupID: "appstore.relay", httpPort: 8090)
+    defaults: .init(groupID: "appstore.relay", httpPort: 8089)
 ) { config, _, _ in
     (RelayStage(outputTopic: config.outputTopic), [])
 }

@@ -1,0 +1,110 @@
+import ArgumentParser
+import Foundation
+import KafkaClient
+import PipelineOperations
+import StageRuntime
+
+/// `appstorectl dlq`: what a stage dead-lettered and why, and re-injecting it once the cause is fixed.
+struct DeadLetters: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dlq",
+        abstract: "List, show and replay a stage's dead letters.",
+        subcommands: [List.self, Show.self, Replay.self]
+    )
+
+    struct StageOption: ParsableArguments {
+        @Option(help: "The stage whose dead letters to use: verify, enrich or grant.")
+        var stage: String
+
+        func validate() throws { _ = try OperatorEnvironment.stage(stage) }
+
+        func queue() throws -> DeadLetterQueue {
+            DeadLetterQueue(stage: try OperatorEnvironment.stage(stage), client: try OperatorEnvironment.kafkaClient())
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "One line per dead letter (partition/offset, error code, attempts, source, replayed), then counts per code.")
+
+        @OptionGroup var options: StageOption
+
+        func run() async throws {
+            do {
+                let letters = try await options.queue().list()
+                print("at".padded(10) + "code".padded(26) + "attempts".padded(10) + "failed at".padded(26) + "replayed".padded(10) + "source")
+                for letter in letters {
+                    print(
+                        "\(letter.message.partition)/\(letter.message.offset)".padded(10) + letter.code.padded(26)
+                            + String(letter.attempts).padded(10) + letter.lastFailureAt.padded(26)
+                            + (letter.replayed ? "yes" : "no").padded(10) + letter.source)
+                }
+                let counts = Dictionary(grouping: letters, by: \.code).map { "\($0.key): \($0.value.count)" }.sorted()
+                print("\(letters.count) dead letter(s)" + (counts.isEmpty ? "" : " — " + counts.joined(separator: ", ")))
+            } catch {
+                OperatorEnvironment.fail(error)
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Every header and the body of one dead letter.")
+
+        @OptionGroup var options: StageOption
+        @Option(help: "The dead letter's partition in the dead-letter topic.") var partition: Int32
+        @Option(help: "The dead letter's offset in the dead-letter topic.") var offset: Int64
+
+        func run() async throws {
+            do {
+                guard let letter = try await options.queue().letter(partition: partition, offset: offset) else {
+                    throw OperationsError("not_found", "no dead letter at \(partition)/\(offset)")
+                }
+                print("key: \(letter.message.keyString ?? "-")")
+                for header in letter.message.headers { print("\(header.key): \(header.stringValue ?? "(null)")") }
+                print("")
+                print(String(decoding: letter.message.value, as: UTF8.self))
+            } catch {
+                OperatorEnvironment.fail(error)
+            }
+        }
+    }
+
+    struct Replay: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Send dead letters back to the topic they came from, once the cause is fixed.",
+            discussion: """
+                Without options, replays every dead letter no earlier replay took, and remembers that. \
+                --code and --partition/--offset choose records explicitly (replayed again even if taken before).
+                """
+        )
+
+        @OptionGroup var options: StageOption
+        @Option(help: "Only dead letters with this error code (repeatable).") var code: [String] = []
+        @Option(help: "Only the dead letter at this partition (with --offset).") var partition: Int32?
+        @Option(help: "Only the dead letter at this offset (with --partition).") var offset: Int64?
+        @Flag(help: "Also take dead letters an earlier replay took.") var includeReplayed = false
+
+        func validate() throws {
+            guard (partition == nil) == (offset == nil) else { throw ValidationError("--partition and --offset go together") }
+        }
+
+        func run() async throws {
+            do {
+                let queue = try options.queue()
+                let producer = try KafkaProducer(
+                    configuration: KafkaProducerConfiguration(client: try OperatorEnvironment.kafkaClient()),
+                    logger: OperatorEnvironment.logger)
+                let filter = DeadLetterFilter(
+                    codes: Set(code), record: partition.flatMap { p in offset.map { (p, $0) } })
+                let outcome = try await queue.replay(filter: filter, includeReplayed: includeReplayed, producer: producer)
+                await producer.close()
+                for letter in outcome.replayed {
+                    print("replayed \(letter.message.partition)/\(letter.message.offset) (\(letter.code)) → \(letter.sourceTopic ?? queue.stage.inputTopic)")
+                }
+                print("\(outcome.replayed.count) replayed, \(outcome.skipped) left alone")
+            } catch {
+                OperatorEnvironment.fail(error)
+            }
+        }
+    }
+}
