@@ -203,6 +203,19 @@ let package = Package(
             path: "Sources/Executables/verify",
             swiftSettings: swiftSettings
         ),
+        // Customers' purchase lifecycles as Apple records them (renewals, plan changes, billing
+        // retry, refunds, …) on a compressed clock, with the entitlements each customer should end
+        // with: what the simulated Apple plays, and the ground truth end-to-end runs compare against.
+        .target(
+            name: "LifecycleSimulation",
+            dependencies: ["AppStore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LifecycleSimulationTests",
+            dependencies: ["LifecycleSimulation", "AppStore"],
+            swiftSettings: swiftSettings
+        ),
         // The operator jobs behind appstorectl that only need the broker: replaying a stage from a
         // point, and listing, showing and re-injecting dead letters.
         .target(

@@ -1,0 +1,81 @@
+import AppStore
+import Foundation
+
+/// One product of the simulated app, with what the pipeline should grant for it.
+public struct SimulatedProduct: Hashable, Sendable {
+    public var productId: String
+    public var type: ProductType
+    /// The subscription group (auto-renewable subscriptions only).
+    public var subscriptionGroup: String?
+    /// Apple's service level within the group: 1 is the highest.
+    public var level: Int?
+    /// How many simulated months one period of the product lasts (subscriptions, non-renewing
+    /// passes); `nil` for products that never expire.
+    public var months: Int?
+    /// The entitlement the product grants (consumables grant units instead).
+    public var entitlement: String
+    /// Price in milliunits of `currency`.
+    public var price: Int64
+
+    public init(
+        productId: String, type: ProductType, subscriptionGroup: String? = nil, level: Int? = nil, months: Int? = nil,
+        entitlement: String, price: Int64
+    ) {
+        self.productId = productId
+        self.type = type
+        self.subscriptionGroup = subscriptionGroup
+        self.level = level
+        self.months = months
+        self.entitlement = entitlement
+        self.price = price
+    }
+}
+
+/// The products of the simulated app: two levels of one subscription group (monthly and yearly
+/// premium at the top, monthly basic below), a consumable, a non-consumable and a non-renewing pass.
+/// The same mapping of products to entitlements is what grant is configured with in local runs.
+public struct SimulationCatalog: Hashable, Sendable {
+    public var bundleID: String
+    public var products: [SimulatedProduct]
+
+    public init(bundleID: String, products: [SimulatedProduct]) {
+        self.bundleID = bundleID
+        self.products = products
+    }
+
+    public func product(_ id: String) -> SimulatedProduct {
+        guard let product = products.first(where: { $0.productId == id }) else {
+            preconditionFailure("the catalogue has no product \(id)")
+        }
+        return product
+    }
+
+    public static let groupID = "21000001"
+
+    public static func standard(bundleID: String = "com.example.entitlements") -> SimulationCatalog {
+        let prefix = bundleID
+        return SimulationCatalog(bundleID: bundleID, products: [
+            SimulatedProduct(
+                productId: "\(prefix).premium.monthly", type: .autoRenewableSubscription, subscriptionGroup: groupID,
+                level: 1, months: 1, entitlement: "premium", price: 9_990),
+            SimulatedProduct(
+                productId: "\(prefix).premium.yearly", type: .autoRenewableSubscription, subscriptionGroup: groupID,
+                level: 1, months: 12, entitlement: "premium", price: 99_990),
+            SimulatedProduct(
+                productId: "\(prefix).basic.monthly", type: .autoRenewableSubscription, subscriptionGroup: groupID,
+                level: 2, months: 1, entitlement: "basic", price: 4_990),
+            SimulatedProduct(productId: "\(prefix).coins.100", type: .consumable, entitlement: "coins", price: 990),
+            SimulatedProduct(productId: "\(prefix).lifetime", type: .nonConsumable, entitlement: "lifetime", price: 49_990),
+            SimulatedProduct(
+                productId: "\(prefix).season.pass", type: .nonRenewingSubscription, months: 3, entitlement: "season",
+                price: 14_990),
+        ])
+    }
+
+    public var premiumMonthly: SimulatedProduct { product("\(bundleID).premium.monthly") }
+    public var premiumYearly: SimulatedProduct { product("\(bundleID).premium.yearly") }
+    public var basicMonthly: SimulatedProduct { product("\(bundleID).basic.monthly") }
+    public var coins: SimulatedProduct { product("\(bundleID).coins.100") }
+    public var lifetime: SimulatedProduct { product("\(bundleID).lifetime") }
+    public var seasonPass: SimulatedProduct { product("\(bundleID).season.pass") }
+}
