@@ -211,9 +211,27 @@ let package = Package(
             dependencies: ["AppStore"],
             swiftSettings: swiftSettings
         ),
+        // Delivers simulated lifecycles like Apple: records changed in time order, each notification
+        // signed and POSTed to the webhook with Apple's retries, duplicates, delays, reordering, losses.
+        .target(
+            name: "LifecyclePlayback",
+            dependencies: [
+                "LifecycleSimulation",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "LifecycleSimulationTests",
-            dependencies: ["LifecycleSimulation", "AppStore"],
+            dependencies: [
+                "LifecycleSimulation", "LifecyclePlayback", "AppStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The operator jobs behind appstorectl that only need the broker: replaying a stage from a

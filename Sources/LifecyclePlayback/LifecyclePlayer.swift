@@ -1,0 +1,178 @@
+import AsyncHTTPClient
+import Foundation
+import LifecycleSimulation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// Plays simulated customers like Apple: applies each lifecycle step to the records in time order,
+/// signs the notification the step causes, and delivers it to the webhook (`POST /v2/notifications`)
+/// with Apple's retries — and, on request, with duplicates, delays, reordering and losses. App
+/// uploads go to `POST /v1/transactions`.
+public final class LifecyclePlayer: Sendable {
+    public let records: any LifecycleRecords
+    /// The webhook's base URL, e.g. `http://127.0.0.1:8080` (ingest or the gateway in front of it).
+    public let webhook: String
+    public let options: DeliveryOptions
+    public let seed: UInt64
+    private let client: HTTPClient
+    private let report = Mutex(PlaybackReport())
+
+    public init(records: any LifecycleRecords, webhook: String, options: DeliveryOptions, seed: UInt64, client: HTTPClient) {
+        self.records = records
+        self.webhook = webhook.hasSuffix("/") ? String(webhook.dropLast()) : webhook
+        self.options = options
+        self.seed = seed
+        self.client = client
+    }
+
+    /// One notification on its way, with the fate chosen for it up front (so a seed replays alike).
+    struct Delivery: Sendable {
+        var notificationUUID: String
+        var body: ByteBuffer
+        var delay: Duration
+        var dropped: Bool
+        var duplicateAfter: Duration?
+    }
+
+    enum Job: Sendable {
+        case notification(Delivery)
+        case upload(body: ByteBuffer)
+    }
+
+    /// Plays every customer's steps and returns once each delivery succeeded or gave up.
+    public func play(_ customers: [SimulatedCustomer]) async throws -> PlaybackReport {
+        var random = SplitMix64(seed: seed)
+        let steps = customers.flatMap { customer in customer.steps.enumerated().map { (customer, $0.offset, $0.element) } }
+            .sorted { ($0.2.time, $0.0.index, $0.1) < ($1.2.time, $1.0.index, $1.1) }
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var inFlight = 0
+            var window: [Job] = []
+            func dispatch(_ jobs: [Job]) async throws {
+                for job in jobs {
+                    if inFlight >= max(1, options.concurrency) {
+                        try await group.next()
+                        inFlight -= 1
+                    }
+                    inFlight += 1
+                    group.addTask { try await self.run(job) }
+                }
+            }
+            for (number, (customer, _, step)) in steps.enumerated() {
+                if let rate = options.stepsPerSecond, rate > 0 {
+                    let due = started + .milliseconds(Int64(Double(number) / rate * 1000))
+                    if due > .now { try await Task.sleep(until: due) }
+                }
+                try await records.apply(step.mutations, customerID: customer.customer.uuidString.lowercased())
+                report.withLock { $0.steps += 1 }
+                if let spec = step.notification {
+                    let (uuid, signedPayload) = try await records.sign(spec, signedAt: step.time)
+                    let body = try JSONSerialization.data(withJSONObject: ["signedPayload": signedPayload])
+                    let delivery = Delivery(
+                        notificationUUID: uuid, body: ByteBuffer(bytes: body),
+                        delay: Self.fraction(random.unit(), of: options.maxDelay),
+                        dropped: random.unit() < options.dropRate,
+                        duplicateAfter: random.unit() < options.duplicateRate ? Self.fraction(random.unit(), of: options.maxDelay) : nil)
+                    report.withLock { $0.notifications += 1 }
+                    window.append(.notification(delivery))
+                }
+                if let upload = step.upload {
+                    let signed = try await records.signedTransaction(upload.transactionId)
+                    let body = try JSONSerialization.data(withJSONObject: [
+                        "signedTransaction": signed, "appAccountToken": upload.appAccountToken.uuidString.lowercased(),
+                    ])
+                    window.append(.upload(body: ByteBuffer(bytes: body)))
+                }
+                if window.count >= max(1, options.reorderWindow) {
+                    window.shuffle(using: &random)
+                    try await dispatch(window)
+                    window.removeAll()
+                }
+            }
+            window.shuffle(using: &random)
+            try await dispatch(window)
+            try await group.waitForAll()
+        }
+        return report.withLock { $0 }
+    }
+
+    private func run(_ job: Job) async throws {
+        switch job {
+        case .notification(let delivery): try await deliver(delivery)
+        case .upload(let body): try await upload(body)
+        }
+    }
+
+    private func deliver(_ delivery: Delivery) async throws {
+        if delivery.delay > .zero { try await Task.sleep(for: delivery.delay) }
+        if delivery.dropped {
+            await records.recordAttempt(notificationUUID: delivery.notificationUUID, result: "NO_RESPONSE", at: Date())
+            report.withLock {
+                $0.dropped += 1
+                $0.lostNotificationUUIDs.append(delivery.notificationUUID)
+            }
+            return
+        }
+        var attempt = 0
+        while true {
+            let result = await post("/v2/notifications", delivery.body)
+            await records.recordAttempt(notificationUUID: delivery.notificationUUID, result: result, at: Date())
+            if result == "SUCCESS" { break }
+            guard attempt < options.retryDelays.count else {
+                report.withLock {
+                    $0.undelivered += 1
+                    $0.lostNotificationUUIDs.append(delivery.notificationUUID)
+                }
+                return
+            }
+            report.withLock { $0.retries += 1 }
+            try await Task.sleep(for: options.retryDelays[attempt])
+            attempt += 1
+        }
+        report.withLock { $0.delivered += 1 }
+        if let after = delivery.duplicateAfter {
+            if after > .zero { try await Task.sleep(for: after) }
+            if await post("/v2/notifications", delivery.body) == "SUCCESS" { report.withLock { $0.duplicates += 1 } }
+        }
+    }
+
+    /// An app upload, retried like an app would (a few times, a second apart).
+    private func upload(_ body: ByteBuffer) async throws {
+        for _ in 0..<5 {
+            if await post("/v1/transactions", body) == "SUCCESS" {
+                report.withLock { $0.uploads += 1 }
+                return
+            }
+            try await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    /// One POST; the result in Apple's `sendAttemptResult` words.
+    private func post(_ path: String, _ body: ByteBuffer) async -> String {
+        var request = HTTPClientRequest(url: webhook + path)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(body)
+        do {
+            let response = try await client.execute(request, timeout: .milliseconds(options.timeout.milliseconds))
+            _ = try? await response.body.collect(upTo: 1 << 20)
+            return (200...206).contains(response.status.code) ? "SUCCESS" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+            return "TIMED_OUT"
+        } catch {
+            return "NO_RESPONSE"
+        }
+    }
+
+    static func fraction(_ unit: Double, of duration: Duration) -> Duration {
+        .milliseconds(Int64(unit * Double(duration.milliseconds)))
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

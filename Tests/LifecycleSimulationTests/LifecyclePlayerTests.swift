@@ -1,0 +1,135 @@
+import AsyncHTTPClient
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import LifecyclePlayback
+import LifecycleSimulation
+import NIOCore
+import Synchronization
+import Testing
+
+/// Records in memory: what the player applied and signed, and each delivery attempt.
+final class MemoryRecords: LifecycleRecords {
+    struct State {
+        var applied: [(customer: String, mutations: [AppleMutation])] = []
+        var signed: [String: NotificationSpec] = [:]
+        var attempts: [String: [String]] = [:]
+    }
+    let state = Mutex(State())
+
+    func apply(_ mutations: [AppleMutation], customerID: String) async throws {
+        state.withLock { $0.applied.append((customerID, mutations)) }
+    }
+
+    func sign(_ notification: NotificationSpec, signedAt: Date) async throws -> (notificationUUID: String, signedPayload: String) {
+        let uuid = UUID().uuidString.lowercased()
+        state.withLock { $0.signed[uuid] = notification }
+        return (uuid, "eyJhbGciOiJFUzI1NiJ9.\(uuid).c2ln")
+    }
+
+    func signedTransaction(_ transactionId: String) async throws -> String { "eyJhbGciOiJFUzI1NiJ9.\(transactionId).c2ln" }
+
+    func recordAttempt(notificationUUID: String, result: String, at: Date) async {
+        state.withLock { $0.attempts[notificationUUID, default: []].append(result) }
+    }
+}
+
+/// A webhook that counts deliveries per notification and can refuse the first attempt of each.
+final class CountingWebhook: Sendable {
+    let deliveries = Mutex([String: Int]())
+    let uploads = Mutex([String]())
+    let refuseFirstAttempt: Bool
+
+    init(refuseFirstAttempt: Bool) { self.refuseFirstAttempt = refuseFirstAttempt }
+
+    func application() -> some ApplicationProtocol {
+        let router = Router()
+        router.post("/v2/notifications") { request, _ -> HTTPResponse.Status in
+            let body = try await request.body.collect(upTo: 1 << 20)
+            let json = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: String]
+            let uuid = json?["signedPayload"]?.split(separator: ".")[1].description ?? "?"
+            let count = self.deliveries.withLock { d -> Int in
+                d[uuid, default: 0] += 1
+                return d[uuid]!
+            }
+            return self.refuseFirstAttempt && count == 1 ? .internalServerError : .ok
+        }
+        router.post("/v1/transactions") { request, _ -> HTTPResponse.Status in
+            let body = try await request.body.collect(upTo: 1 << 20)
+            let json = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: String]
+            self.uploads.withLock { $0.append(json?["appAccountToken"] ?? "") }
+            return .ok
+        }
+        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+    }
+}
+
+@Suite("Lifecycle playback: delivering like Apple", .timeLimit(.minutes(2)))
+struct LifecyclePlayerTests {
+    let customers = LifecycleSimulation(month: 600, horizon: Date(), seed: 7).customers(LifecycleScenario.allCases.count * 2)
+
+    func play(_ options: DeliveryOptions, webhook: CountingWebhook) async throws -> (PlaybackReport, MemoryRecords) {
+        let records = MemoryRecords()
+        let customers = self.customers
+        let result = try await webhook.application().test(.live) { client in
+            let player = LifecyclePlayer(
+                records: records, webhook: "http://127.0.0.1:\(client.port!)", options: options, seed: 99, client: .shared)
+            return try await player.play(customers)
+        }
+        return (result, records)
+    }
+
+    @Test("every notification arrives at least once; duplicates arrive twice; records change in time order")
+    func duplicatesAndDisorder() async throws {
+        var options = DeliveryOptions()
+        options.duplicateRate = 0.3
+        options.reorderWindow = 8
+        options.maxDelay = .milliseconds(30)
+        let webhook = CountingWebhook(refuseFirstAttempt: false)
+        let (report, records) = try await play(options, webhook: webhook)
+
+        let notifications = customers.flatMap(\.steps).compactMap(\.notification).count
+        #expect(report.notifications == notifications)
+        #expect(report.delivered == notifications && report.dropped == 0 && report.undelivered == 0)
+        let counts = webhook.deliveries.withLock { $0 }
+        #expect(counts.count == notifications)
+        #expect(counts.values.filter { $0 == 2 }.count == report.duplicates)
+        #expect(report.duplicates > notifications / 6, "about 30% duplicated (\(report.duplicates) of \(notifications))")
+        // Uploads carry the customer's token.
+        let uploaders = customers.filter { $0.scenario == .withoutTokenUploaded }.map { $0.customer.uuidString.lowercased() }
+        #expect(Set(webhook.uploads.withLock { $0 }) == Set(uploaders))
+        #expect(report.steps == customers.flatMap(\.steps).count)
+        let applied = records.state.withLock { $0.applied }
+        #expect(applied.count == report.steps)
+        for customer in customers {
+            let mine = applied.filter { $0.customer == customer.customer.uuidString.lowercased() }.map(\.mutations)
+            #expect(mine == customer.steps.map(\.mutations), "customer \(customer.index)'s records change in step order")
+        }
+    }
+
+    @Test("a refused delivery is retried on Apple's schedule, and every attempt is recorded")
+    func retries() async throws {
+        var options = DeliveryOptions()
+        options.retryDelays = DeliveryOptions.retrySchedule(month: 60)  // one hour = 83 ms
+        let webhook = CountingWebhook(refuseFirstAttempt: true)
+        let (report, records) = try await play(options, webhook: webhook)
+        #expect(report.retries == report.notifications)
+        #expect(report.delivered == report.notifications)
+        let attempts = records.state.withLock { $0.attempts }
+        #expect(attempts.values.allSatisfy { $0 == ["UNSUCCESSFUL_HTTP_RESPONSE_CODE", "SUCCESS"] })
+    }
+
+    @Test("lost notifications never reach the webhook and are reported by UUID")
+    func losses() async throws {
+        var options = DeliveryOptions()
+        options.dropRate = 0.25
+        let webhook = CountingWebhook(refuseFirstAttempt: false)
+        let (report, records) = try await play(options, webhook: webhook)
+        #expect(report.dropped > 0 && report.dropped < report.notifications / 2)
+        #expect(report.delivered + report.dropped == report.notifications)
+        let delivered = Set(webhook.deliveries.withLock { $0.keys })
+        #expect(delivered.isDisjoint(with: report.lostNotificationUUIDs))
+        let attempts = records.state.withLock { $0.attempts }
+        #expect(report.lostNotificationUUIDs.allSatisfy { attempts[$0] == ["NO_RESPONSE"] })
+    }
+}
