@@ -51,6 +51,7 @@ def keda_validators():
 
 KEDA = None
 SOURCE_VARIABLES = source_strings()
+MISSING = {"executable products": set(), "variables no source reads yet": set()}
 
 
 def schema_errors(doc):
@@ -187,9 +188,11 @@ def check_stage(label, docs, stage, port):
     check_autoscaler(label, docs, stage, env)
     image = c["image"]
     target = image.split("/")[-1].split(":")[0]
-    checks.check(f"{label}: {stage} image is Dockerfile target {target}, an executable product",
-                 target in dockerfile_targets() and target in executable_products(), f"missing executable product: {target}")
+    if not checks.check(f"{label}: {stage} image is Dockerfile target {target}, an executable product",
+                        target in dockerfile_targets() and target in executable_products(), f"missing executable product: {target}"):
+        MISSING["executable products"].add(target)
     unknown = sorted(k for k in env if k not in SOURCE_VARIABLES and not k.startswith("KAFKA_PROP_"))
+    MISSING["variables no source reads yet"].update(unknown)
     checks.check(f"{label}: {stage} gets only variables the sources read", not unknown, f"no source reads: {', '.join(unknown)}")
     if label != "base":  # the base leaves tags to the overlays
         checks.check(f"{label}: {stage} image is tagged, not latest", ":" in image.split("/")[-1] and not image.endswith(":latest"), image)
@@ -339,6 +342,11 @@ def main():
         checks.check("production: consuming stages scale on consumer lag (KEDA)",
                      all(find(prod, "ScaledObject", s) for s in CONSUMERS))
         self_tests(prod)
+    if "migrate" not in appstorectl_subcommands():
+        MISSING["executable products"].add("appstorectl migrate (subcommand)")
+    for what, names in MISSING.items():
+        if names:
+            print(f"missing {what}: {', '.join(sorted(names))}" if what.startswith("exec") else f"{what}: {', '.join(sorted(names))}")
     count = sum(len(d) for d in renders.values())
     print(f"rendered {count} resources in {len(renders)} renders")
     checks.finish()
