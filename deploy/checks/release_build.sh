@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The release build of every executable the images use (the Dockerfile's PRODUCTS), with the
-# Dockerfile's flags (`swift build -c release --static-swift-stdlib --product X`); then each binary
-# must print its usage for --help and exit 0, link no Swift runtime dynamically, and find every
-# shared library it needs. Slow (minutes per product on 2 cores): deploy/local/test runs it last.
+# The release build of every executable the images use (the Dockerfile's PRODUCTS):
+# `swift build -c release --product X`, then each binary must print its usage for --help and exit 0
+# and find every shared library it needs. The image adds --static-swift-stdlib; that flag changes
+# every compile command, so building both ways here would compile everything twice (and undo the
+# cache of deploy/local/bench): the static link is proven by the image build (its ldd check).
+# Slow (minutes per product on 2 cores, far more from scratch): deploy/local/test runs it last.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
@@ -22,8 +24,8 @@ for product in $products; do
   fi
   start=$SECONDS
   log="$(mktemp)"
-  if swift build -c release --static-swift-stdlib --product "$product" >"$log" 2>&1; then
-    ok "$product: swift build -c release --static-swift-stdlib ($((SECONDS - start)) s)"
+  if swift build -c release --product "$product" >"$log" 2>&1; then
+    ok "$product: swift build -c release ($((SECONDS - start)) s)"
   else
     fail "$product: swift build -c release" "$(grep -E 'error:' "$log" | head -5)"
     rm -f "$log"
@@ -41,9 +43,7 @@ for product in $products; do
   if grep -q 'not found' <<<"$libs"; then fail "$product: every shared library is found" "$(grep 'not found' <<<"$libs")"; else
     ok "$product: every shared library is found"
   fi
-  if grep -q 'libswift\|libFoundation\|libdispatch' <<<"$libs"; then fail "$product: the Swift runtime is linked statically" "$(grep -o 'lib[^ ]*swift[^ ]*\|libFoundation[^ ]*\|libdispatch[^ ]*' <<<"$libs" | tr '\n' ' ')"; else
-    ok "$product: the Swift runtime is linked statically (dynamic: $(awk '{print $1}' <<<"$libs" | grep -v '^/\|linux-vdso' | tr '\n' ' '))"
-  fi
+  echo "        shared libraries: $(awk '$1 !~ /^\// && $1 != "linux-vdso.so.1" {print $1}' <<<"$libs" | tr '\n' ' ')"
 done
 echo "release build of ${products}: $((SECONDS - start_all)) s"
 echo "deploy release: $passed passed, $failed failed"
