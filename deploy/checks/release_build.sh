@@ -43,7 +43,7 @@ for product in $products; do
   if grep -q 'not found' <<<"$libs"; then fail "$product: every shared library is found" "$(grep 'not found' <<<"$libs")"; else
     ok "$product: every shared library is found"
   fi
-  echo "        shared libraries: $(awk '$1 !~ /^\// && $1 != "linux-vdso.so.1" {print $1}' <<<"$libs" | tr '\n' ' ')"
+  echo "        needs: $(readelf -d "$bin_dir/$product" 2>/dev/null | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')"
 done
 echo "release build of ${products}: $((SECONDS - start_all)) s"
 echo "deploy release: $passed passed, $failed failed"
