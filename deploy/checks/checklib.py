@@ -28,7 +28,7 @@ class Checks:
         counts = os.environ.get("DEPLOY_CHECK_COUNTS")
         if counts:
             with open(counts, "a") as f:
-                f.write(f"{self.suite} {self.passed} {len(self.failed)}\n")
+                f.write(f"{self.suite.replace(' ', '-')} {self.passed} {len(self.failed)}\n")
         sys.exit(1 if self.failed else 0)
 
 
