@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Checks deploy/compose/compose.yaml and deploy/docker/Dockerfile against the repository: every
+service's build (context, Dockerfile, target), command or entrypoint executable (an executable
+product of Package.swift, or a tool the image installs), environment (env files exist, variables
+are ones the sources read), secrets, mounts and health checks refer to things that exist.
+
+Docker is not available here, so images are not built: external images are checked for a pinned
+tag, and the tools their commands use against what those official images are documented to ship."""
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+from checklib import REPO, Checks, appstorectl_subcommands, executable_products, source_strings
+
+COMPOSE_DIR = os.path.join(REPO, "deploy", "compose")
+DOCKERFILE = os.path.join(REPO, "deploy", "docker", "Dockerfile")
+# Tools the official images ship (their documentation), for commands that run inside them.
+EXTERNAL_TOOLS = {
+    "apache/kafka": {"/opt/kafka/bin/kafka-broker-api-versions.sh", "/opt/kafka/bin/kafka-topics.sh", "/bin/bash"},
+    "postgres": {"pg_isready"},
+    "nginx": {"bash", "nginx"},
+}
+checks = Checks("deploy compose")
+
+
+# ---- the Dockerfile -----------------------------------------------------------------------------
+
+def parse_dockerfile(path):
+    """Stages by name: base image, copied executables, entrypoint, healthcheck, env, apt packages."""
+    text = re.sub(r"\\\n", " ", open(path).read())
+    args, stages, cur = {}, {}, None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        word, _, rest = line.partition(" ")
+        word = word.upper()
+        if word == "ARG" and "=" in rest:
+            k, _, v = rest.partition("=")
+            args[k.strip()] = v.strip().strip('"')
+        elif word == "FROM":
+            m = re.match(r"(\S+)\s+AS\s+(\S+)", rest, re.I)
+            base = m.group(1)
+            base = re.sub(r"\$\{(\w+)\}", lambda g: args.get(g.group(1), ""), base)
+            parent = stages.get(base, {})
+            cur = {"base": base, "execs": set(parent.get("execs", ())), "apt": set(parent.get("apt", ())),
+                   "entrypoint": parent.get("entrypoint"), "healthcheck": parent.get("healthcheck"),
+                   "env": dict(parent.get("env", {})), "user": parent.get("user")}
+            stages[m.group(2)] = cur
+        elif cur is None:
+            continue
+        elif word == "COPY" and "--from=build" in rest and "/usr/local/bin/" in rest:
+            cur["execs"].add(os.path.basename(rest.split()[-2]))
+        elif word == "RUN" and "apt-get install" in rest:
+            pkgs = rest.split("apt-get install", 1)[1].split("&&")[0].split()
+            cur["apt"].update(p for p in pkgs if not p.startswith("-"))
+        elif word == "ENTRYPOINT":
+            cur["entrypoint"] = yaml.safe_load(rest)
+        elif word == "HEALTHCHECK":
+            cur["healthcheck"] = None if rest.strip() == "NONE" else rest
+        elif word == "ENV":
+            for tok in shlex.split(rest):
+                k, _, v = tok.partition("=")
+                cur["env"][k] = v
+        elif word == "USER":
+            cur["user"] = rest.strip()
+    return args, stages
+
+
+def check_dockerfile(args, stages, products):
+    listed = args.get("PRODUCTS", "").split()
+    missing = [p for p in listed if p not in products]
+    checks.check("Dockerfile: every executable in PRODUCTS is an executable product of Package.swift",
+                 not missing, f"missing executable products: {', '.join(missing)}")
+    build = stages.get("build", {})
+    checks.check("Dockerfile: build stage is an official Swift image on Ubuntu 24.04 (noble) with librdkafka-dev",
+                 re.match(r"swift:[\d.]+-noble$", build.get("base", "")) is not None and "librdkafka-dev" in build.get("apt", ()),
+                 build.get("base", ""))
+    runtime = stages.get("runtime", {})
+    checks.check("Dockerfile: runtime is ubuntu:24.04 with librdkafka1, as a non-root user",
+                 runtime.get("base") == "ubuntu:24.04" and "librdkafka1" in runtime.get("apt", ())
+                 and runtime.get("user") not in (None, "root", "0", "0:0"), str(runtime.get("base")))
+    text = open(DOCKERFILE).read()
+    checks.check("Dockerfile: builds with `swift build -c release`", "swift build -c release" in text)
+    secretish = re.findall(r"^(?:ARG|ENV)\s+\S*(?:PASSWORD|SECRET|TOKEN|PRIVATE)\S*", text, re.M | re.I)
+    checks.check("Dockerfile: no secrets as ARG or ENV", not secretish, str(secretish))
+    for name, st in stages.items():
+        if name in ("build", "runtime"):
+            continue
+        copied = sorted(st["execs"] - stages.get("runtime", {}).get("execs", set()))
+        checks.check(f"Dockerfile target {name}: copies only executables from PRODUCTS",
+                     bool(copied) and all(e in listed for e in copied), str(copied))
+        ep = st.get("entrypoint") or []
+        checks.check(f"Dockerfile target {name}: ENTRYPOINT {ep} is its executable", ep[:1] == [name] and name in st["execs"])
+        if name != "appstorectl":
+            hc = st.get("healthcheck") or ""
+            checks.check(f"Dockerfile target {name}: HEALTHCHECK GETs /health on HTTP_PORT with curl",
+                         "/health" in hc and "${HTTP_PORT}" in hc and "curl" in st["apt"] and st["env"].get("HTTP_PORT", "").isdigit(), hc)
+    ignore = open(DOCKERFILE + ".dockerignore").read()
+    checks.check("Dockerfile.dockerignore: lets in Package.swift, Sources, Tests and schemas, nothing else",
+                 ignore.splitlines()[[l.strip() for l in ignore.splitlines()].index("*")] == "*"
+                 and all(f"!{p}" in ignore for p in ("Package.swift", "Sources/**", "Tests/**", "schemas/**")))
+
+
+# ---- compose.yaml -------------------------------------------------------------------------------
+
+def read_env_file(path):
+    env = {}
+    for line in open(path):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            k, _, v = line.partition("=")
+            env[k] = v
+    return env
+
+
+def made_secret_files():
+    with tempfile.TemporaryDirectory() as d:
+        out = subprocess.run([os.path.join(COMPOSE_DIR, "make-secrets")], env=dict(os.environ, SECRETS_DIR=d),
+                             capture_output=True, text=True)
+        checks.check("make-secrets creates the local secrets", out.returncode == 0, out.stderr[-300:])
+        return set(os.listdir(d))
+
+
+def service_tools(svc, stages):
+    """(image family, executable the service runs, tools available in its image)."""
+    if "build" in svc:
+        st = stages.get(svc["build"].get("target"), {})
+        ep = svc.get("entrypoint") or st.get("entrypoint") or []
+        return "local", (ep[0] if ep else None), st.get("execs", set()) | st.get("apt", set())
+    image = svc.get("image", "")
+    family = image.rsplit(":", 1)[0]
+    ep = svc.get("entrypoint") or []
+    return family, (ep[0] if ep else None), EXTERNAL_TOOLS.get(family, set())
+
+
+def check_services(compose, stages, products, known_vars):
+    services = compose["services"]
+    secret_files = made_secret_files()
+    for name, s in compose.get("secrets", {}).items():
+        checks.check(f"secret {name}: make-secrets creates {s['file']}", os.path.basename(s["file"]) in secret_files)
+    missing_vars = set()
+    for name, svc in services.items():
+        family, exe, tools = service_tools(svc, stages)
+        if "build" in svc:
+            b = svc["build"]
+            ctx = os.path.normpath(os.path.join(COMPOSE_DIR, b["context"]))
+            ok = os.path.isfile(os.path.join(ctx, "Package.swift")) and os.path.normpath(os.path.join(ctx, b["dockerfile"])) == DOCKERFILE
+            checks.check(f"{name}: builds deploy/docker/Dockerfile from the repository root", ok)
+            checks.check(f"{name}: Dockerfile target {b.get('target')} exists", b.get("target") in stages)
+            if exe in stages.get(b.get("target"), {}).get("execs", ()):
+                checks.check(f"{name}: runs {exe}, an executable product of Package.swift", exe in products,
+                             f"missing executable product: {exe}")
+                if exe == "appstorectl" and svc.get("command"):
+                    sub = svc["command"][0]
+                    checks.check(f"{name}: `appstorectl {sub}` is a subcommand", sub in appstorectl_subcommands(),
+                                 f"appstorectl has {sorted(appstorectl_subcommands())}")
+            else:
+                checks.check(f"{name}: runs {exe}, which its image installs", exe in tools, f"image has {sorted(tools)}")
+        else:
+            image = svc.get("image", "")
+            checks.check(f"{name}: image {image} is pinned to a version", re.search(r":[0-9][\w.-]*$", image) is not None)
+            if exe:
+                checks.check(f"{name}: runs {exe}, which {family} ships", exe in tools)
+        env = {}
+        for f in svc.get("env_file", []):
+            path = os.path.join(COMPOSE_DIR, f)
+            if checks.check(f"{name}: env file {f} exists", os.path.isfile(path)):
+                env.update(read_env_file(path))
+        env.update(svc.get("environment") or {})
+        if "build" in svc:
+            unknown = sorted(k for k in env if k not in known_vars and not k.startswith("KAFKA_PROP_"))
+            missing_vars.update(unknown)
+            checks.check(f"{name}: every variable it is given is read by the sources", not unknown,
+                         f"no source reads: {', '.join(unknown)}")
+            if "HTTP_PORT" in env:
+                checks.check(f"{name}: HTTP_PORT {env['HTTP_PORT']} matches its image's", env["HTTP_PORT"] ==
+                             stages.get(svc["build"]["target"], {}).get("env", {}).get("HTTP_PORT"))
+        check_health(name, svc, stages, family, tools)
+        for dep, cond in (svc.get("depends_on") or {}).items():
+            checks.check(f"{name}: depends on service {dep}, which exists", dep in services)
+            c = cond.get("condition") if isinstance(cond, dict) else None
+            if c == "service_healthy" and dep in services:
+                checks.check(f"{name}: {dep} has a health check to wait for", has_health(services[dep], stages))
+            if c == "service_completed_successfully" and dep in services:
+                checks.check(f"{name}: {dep} is a one-shot job", services[dep].get("restart") == "no")
+        for sec in svc.get("secrets", []):
+            checks.check(f"{name}: secret {sec} is defined", sec in compose.get("secrets", {}))
+        for v in svc.get("volumes", []):
+            src = v.split(":")[0]
+            if src.startswith("."):
+                checks.check(f"{name}: mounted {src} exists", os.path.exists(os.path.join(COMPOSE_DIR, src)))
+            else:
+                checks.check(f"{name}: volume {src} is declared", src in (compose.get("volumes") or {}))
+        if "stop_grace_period" in svc:
+            grace = int(svc["stop_grace_period"].rstrip("s"))
+            shutdown = int(env.get("SHUTDOWN_TIMEOUT_MS", 25000)) / 1000
+            checks.check(f"{name}: stop_grace_period {grace}s > SHUTDOWN_TIMEOUT_MS + 5 s", grace > shutdown + 5)
+    return missing_vars
+
+
+def has_health(svc, stages):
+    if "healthcheck" in svc:
+        return True
+    return bool("build" in svc and stages.get(svc["build"].get("target"), {}).get("healthcheck"))
+
+
+def check_health(name, svc, stages, family, tools):
+    hc = svc.get("healthcheck")
+    if hc:
+        test = hc["test"]
+        tool = test[1] if test[0] == "CMD" else None
+        checks.check(f"{name}: health check runs {tool}, which its image has", tool in tools)
+    elif "build" in svc and svc.get("restart") != "no":
+        image_hc = stages.get(svc["build"].get("target"), {}).get("healthcheck")
+        probe = open(os.path.join(REPO, "Sources", "StageRuntime", "ProbeServer.swift")).read()
+        checks.check(f"{name}: image HEALTHCHECK on /health, a route the stages serve",
+                     bool(image_hc) and '"/health"' in probe)
+
+
+def check_topics(compose):
+    cmd = "\n".join(compose["services"]["kafka-topics"]["command"])
+    created = dict((n, int(p)) for n, p in re.findall(r"^\s*create\s+(\S+)\s+(\d+)\s*$", cmd, re.M))
+    import json
+    catalogue = {t["name"]: t["partitions"] for t in json.load(open(os.path.join(REPO, "schemas", "topics.json")))["topics"]}
+    checks.check("kafka-topics: creates every topic of schemas/topics.json with its partition count",
+                 created == catalogue, f"compose {created} vs catalogue {catalogue}")
+
+
+def check_gateway(compose):
+    gw = compose["services"]["gateway"]
+    template = open(os.path.join(REPO, "deploy", "gateway", "templates", "gateway.conf.template")).read()
+    wanted = set(re.findall(r"\$\{(GATEWAY_\w+)\}", template))
+    env = gw.get("environment", {})
+    checks.check("gateway: sets exactly the template's GATEWAY_* variables", wanted == {k for k in env if k.startswith("GATEWAY_")},
+                 f"template {sorted(wanted)} vs compose {sorted(env)}")
+    host, _, port = env.get("GATEWAY_UPSTREAM", "").partition(":")
+    ingest = compose["services"].get(host, {})
+    checks.check("gateway: upstream is the ingest service on its HTTP_PORT", host == "ingest" and
+                 str((ingest.get("environment") or {}).get("HTTP_PORT")) == port)
+    for var in ("GATEWAY_TLS_CERT", "GATEWAY_TLS_KEY"):
+        sec = env.get(var, "").removeprefix("/run/secrets/")
+        checks.check(f"gateway: {var} is a mounted secret", sec in gw.get("secrets", []))
+
+
+def check_demo(compose):
+    services = compose["services"]
+    sim = services.get("appstore-sim", {})
+    checks.check("demo: appstore-sim runs only in the demo profile", sim.get("profiles") == ["demo"])
+    others = [n for n, s in services.items() if n not in ("appstore-sim", "sim-trust") and s.get("profiles")]
+    checks.check("demo: every other service runs without a profile", not others, str(others))
+    demo = read_env_file(os.path.join(COMPOSE_DIR, "demo.env"))
+    checks.check("demo.env: switches the demo profile on", demo.get("COMPOSE_PROFILES") == "demo")
+    trust = " ".join(services.get("sim-trust", {}).get("entrypoint", []))
+    checks.check("demo.env: trusts the root file sim-trust writes", demo.get("APPSTORE_TRUSTED_ROOTS", "?") in trust)
+    apps = demo.get("APPSTORE_APPS", "")
+    checks.check("demo.env: APPSTORE_APPS is Sandbox only (the test root is never for Production)",
+                 bool(apps) and "Production" not in apps and all(re.fullmatch(r"[^\s:,]+:\d*:Sandbox", e) for e in apps.split(",")))
+    cred = demo.get("APPSTORE_API_CREDENTIALS", "")
+    secret = next((s for s in services["enrich"].get("secrets", [])), "")
+    checks.check("demo.env: the API key path is enrich's mounted secret", cred.split(":")[-1] == f"/run/secrets/{secret}")
+
+
+def main():
+    compose = yaml.safe_load(open(os.path.join(COMPOSE_DIR, "compose.yaml")))
+    products = executable_products()
+    args, stages = parse_dockerfile(DOCKERFILE)
+    print(f"Package.swift executable products: {', '.join(sorted(products))}")
+    check_dockerfile(args, stages, products)
+    missing_vars = check_services(compose, stages, products, source_strings())
+    check_topics(compose)
+    check_gateway(compose)
+    check_demo(compose)
+    missing = [p for p in args.get("PRODUCTS", "").split() if p not in products]
+    if missing:
+        print(f"missing executable products (Package.swift): {', '.join(missing)}")
+    if missing_vars:
+        print(f"variables no source reads yet: {', '.join(sorted(missing_vars))}")
+    checks.finish()
+
+
+if __name__ == "__main__":
+    main()

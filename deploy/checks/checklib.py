@@ -1,0 +1,72 @@
+"""Shared by the deploy checks: named checks with one log line each, and their counts."""
+import os
+import re
+import sys
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+class Checks:
+    def __init__(self, suite):
+        self.suite = suite
+        self.passed = 0
+        self.failed = []
+
+    def check(self, name, ok, detail=""):
+        """Records one check; `ok` is a bool, `detail` says why it failed."""
+        if ok:
+            self.passed += 1
+            print(f"  ok    {name}")
+        else:
+            self.failed.append(name)
+            print(f"  FAIL  {name}{': ' + detail if detail else ''}")
+        return ok
+
+    def finish(self):
+        """Prints the suite's summary, appends it to $DEPLOY_CHECK_COUNTS, and exits 1 on any failure."""
+        print(f"{self.suite}: {self.passed} passed, {len(self.failed)} failed")
+        counts = os.environ.get("DEPLOY_CHECK_COUNTS")
+        if counts:
+            with open(counts, "a") as f:
+                f.write(f"{self.suite.replace(' ', '-')} {self.passed} {len(self.failed)}\n")
+        sys.exit(1 if self.failed else 0)
+
+
+def executable_products(package_swift_path=os.path.join(REPO, "Package.swift")):
+    """The names of `.executable(name: ...)` products declared in Package.swift."""
+    import re
+    text = open(package_swift_path).read()
+    return set(re.findall(r'\.executable\(\s*name:\s*"([^"]+)"', text))
+
+
+def source_strings():
+    out = set()
+    for root, _, files in os.walk(os.path.join(REPO, "Sources")):
+        for f in files:
+            if f.endswith(".swift"):
+                out.update(re.findall(r'"([A-Z][A-Z0-9_]+)"', open(os.path.join(root, f)).read()))
+    # StageConfiguration lists some variables as "A / B" pairs in its --help table.
+    for root, _, files in os.walk(os.path.join(REPO, "Sources")):
+        for f in files:
+            if f.endswith(".swift"):
+                for pair in re.findall(r'"([A-Z][A-Z0-9_]+(?: / [A-Z][A-Z0-9_]+)+)"', open(os.path.join(root, f)).read()):
+                    out.update(pair.split(" / "))
+    return out
+
+
+def appstorectl_subcommands():
+    """Subcommand names of appstorectl: its `subcommands: [...]` types, by commandName or type name."""
+    src = os.path.join(REPO, "Sources", "Executables", "appstorectl")
+    text = {f: open(os.path.join(src, f)).read() for f in os.listdir(src) if f.endswith(".swift")}
+    listed = re.search(r"subcommands:\s*\[([^\]]*)\]", "".join(text.values()))
+    names = set()
+    for t in re.findall(r"(\w+)\.self", listed.group(1) if listed else ""):
+        body = next((b for b in text.values() if re.search(rf"struct {t}\b", b)), "")
+        m = re.search(rf"struct {t}\b[^{{]*{{.*?commandName:\s*\"([^\"]+)\"", body, re.S)
+        names.add(m.group(1) if m else t.lower())
+    return names
+
+
+def dockerfile_targets(path=os.path.join(REPO, "deploy", "docker", "Dockerfile")):
+    """The names of the Dockerfile's stages."""
+    return set(re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", open(path).read(), re.M | re.I))
