@@ -17,6 +17,8 @@ let package = Package(
         .executable(name: "appstorectl", targets: ["appstorectl"]),
         .executable(name: "verify-bench", targets: ["verify-bench"]),
         .executable(name: "appstore-sim", targets: ["appstore-sim"]),
+        .executable(name: "enrich", targets: ["enrich"]),
+        .executable(name: "enrich-bench", targets: ["enrich-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -265,6 +267,59 @@ let package = Package(
             name: "appstore-sim",
             dependencies: ["AppStoreSimulator"],
             path: "Sources/Executables/appstore-sim",
+            swiftSettings: swiftSettings
+        ),
+        // The enrich stage: verified records in, each purchase's history and subscription status from
+        // the API out (coalesced per originalTransactionId within a batch), API failures classified.
+        .target(
+            name: "EnrichService",
+            dependencies: [
+                "AppStore",
+                "AppStoreServerAPI",
+                "PipelineRecords",
+                "StageRuntime",
+                "KafkaClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "enrich",
+            dependencies: ["EnrichService", "StageRuntime"],
+            path: "Sources/Executables/enrich",
+            swiftSettings: swiftSettings
+        ),
+        // Enrich throughput against the simulator on loopback, coalescing on and off
+        // (deploy/local/bench enrich): the real stage on the real broker.
+        .executableTarget(
+            name: "enrich-bench",
+            dependencies: [
+                "EnrichService", "AppStoreSimulator", "AppStoreServerAPI", "AppStoreSigning", "AppStore",
+                "PipelineRecords", "StageRuntime", "KafkaClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Executables/enrich-bench",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "EnrichTests",
+            dependencies: [
+                "EnrichService", "AppStoreServerAPI", "AppStoreSimulator", "AppStoreSigning", "AppStore",
+                "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
