@@ -16,6 +16,9 @@ let package = Package(
         .executable(name: "verify", targets: ["verify"]),
         .executable(name: "appstorectl", targets: ["appstorectl"]),
         .executable(name: "verify-bench", targets: ["verify-bench"]),
+        .executable(name: "appstore-sim", targets: ["appstore-sim"]),
+        .executable(name: "enrich", targets: ["enrich"]),
+        .executable(name: "enrich-bench", targets: ["enrich-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -270,6 +273,99 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Sources/Executables/verify-bench",
+            swiftSettings: swiftSettings
+        ),
+        // ── enrich: the App Store Server API client, a simulated Apple, and the enrich stage ──
+        // The App Store Server API client: ES256 request tokens from the .p8 key, every endpoint the
+        // pipeline and the operator tool need, every returned JWS verified, Apple's error codes as
+        // typed errors, a per-key rate limiter. Free of the stage runtime so the operator tool reuses it.
+        .target(
+            name: "AppStoreServerAPI",
+            dependencies: [
+                "AppStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // A simulated Apple (Sandbox only): the API's endpoints over an in-memory model of customers
+        // and purchases, JWS signed by a local test CA, bearer tokens checked like Apple, fault injection.
+        .target(
+            name: "AppStoreSimulator",
+            dependencies: [
+                "AppStore",
+                "AppStoreSigning",
+                "AppStoreServerAPI",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "appstore-sim",
+            dependencies: ["AppStoreSimulator"],
+            path: "Sources/Executables/appstore-sim",
+            swiftSettings: swiftSettings
+        ),
+        // The enrich stage: verified records in, each purchase's history and subscription status from
+        // the API out (coalesced per originalTransactionId within a batch), API failures classified.
+        .target(
+            name: "EnrichService",
+            dependencies: [
+                "AppStore",
+                "AppStoreServerAPI",
+                "PipelineRecords",
+                "StageRuntime",
+                "KafkaClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "enrich",
+            dependencies: ["EnrichService", "StageRuntime"],
+            path: "Sources/Executables/enrich",
+            swiftSettings: swiftSettings
+        ),
+        // Enrich throughput against the simulator on loopback, coalescing on and off
+        // (deploy/local/bench enrich): the real stage on the real broker.
+        .executableTarget(
+            name: "enrich-bench",
+            dependencies: [
+                "EnrichService", "AppStoreSimulator", "AppStoreServerAPI", "AppStoreSigning", "AppStore",
+                "PipelineRecords", "StageRuntime", "KafkaClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Executables/enrich-bench",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "EnrichTests",
+            dependencies: [
+                "EnrichService", "AppStoreServerAPI", "AppStoreSimulator", "AppStoreSigning", "AppStore",
+                "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -42,21 +42,13 @@ public struct VerifyConfiguration: Sendable {
     }
 
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
-        let appsValue = try env.required("APPSTORE_APPS")
         do {
-            apps = try AppListParser.parse(appsValue)
+            let trust = try AppStoreTrustSettings.read(
+                apps: env.string("APPSTORE_APPS"), trustedRoots: env.string("APPSTORE_TRUSTED_ROOTS"))
+            apps = trust.apps
+            additionalTrustedRoots = trust.additionalTrustedRoots
         } catch {
-            throw ConfigurationError(variable: "APPSTORE_APPS", problem: error.problem)
-        }
-        additionalTrustedRoots = []
-        if let list = env.string("APPSTORE_TRUSTED_ROOTS") {
-            for path in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !path.isEmpty {
-                do {
-                    additionalTrustedRoots += try TrustedRootFile.load(path)
-                } catch {
-                    throw ConfigurationError(variable: "APPSTORE_TRUSTED_ROOTS", problem: "names \(error)")
-                }
-            }
+            throw ConfigurationError(variable: error.variable, problem: error.problem)
         }
         validationTime = .signedDate
         if let raw = env.string("APPSTORE_VALIDATION_TIME") {

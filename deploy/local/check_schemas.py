@@ -7,10 +7,18 @@ import re
 import sys
 
 import jsonschema
+from referencing import Registry, Resource
 
 root = pathlib.Path(__file__).resolve().parents[2]
 schemas = root / "schemas"
 failures = []
+
+# Every schema by its $id, so one schema can refer to another (enriched.v1 embeds verified.v1).
+registry = Registry().with_resources(
+    (s["$id"], Resource.from_contents(s))
+    for s in (json.loads(p.read_text()) for p in sorted(schemas.glob("*.schema.json")))
+    if "$id" in s
+)
 
 for schema_path in sorted(schemas.glob("*.schema.json")):
     schema = json.loads(schema_path.read_text())
@@ -19,7 +27,7 @@ for schema_path in sorted(schemas.glob("*.schema.json")):
     except jsonschema.SchemaError as e:
         failures.append(f"{schema_path.name}: not a valid JSON Schema: {e.message}")
         continue
-    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker(), registry=registry)
     name = schema_path.name[: -len(".schema.json")]
     examples = sorted((schemas / "examples" / name).glob("*.json"))
     if not examples:

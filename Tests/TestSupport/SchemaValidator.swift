@@ -1,16 +1,16 @@
 import Foundation
-import TestSupport
+
 
 /// Validates JSON documents against a schema under `schemas/` with Python's `jsonschema`, the
 /// validator `deploy/local/check_schemas.py` uses.
-enum SchemaValidator {
+public enum SchemaValidator {
     /// True when `python3` with `jsonschema` is installed (always expected in CI).
-    static let isAvailable: Bool = {
+    public static let isAvailable: Bool = {
         (try? runPython(["-c", "import jsonschema"]).status) == 0
     }()
 
     /// The validation errors of each document (empty when all validate).
-    static func errors(of documents: [[UInt8]], schema: String) throws -> [String] {
+    public static func errors(of documents: [[UInt8]], schema: String) throws -> [String] {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("schema-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -19,8 +19,12 @@ enum SchemaValidator {
         }
         let script = """
             import json, pathlib, sys, jsonschema
-            schema = json.loads(pathlib.Path(sys.argv[1]).read_text())
-            v = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+            from referencing import Registry, Resource
+            path = pathlib.Path(sys.argv[1])
+            schema = json.loads(path.read_text())
+            others = (json.loads(p.read_text()) for p in path.parent.glob("*.schema.json"))
+            registry = Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in others if "$id" in s)
+            v = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker(), registry=registry)
             for p in sorted(pathlib.Path(sys.argv[2]).glob("*.json")):
                 for e in v.iter_errors(json.loads(p.read_text())):
                     print(f"{p.name}: {'/'.join(map(str, e.absolute_path))}: {e.message[:300]}")
@@ -32,7 +36,7 @@ enum SchemaValidator {
     }
 
     /// Runs python3 with `arguments` in the repository root; returns the status and combined output.
-    static func runPython(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    public static func runPython(_ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3"] + arguments

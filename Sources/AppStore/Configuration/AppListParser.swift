@@ -1,4 +1,3 @@
-import AppStore
 import Foundation
 
 /// Reads the apps a verifier serves from text: `bundleId:appAppleId:Environments` entries separated

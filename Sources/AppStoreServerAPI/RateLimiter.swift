@@ -1,0 +1,102 @@
+import AppStore
+import Foundation
+import Synchronization
+
+/// How fast the client may call Apple.
+///
+/// Apple counts per app and endpoint and enforces hourly. The limiter allows each (key, bundle ID,
+/// environment, endpoint) ``scale`` × Apple's documented rate, with bursts of ``burst`` worth of
+/// requests, and makes callers wait (never fail) when they are ahead. A scale above 1 is only
+/// sensible against the simulator.
+public struct RateLimitPolicy: Hashable, Sendable {
+    /// Share of Apple's documented limit to use (0.9 keeps a margin below it).
+    public var scale: Double
+    /// How much of the rate may be spent at once: `burst` seconds' worth of requests.
+    public var burst: Duration
+    /// False turns the limiter off (tests of Apple's own 429 handling).
+    public var isEnabled: Bool
+
+    public init(scale: Double = 0.9, burst: Duration = .seconds(10), isEnabled: Bool = true) {
+        self.scale = scale
+        self.burst = burst
+        self.isEnabled = isEnabled
+    }
+
+    /// Requests per second allowed for `endpoint` in `environment`.
+    public func rate(for endpoint: AppStoreAPIEndpoint, in environment: AppStoreEnvironment) -> Double {
+        max(0.001, endpoint.documentedLimit(in: environment) * scale)
+    }
+}
+
+/// A client-side limiter per key: a generic cell-rate algorithm over reservations, so concurrent
+/// callers queue in arrival order without a background task. When Apple answers 429 anyway (its
+/// limits are shared with other processes and may change), ``holdOff(keyID:bundleID:environment:endpoint:for:)``
+/// stops the bucket until Apple's `Retry-After` and restarts it without a burst, so callers do
+/// not stampede back at the same instant.
+public final class RateLimiter: Sendable {
+    struct BucketKey: Hashable {
+        var keyID: String
+        var bundleID: String
+        var environment: String
+        var endpoint: AppStoreAPIEndpoint
+    }
+
+    public let policy: RateLimitPolicy
+    /// The theoretical arrival time of the next request per bucket, in seconds on the monotonic clock.
+    private let next = Mutex<[BucketKey: Double]>([:])
+    /// Until when (same clock) Apple asked a bucket to wait.
+    private let holds = Mutex<[BucketKey: Double]>([:])
+    private let start = ContinuousClock.now
+    private let waits = Atomic<Int>(0)
+
+    public init(policy: RateLimitPolicy) {
+        self.policy = policy
+    }
+
+    /// How many requests had to wait so far.
+    public var throttledRequests: Int { waits.load(ordering: .relaxed) }
+
+    /// Waits until a request of `endpoint` for this key may be sent.
+    public func acquire(
+        keyID: String, bundleID: String, environment: AppStoreEnvironment, endpoint: AppStoreAPIEndpoint
+    ) async throws {
+        let key = BucketKey(keyID: keyID, bundleID: bundleID, environment: environment.rawValue, endpoint: endpoint)
+        var wait: Double = 0
+        let now = seconds()
+        if let hold = holds.withLock({ $0[key] }), hold > now { wait = hold - now }
+        if policy.isEnabled {
+            let interval = 1 / policy.rate(for: endpoint, in: environment)
+            let tolerance = max(0, toSeconds(policy.burst) - interval)
+            wait = max(wait, next.withLock { table in
+                let theoretical = max(table[key] ?? now, now)
+                table[key] = theoretical + interval
+                return max(0, theoretical - tolerance - now)
+            })
+        }
+        if wait > 0 {
+            waits.add(1, ordering: .relaxed)
+            try await Task.sleep(for: .nanoseconds(Int64(wait * 1e9)))
+        }
+    }
+
+    /// Apple answered 429 with `Retry-After`: no request of this bucket leaves before then, and the
+    /// rate restarts from that moment without a burst.
+    public func holdOff(
+        keyID: String, bundleID: String, environment: AppStoreEnvironment, endpoint: AppStoreAPIEndpoint, for wait: Duration
+    ) {
+        let key = BucketKey(keyID: keyID, bundleID: bundleID, environment: environment.rawValue, endpoint: endpoint)
+        let until = seconds() + toSeconds(wait)
+        holds.withLock { $0[key] = max($0[key] ?? 0, until) }
+        if policy.isEnabled {
+            let interval = 1 / policy.rate(for: endpoint, in: environment)
+            let tolerance = max(0, toSeconds(policy.burst) - interval)
+            next.withLock { $0[key] = max($0[key] ?? 0, until + tolerance) }
+        }
+    }
+
+    private func seconds() -> Double { toSeconds(ContinuousClock.now - start) }
+
+    private func toSeconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}

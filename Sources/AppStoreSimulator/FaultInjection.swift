@@ -1,0 +1,125 @@
+import Foundation
+import HTTPTypes
+import Synchronization
+
+/// What the simulator does wrong on purpose, changeable at runtime (`PUT /sim/faults`).
+///
+/// Applied to every `/inApps` request before its token is checked: first the added latency, then a
+/// 429 with `Retry-After` for ``rateLimitedShare`` of requests, then a 5xx for ``errorShare``.
+/// ``requestsPerSecond`` additionally enforces a limit per bundle ID and endpoint the way Apple
+/// does (429, `Retry-After` = when the next request is allowed, UNIX ms). Faults stop at ``until``.
+public struct FaultPlan: Codable, Hashable, Sendable {
+    /// Share (0…1) of requests answered with ``errorStatus``.
+    public var errorShare: Double
+    /// The 5xx status of injected errors.
+    public var errorStatus: Int
+    /// Apple's code in the injected error body (5000000 general, 5000001 retryable).
+    public var errorCode: Int64
+    /// Share (0…1) of requests answered 429.
+    public var rateLimitedShare: Double
+    /// How far ahead the injected 429's `Retry-After` points.
+    public var retryAfterMilliseconds: Int64
+    /// Delay added to every request.
+    public var latencyMilliseconds: Int
+    /// A real per-bundle, per-endpoint limit, requests per second; `nil` for none.
+    public var requestsPerSecond: Double?
+    /// When the faults end (`nil`: until changed).
+    public var until: Date?
+
+    public init(
+        errorShare: Double = 0, errorStatus: Int = 500, errorCode: Int64 = 5_000_000, rateLimitedShare: Double = 0,
+        retryAfterMilliseconds: Int64 = 1000, latencyMilliseconds: Int = 0, requestsPerSecond: Double? = nil, until: Date? = nil
+    ) {
+        self.errorShare = errorShare
+        self.errorStatus = errorStatus
+        self.errorCode = errorCode
+        self.rateLimitedShare = rateLimitedShare
+        self.retryAfterMilliseconds = retryAfterMilliseconds
+        self.latencyMilliseconds = latencyMilliseconds
+        self.requestsPerSecond = requestsPerSecond
+        self.until = until
+    }
+
+    /// No faults.
+    public static let none = FaultPlan()
+}
+
+/// Counters of what the simulator answered, for tests and benchmarks (`GET /sim/stats`).
+public struct SimulatorStatistics: Codable, Hashable, Sendable {
+    /// Every `/inApps` request.
+    public var requests: Int = 0
+    /// By endpoint name (`transaction_history`, …).
+    public var byEndpoint: [String: Int] = [:]
+    /// By answered status (`200`, `401`, `429`, `500`…).
+    public var byStatus: [String: Int] = [:]
+    /// Answers that were injected faults (5xx or 429 by share, or the enforced limit).
+    public var injectedFaults: Int = 0
+}
+
+/// Holds the current plan and the counters.
+public final class FaultInjector: Sendable {
+    private let plan = Mutex(FaultPlan.none)
+    private let stats = Mutex(SimulatorStatistics())
+    /// Next allowed time per (bundle ID, endpoint) under ``FaultPlan/requestsPerSecond``.
+    private let nextAllowed = Mutex<[String: Double]>([:])
+    let clock: @Sendable () -> Date
+
+    init(clock: @escaping @Sendable () -> Date) {
+        self.clock = clock
+    }
+
+    /// The plan in force.
+    public var current: FaultPlan { plan.withLock { $0 } }
+
+    /// Replaces the plan.
+    public func set(_ newPlan: FaultPlan) { plan.withLock { $0 = newPlan } }
+
+    /// The counters so far.
+    public var statistics: SimulatorStatistics { stats.withLock { $0 } }
+
+    /// Zeroes the counters.
+    public func resetStatistics() { stats.withLock { $0 = SimulatorStatistics() } }
+
+    func record(endpoint: String, status: Int, injected: Bool) {
+        stats.withLock { s in
+            s.requests += 1
+            s.byEndpoint[endpoint, default: 0] += 1
+            s.byStatus["\(status)", default: 0] += 1
+            if injected { s.injectedFaults += 1 }
+        }
+    }
+
+    /// The fault for this request, if any (after sleeping the added latency).
+    func apply(bundleID: String?, endpoint: String) async -> SimulatorError? {
+        var active = current
+        let now = clock()
+        if let until = active.until, until <= now {
+            active = .none
+            set(.none)
+        }
+        if active.latencyMilliseconds > 0 {
+            try? await Task.sleep(for: .milliseconds(active.latencyMilliseconds))
+        }
+        let nowMs = Int64(now.timeIntervalSince1970 * 1000)
+        if active.rateLimitedShare > 0, Double.random(in: 0..<1) < active.rateLimitedShare {
+            return SimulatorError(.tooManyRequests, 4_290_000, "Rate limit exceeded.", retryAfterMilliseconds: nowMs + active.retryAfterMilliseconds)
+        }
+        if active.errorShare > 0, Double.random(in: 0..<1) < active.errorShare {
+            return SimulatorError(.init(code: active.errorStatus), active.errorCode, "An unknown error occurred.")
+        }
+        if let rate = active.requestsPerSecond, rate > 0, let bundleID {
+            let key = "\(bundleID)|\(endpoint)"
+            let seconds = now.timeIntervalSince1970
+            let next: Double? = nextAllowed.withLock { table in
+                let allowedAt = table[key] ?? seconds
+                if allowedAt > seconds { return allowedAt }
+                table[key] = max(allowedAt, seconds) + 1 / rate
+                return nil
+            }
+            if let next {
+                return SimulatorError(.tooManyRequests, 4_290_000, "Rate limit exceeded.", retryAfterMilliseconds: Int64((next * 1000).rounded(.up)))
+            }
+        }
+        return nil
+    }
+}

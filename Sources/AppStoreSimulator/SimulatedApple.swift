@@ -1,0 +1,73 @@
+import AppStore
+import AppStoreSigning
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import SwiftASN1
+import X509
+
+/// A simulated Apple: the App Store Server API over an in-memory model, for tests and local runs.
+///
+/// On first start it creates, in its state directory, a signing CA shaped like Apple's
+/// (``SigningAuthority``: P-384 root and intermediate, P-256 leaf, marker extensions) and an App
+/// Store Connect key (``SimulatorAPIKey``), and reuses both afterwards, so the pipeline can be
+/// configured once to trust the root (`GET /sim/ca/root.pem`; honoured for Sandbox data only) and
+/// to sign tokens with the key. Every answer is Sandbox data. It never runs in production.
+public struct SimulatedApple: Sendable {
+    /// The signing CA; its root is what the pipeline must trust.
+    public let authority: SigningAuthority
+    /// The App Store Connect key tokens must be signed with.
+    public let apiKey: SimulatorAPIKey
+    /// The data.
+    public let store: SimulatorStore
+    /// Fault injection and counters.
+    public let faults: FaultInjector
+    let signing: SimulatorSigning
+
+    /// Loads or creates the CA (in `<stateDirectory>/ca`) and the key (in `stateDirectory`).
+    public init(stateDirectory: URL, appAppleIDs: [String: Int64] = [:], clock: @escaping @Sendable () -> Date = { Date() }) throws {
+        let authority = try SigningAuthority.loadOrCreate(
+            at: stateDirectory.appendingPathComponent("ca"), options: SigningAuthorityOptions(name: "Simulated App Store"))
+        try self.init(authority: authority, apiKey: try SimulatorAPIKey.loadOrCreate(at: stateDirectory), appAppleIDs: appAppleIDs, clock: clock)
+    }
+
+    /// A simulator with the given CA and key (tests build both in memory).
+    public init(
+        authority: SigningAuthority, apiKey: SimulatorAPIKey, appAppleIDs: [String: Int64] = [:],
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
+        self.authority = authority
+        self.apiKey = apiKey
+        store = SimulatorStore(appAppleIDs: appAppleIDs, clock: clock)
+        faults = FaultInjector(clock: { Date() })
+        signing = SimulatorSigning(signer: try authority.makeSigner(), store: store)
+    }
+
+    /// Records notifications for Get Notification History from the current data.
+    public var notifications: SimulatorNotifications { SimulatorNotifications(store: store, signing: signing) }
+
+    /// The router with every `/inApps` and `/sim` route.
+    public func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router()
+        SimulatorAPIRoutes(
+            store: store, signing: signing, faults: faults,
+            tokens: BearerTokenValidator(key: apiKey, clock: { Date() })
+        ).register(on: router)
+        SimulatorAdminRoutes(
+            store: store, signing: signing, faults: faults, rootPEM: (try? authority.root.serializeAsPEM().pemString) ?? "",
+            apiKey: apiKey
+        ).register(on: router)
+        router.get("/health") { _, _ in Response(status: .ok) }
+        return router
+    }
+
+    /// The HTTP application on `host:port` (port 0 picks a free one); `onRunning` gets the bound port.
+    public func makeApplication(
+        host: String = "127.0.0.1", port: Int = 8090, logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        Application(
+            router: makeRouter(), configuration: .init(address: .hostname(host, port: port), serverName: "appstore-sim"),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) }, logger: logger)
+    }
+}

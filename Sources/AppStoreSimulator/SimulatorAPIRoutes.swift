@@ -1,0 +1,150 @@
+import AppStore
+import AppStoreServerAPI
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// The `/inApps` routes: Apple's App Store Server API over the ``SimulatorStore``.
+struct SimulatorAPIRoutes: Sendable {
+    static let pageSize = 20
+    let store: SimulatorStore
+    let signing: SimulatorSigning
+    let faults: FaultInjector
+    let tokens: BearerTokenValidator
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.get("/inApps/v1/transactions/:id") { request, context in
+            try await api("transaction_info", request) { bundleID in try transactionInfo(request, context, bundleID) }
+        }
+        router.get("/inApps/v2/history/:id") { request, context in
+            try await api("transaction_history", request) { bundleID in try history(request, context, bundleID) }
+        }
+        router.get("/inApps/v1/subscriptions/:id") { request, context in
+            try await api("subscription_statuses", request) { bundleID in try statuses(request, context, bundleID) }
+        }
+        router.get("/inApps/v2/refund/lookup/:id") { request, context in
+            try await api("refund_history", request) { bundleID in try refunds(request, context, bundleID) }
+        }
+        router.get("/inApps/v1/lookup/:orderId") { request, context in
+            try await api("order_lookup", request) { bundleID in try orderLookup(request, context, bundleID) }
+        }
+        router.post("/inApps/v1/notifications/history") { request, context in
+            try await api("notification_history", request) { bundleID in try await notificationHistory(request, context, bundleID) }
+        }
+        router.post("/inApps/v1/notifications/test") { request, context in
+            try await api("request_test_notification", request) { bundleID in try requestTestNotification(bundleID) }
+        }
+        router.get("/inApps/v1/notifications/test/:token") { request, context in
+            try await api("test_notification_status", request) { bundleID in try testNotificationStatus(context, bundleID) }
+        }
+        router.put("/inApps/v2/transactions/consumption/:id") { request, context in
+            try await api("send_consumption", request) { bundleID in try await consumption(request, context, bundleID) }
+        }
+        router.put("/inApps/v1/subscriptions/extend/:id") { request, context in
+            try await api("extend_renewal_date", request) { bundleID in try await extend(request, context, bundleID) }
+        }
+    }
+
+    /// Faults, then the token, then the handler; every answer is counted.
+    func api(_ endpoint: String, _ request: Request, _ handler: (String) async throws -> Response) async throws -> Response {
+        let claimed = tokens.bundleID(authorization: request.headers[.authorization])
+        if let fault = await faults.apply(bundleID: claimed ?? "-", endpoint: endpoint) {
+            faults.record(endpoint: endpoint, status: Int(fault.status.code), injected: true)
+            throw fault
+        }
+        do {
+            guard let bundleID = claimed else { throw SimulatorError.unauthorized }
+            let response = try await handler(bundleID)
+            faults.record(endpoint: endpoint, status: Int(response.status.code), injected: false)
+            return response
+        } catch let error as SimulatorError {
+            faults.record(endpoint: endpoint, status: Int(error.status.code), injected: false)
+            throw error
+        } catch {
+            faults.record(endpoint: endpoint, status: 400, injected: false)
+            throw SimulatorError.badRequest(4_000_000, "Invalid request.")
+        }
+    }
+
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let data = try AppStoreJSON.encoder.encode(value)
+        return Response(
+            status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// A transaction ID from the path: numeric, like Apple's.
+    static func transactionID(_ context: BasicRequestContext, name: String = "id") throws(SimulatorError) -> String {
+        guard let id = context.parameters.get(name), !id.isEmpty, id.allSatisfy(\.isNumber) else {
+            throw SimulatorError.badRequest(4_000_006, "Invalid transaction id.")
+        }
+        return id
+    }
+
+    /// The customer the ID belongs to in this app.
+    func customer(of id: String, bundleID: String) throws(SimulatorError) -> SimulatedTransaction {
+        guard let found = store.transaction(anyID: id, bundleID: bundleID) else {
+            throw SimulatorError.notFound(4_040_010, "Transaction id not found.")
+        }
+        return found
+    }
+
+    func transactionInfo(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) throws -> Response {
+        let id = try Self.transactionID(context)
+        guard let stored = store.transaction(anyID: id, bundleID: bundleID), stored.payload.transactionId == id else {
+            throw SimulatorError.notFound(4_040_010, "Transaction id not found.")
+        }
+        return try Self.json(TransactionInfoResponse(signedTransactionInfo: try signing.sign(stored.payload)))
+    }
+
+    func history(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) throws -> Response {
+        let id = try Self.transactionID(context)
+        let owner = try customer(of: id, bundleID: bundleID)
+        let query = request.uri.queryParameters
+        let filter = try HistoryFilter(query)
+        var matching = store.transactions(customerID: owner.customerID, bundleID: bundleID).map(\.payload).filter(filter.matches)
+        if filter.descending { matching.reverse() }
+        let offset = try PageToken.offset(query.get("revision"), invalidCode: 4_000_005, message: "Invalid request revision.")
+        let page = Array(matching.dropFirst(offset).prefix(Self.pageSize))
+        let next = offset + page.count
+        let response = HistoryResponse(
+            revision: PageToken.make(next), hasMore: next < matching.count, bundleId: bundleID,
+            appAppleId: store.appAppleIDs[bundleID], environment: .sandbox,
+            signedTransactions: try page.map { t throws(SimulatorError) in try signing.sign(t) })
+        return try Self.json(response)
+    }
+
+    func statuses(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) throws -> Response {
+        let id = try Self.transactionID(context)
+        let owner = try customer(of: id, bundleID: bundleID)
+        var wanted: Set<Int> = []
+        for raw in request.uri.queryParameters.getAll("status") {
+            guard let value = Int(raw), (1...5).contains(value) else { throw SimulatorError.badRequest(4_000_031, "Invalid status.") }
+            wanted.insert(value)
+        }
+        var groups: [String: [LastTransactionsItem]] = [:]
+        for latest in signing.latestSubscriptionTransactions(customerID: owner.customerID, bundleID: bundleID) {
+            let status = signing.status(of: latest)
+            guard wanted.isEmpty || wanted.contains(status.rawValue) else { continue }
+            let item = LastTransactionsItem(
+                status: status, originalTransactionId: latest.originalTransactionId,
+                signedTransactionInfo: try signing.sign(latest), signedRenewalInfo: try signing.sign(payload: signing.renewalInfo(of: latest)))
+            groups[latest.subscriptionGroupIdentifier ?? "", default: []].append(item)
+        }
+        let data = groups.keys.sorted().map { SubscriptionGroupIdentifierItem(subscriptionGroupIdentifier: $0, lastTransactions: groups[$0]) }
+        return try Self.json(StatusResponse(environment: .sandbox, bundleId: bundleID, appAppleId: store.appAppleIDs[bundleID], data: data))
+    }
+}
+
+/// Opaque page tokens (Apple's `revision` and `paginationToken`): the offset of the next page.
+enum PageToken {
+    static func make(_ offset: Int) -> String { Base64.encodeURL(Array("sim-page:\(offset)".utf8)) }
+
+    static func offset(_ token: String?, invalidCode: Int64, message: String) throws(SimulatorError) -> Int {
+        guard let token else { return 0 }
+        guard let bytes = Base64.decodeURL(token), let text = String(bytes: bytes, encoding: .utf8), text.hasPrefix("sim-page:"),
+            let offset = Int(text.dropFirst("sim-page:".count)), offset >= 0
+        else { throw SimulatorError.badRequest(invalidCode, message) }
+        return offset
+    }
+}

@@ -1,0 +1,44 @@
+import AppStore
+import AppStoreServerAPI
+import AsyncHTTPClient
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// Builds the stage and the HTTP client it owns, for the `enrich` executable and the benchmark.
+public enum EnrichServiceBootstrap {
+    /// The stage, and a service that shuts the HTTP client down after the stage has stopped (put it
+    /// before the runner in the service group: shutdown runs in reverse order).
+    public static func make(
+        configuration: EnrichConfiguration, outputTopic: String, logger: Logger
+    ) throws -> (EnrichStage, HTTPClientService) {
+        let verifier = try SignedDataVerifier(configuration: configuration.verifierConfiguration)
+        var httpConfiguration = HTTPClient.Configuration()
+        // Each lookup may hold two requests (history and status) at once.
+        httpConfiguration.connectionPool = .init(
+            idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(8, configuration.concurrency * 2))
+        let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: httpConfiguration)
+        let client = try AppStoreServerAPIClient(configuration: configuration.client, httpClient: http, verifier: verifier, logger: logger)
+        logger.info("App Store Server API client configured", metadata: [
+            "appstore.apps": "\(client.bundleIDs)", "appstore.baseURL": "\(configuration.client.baseURLOverride ?? "Apple's hosts")",
+            "appstore.rateScale": "\(configuration.client.rateLimits.scale)", "enrich.coalesce": "\(configuration.coalesce ? "on" : "off")",
+        ])
+        if !configuration.additionalTrustedRoots.isEmpty {
+            logger.notice("additional trusted roots configured for API answers; honoured for non-Production data only")
+        }
+        let stage = EnrichStage(
+            lookup: PurchaseLookup(client: client), outputTopic: outputTopic, coalesce: configuration.coalesce,
+            concurrency: configuration.concurrency, logger: logger)
+        return (stage, HTTPClientService(client: http))
+    }
+}
+
+/// Keeps an `HTTPClient` alive while the group runs and shuts it down on graceful shutdown.
+public struct HTTPClientService: Service {
+    public let client: HTTPClient
+    public init(client: HTTPClient) { self.client = client }
+    public func run() async throws {
+        try? await gracefulShutdown()
+        try await client.shutdown()
+    }
+}

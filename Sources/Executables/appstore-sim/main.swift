@@ -1,0 +1,60 @@
+import AppStoreSimulator
+import Foundation
+import Hummingbird
+import Logging
+
+/// `appstore-sim`: a simulated App Store Server API (Sandbox data only) for local runs and tests.
+let usage = """
+    appstore-sim: a simulated Apple App Store Server API for local runs and tests (Sandbox data only).
+
+    USAGE: appstore-sim [--help]
+
+    Configuration is read from environment variables:
+      SIM_STATE_DIR  where the test CA (ca/*.pem) and the App Store Connect key (api-key.p8, api-key.json) are created on first start and reused [default: .local/appstore-sim]
+      SIM_APPS       app Apple IDs to report, bundleId:appAppleId,… (optional)
+      HTTP_HOST      [default: 127.0.0.1]
+      HTTP_PORT      [default: 8090]
+      LOG_LEVEL      [default: info]
+
+    API: /inApps/… as Apple's. Admin: GET /sim/ca/root.pem, GET /sim/api-key, POST /sim/transactions,
+    PUT /sim/subscriptions/{originalTransactionId}, POST /sim/notifications, POST /sim/orders,
+    GET /sim/consumption, GET|PUT|DELETE /sim/faults, GET|DELETE /sim/stats, POST /sim/reset.
+    """
+let arguments = CommandLine.arguments.dropFirst()
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(usage)
+    exit(0)
+}
+let env = ProcessInfo.processInfo.environment
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("configuration error: \(message)\n".utf8))
+    exit(78)
+}
+guard let port = Int(env["HTTP_PORT"] ?? "8090"), (0...65535).contains(port) else { fail("HTTP_PORT must be a port number") }
+var appAppleIDs: [String: Int64] = [:]
+for entry in (env["SIM_APPS"] ?? "").split(separator: ",") where !entry.isEmpty {
+    let parts = entry.split(separator: ":")
+    guard parts.count == 2, let id = Int64(parts[1]) else { fail("SIM_APPS entries are bundleId:appAppleId (got \(entry))") }
+    appAppleIDs[String(parts[0])] = id
+}
+let level = Logger.Level(rawValue: (env["LOG_LEVEL"] ?? "info").lowercased()) ?? .info
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = level
+    return handler
+}
+let logger = Logger(label: "appstore.sim")
+let stateDirectory = URL(fileURLWithPath: env["SIM_STATE_DIR"] ?? ".local/appstore-sim")
+let apple: SimulatedApple
+do {
+    apple = try SimulatedApple(stateDirectory: stateDirectory, appAppleIDs: appAppleIDs)
+} catch {
+    FileHandle.standardError.write(Data("appstore-sim: cannot load or create its state in \(stateDirectory.path): \(error)\n".utf8))
+    exit(1)
+}
+logger.info("simulated Apple starting", metadata: [
+    "sim.stateDir": "\(stateDirectory.path)", "sim.keyId": "\(apple.apiKey.keyID)", "sim.issuerId": "\(apple.apiKey.issuerID)",
+    "http.port": "\(port)",
+])
+let app = apple.makeApplication(host: env["HTTP_HOST"] ?? "127.0.0.1", port: port, logger: logger)
+try await app.runService()

@@ -1,0 +1,204 @@
+import AppStore
+import AppStoreServerAPI
+import AppStoreSimulator
+import AsyncHTTPClient
+import Crypto
+import NIOCore
+import NIOHTTP1
+import Foundation
+import StageRuntime
+import TestSupport
+import Testing
+
+/// The client against the simulated Apple on loopback: every endpoint, paging, Apple's token
+/// checks, and the classification of every kind of failure.
+@Suite("App Store Server API client against the simulator", .serialized, .timeLimit(.minutes(3)))
+struct AppStoreServerAPIClientTests {
+    /// A customer with `count` renewals of one subscription, seeded out of purchase order.
+    static func seedSubscription(_ sim: RunningSimulator, original: String, count: Int, token: UUID? = nil) throws -> [JWSTransactionDecodedPayload] {
+        // The newest renewal was a day ago, so the subscription is active.
+        let start = SimFixture.now().addingTimeInterval(-Double(count - 1) * 30 * 86_400 - 86_400)
+        var all = (0..<count).map { i in
+            SimFixture.transaction(
+                original: original, id: "\(original)\(String(format: "%03d", i))", purchased: start.addingTimeInterval(Double(i) * 30 * 86_400),
+                token: i == 0 ? token : nil)
+        }
+        all.reverse()  // stored (and so returned) newest first: Apple's order is by modification
+        try sim.apple.store.upsert(all)
+        return all.reversed()
+    }
+
+    @Test("transaction info, history over 3 pages with filters, statuses, refunds, order lookup")
+    func readEndpoints() async throws {
+        let sim = try await RunningSimulator.start()
+        defer { Task { await sim.stop() } }
+        let client = try SimFixture.client(sim)
+        let seeded = try Self.seedSubscription(sim, original: "2000000000100000", count: 45)
+        let consumable = SimFixture.transaction(
+            original: "2000000000100900", id: "2000000000100900", purchased: SimFixture.now(), type: .consumable,
+            revoked: SimFixture.now())
+        try sim.apple.store.upsert([consumable], customerID: "customer-2000000000100000")
+        sim.apple.store.addOrder("MQ1234567", transactionIds: [seeded[0].transactionId!])
+
+        let info = try await client.transactionInfo(transactionId: seeded[3].transactionId!, target: SimFixture.target)
+        #expect(info.transactionId == seeded[3].transactionId)
+        #expect(info.environment == .sandbox)
+
+        let first = try await client.transactionHistoryPage(transactionId: "2000000000100000", target: SimFixture.target)
+        #expect(first.transactions.count == 20)
+        #expect(first.hasMore)
+        let all = try await client.transactionHistory(transactionId: "2000000000100000", target: SimFixture.target)
+        #expect(all.count == 46, "45 renewals and the consumable, over 3 pages")
+        #expect(Set(all.compactMap(\.transactionId)) == Set(seeded.compactMap(\.transactionId) + ["2000000000100900"]))
+        let onlySubscriptions = try await client.transactionHistory(
+            transactionId: "2000000000100000", query: TransactionHistoryQuery(productTypes: [.autoRenewable]), target: SimFixture.target)
+        #expect(onlySubscriptions.count == 45)
+        let pagesBefore = sim.apple.faults.statistics.byEndpoint["transaction_history"] ?? 0
+        #expect(pagesBefore == 1 + 3 + 3)
+
+        let statuses = try await client.allSubscriptionStatuses(transactionId: "2000000000100000", target: SimFixture.target)
+        #expect(statuses.count == 1)
+        #expect(statuses.first?.status == .active)
+        #expect(statuses.first?.transaction?.transactionId == seeded.last?.transactionId, "the latest by purchase date")
+        #expect(statuses.first?.renewalInfo?.originalTransactionId == "2000000000100000")
+        #expect(try await client.allSubscriptionStatuses(transactionId: "2000000000100000", statuses: [.expired], target: SimFixture.target).isEmpty)
+
+        let refunds = try await client.refundHistoryPage(transactionId: "2000000000100000", target: SimFixture.target)
+        #expect(refunds.transactions.map(\.transactionId) == ["2000000000100900"])
+        #expect(!refunds.hasMore)
+
+        let order = try await client.lookUpOrderID("MQ1234567", target: SimFixture.target)
+        #expect(order.isValid)
+        #expect(order.transactions.map(\.transactionId) == [seeded[0].transactionId])
+        #expect(try await client.lookUpOrderID("UNKNOWN1", target: SimFixture.target).isValid == false)
+    }
+
+    @Test("notification history pages with a paginationToken; test notification; consumption; extension")
+    func writeAndNotificationEndpoints() async throws {
+        let sim = try await RunningSimulator.start()
+        defer { Task { await sim.stop() } }
+        let client = try SimFixture.client(sim)
+        let seeded = try Self.seedSubscription(sim, original: "2000000000200000", count: 2)
+        let consumable = SimFixture.transaction(original: "2000000000200900", id: "2000000000200900", purchased: SimFixture.now(), type: .consumable)
+        try sim.apple.store.upsert([consumable])
+        let sentAt = SimFixture.now().addingTimeInterval(-3600)
+        for i in 0..<25 {
+            try sim.apple.notifications.record(SeedNotificationRequest(
+                bundleId: SimFixture.bundleID, notificationType: .didRenew, transactionId: seeded[1].transactionId,
+                sentDate: sentAt.addingTimeInterval(Double(i)), sendAttemptResults: i == 3 ? ["TIMED_OUT"] : nil))
+        }
+        let request = NotificationHistoryRequest(startDate: sentAt.addingTimeInterval(-60), endDate: SimFixture.now().addingTimeInterval(60))
+        let page = try await client.notificationHistoryPage(request, target: SimFixture.target)
+        #expect(page.entries.count == 20)
+        #expect(page.hasMore && page.paginationToken != nil)
+        let history = try await client.notificationHistory(request, target: SimFixture.target)
+        #expect(history.count == 25)
+        #expect(history.allSatisfy { $0.notification.payload.notificationType == .didRenew && $0.notification.transaction?.transactionId == seeded[1].transactionId })
+        var failures = request
+        failures.onlyFailures = true
+        #expect(try await client.notificationHistory(failures, target: SimFixture.target).count == 1)
+        var both = request
+        both.transactionId = seeded[0].transactionId
+        both.notificationType = .didRenew
+        await #expect(throws: AppStoreAPIError.self) { try await client.notificationHistoryPage(both, target: SimFixture.target) }
+        do {
+            _ = try await client.notificationHistoryPage(both, target: SimFixture.target)
+        } catch {
+            #expect(error.errorCode == 4_000_019)
+            #expect(!error.isTransient)
+        }
+
+        let token = try await client.requestTestNotification(target: SimFixture.target)
+        let test = try await client.testNotificationStatus(token: token, target: SimFixture.target)
+        #expect(test.notification.payload.notificationType == .test)
+        do {
+            _ = try await client.testNotificationStatus(token: "unknown_1", target: SimFixture.target)
+            Issue.record("an unknown token must fail")
+        } catch {
+            #expect(error.code == "apple_api_4040008")
+        }
+
+        try await client.sendConsumptionInformation(
+            transactionId: "2000000000200900",
+            ConsumptionRequest(customerConsented: true, sampleContentProvided: false, deliveryStatus: "DELIVERED", consumptionPercentage: 25_000,
+                refundPreference: "DECLINE"), target: SimFixture.target)
+        #expect(sim.apple.store.receivedConsumption.map(\.transactionId) == ["2000000000200900"])
+        do {
+            try await client.sendConsumptionInformation(
+                transactionId: "2000000000200900", ConsumptionRequest(customerConsented: false, sampleContentProvided: false, deliveryStatus: "DELIVERED"),
+                target: SimFixture.target)
+            Issue.record("consent is required")
+        } catch {
+            #expect(error.errorCode == 4_000_035)
+        }
+
+        let before = try await client.transactionInfo(transactionId: seeded[1].transactionId!, target: SimFixture.target).expiresDate!
+        let extended = try await client.extendRenewalDate(
+            originalTransactionId: "2000000000200000", ExtendRenewalDateRequest(extendByDays: 7, extendReasonCode: 3, requestIdentifier: "ext-1"),
+            target: SimFixture.target)
+        #expect(extended.success == true)
+        #expect(extended.effectiveDate == before.addingTimeInterval(7 * 86_400))
+        do {
+            _ = try await client.extendRenewalDate(
+                originalTransactionId: "2000000000200000", ExtendRenewalDateRequest(extendByDays: 91, extendReasonCode: 3, requestIdentifier: "ext-2"),
+                target: SimFixture.target)
+            Issue.record("more than 90 days must fail")
+        } catch {
+            #expect(error.errorCode == 4_000_009)
+        }
+    }
+
+    @Test("the simulator checks the token like Apple: a wrong key, a wrong issuer, an expired or too long-lived token get 401")
+    func tokenChecks() async throws {
+        let sim = try await RunningSimulator.start()
+        defer { Task { await sim.stop() } }
+        _ = try Self.seedSubscription(sim, original: "2000000000300000", count: 1)
+        let wrongKey = AppStoreAPICredentials(
+            bundleID: SimFixture.bundleID, issuerID: SimFixture.apiKey.issuerID, keyID: SimFixture.apiKey.keyID, privateKey: P256.Signing.PrivateKey())
+        let wrongIssuer = AppStoreAPICredentials(
+            bundleID: SimFixture.bundleID, issuerID: UUID().uuidString, keyID: SimFixture.apiKey.keyID, privateKey: SimFixture.apiKey.privateKey)
+        for credentials in [wrongKey, wrongIssuer] {
+            let client = try SimFixture.client(sim, credentials: credentials)
+            do {
+                _ = try await client.transactionInfo(transactionId: "2000000000300000000", target: SimFixture.target)
+                Issue.record("\(credentials) must be refused")
+            } catch {
+                #expect(error.kind == .unauthorized)
+                #expect(error.statusCode == 401)
+                #expect(error.code == "apple_api_unauthorized")
+                #expect(!error.isTransient)
+            }
+        }
+        // Tokens signed by hand: expired, longer than 60 minutes, wrong audience; and the good one.
+        let key = SimFixture.apiKey
+        let now = Int64(Date().timeIntervalSince1970)
+        func status(_ claims: RequestToken.Claims, header: RequestToken.Header = .init(kid: SimFixture.apiKey.keyID)) async throws -> UInt {
+            let token = try RequestToken.sign(header: header, claims: claims, key: key.privateKey)
+            var request = HTTPClientRequest(url: sim.baseURL + "/inApps/v1/transactions/2000000000300000000")
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+            _ = try await response.body.collect(upTo: 1 << 16)
+            return response.status.code
+        }
+        let good = RequestToken.Claims(iss: key.issuerID, iat: now, exp: now + 300, aud: RequestToken.audience, bid: SimFixture.bundleID)
+        #expect(try await status(good) == 200)
+        var expired = good
+        (expired.iat, expired.exp) = (now - 900, now - 300)
+        #expect(try await status(expired) == 401)
+        var tooLong = good
+        tooLong.exp = now + 3601
+        #expect(try await status(tooLong) == 401)
+        var audience = good
+        audience.aud = "appstoreconnect-v2"
+        #expect(try await status(audience) == 401)
+        #expect(try await status(good, header: .init(alg: "ES384", kid: key.keyID)) == 401)
+        #expect(try await status(good, header: .init(kid: "OTHERKEY")) == 401)
+        // The client's own tokens carry Apple's header and claims.
+        let token = try RequestToken.make(credentials: SimFixture.credentials, now: Date(timeIntervalSince1970: 1_800_000_000))
+        let parts = token.split(separator: ".")
+        let header = try JSONDecoder().decode(RequestToken.Header.self, from: Data(Base64.decodeURL(parts[0])!))
+        let claims = try JSONDecoder().decode(RequestToken.Claims.self, from: Data(Base64.decodeURL(parts[1])!))
+        #expect(header == RequestToken.Header(alg: "ES256", kid: key.keyID, typ: "JWT"))
+        #expect(claims == RequestToken.Claims(iss: key.issuerID, iat: 1_800_000_000, exp: 1_800_000_300, aud: "appstoreconnect-v1", bid: SimFixture.bundleID))
+    }
+}

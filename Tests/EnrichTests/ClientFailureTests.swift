@@ -1,0 +1,176 @@
+import AppStore
+import AppStoreServerAPI
+import AppStoreSimulator
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import StageRuntime
+import TestSupport
+import Testing
+
+/// How the client classifies failures, and that waiting as told makes the call succeed.
+@Suite("App Store Server API client failures", .serialized, .timeLimit(.minutes(3)))
+struct ClientFailureTests {
+    func seeded() async throws -> (RunningSimulator, AppStoreServerAPIClient) {
+        let sim = try await RunningSimulator.start()
+        try sim.apple.store.upsert([SimFixture.transaction(original: "2000000000400000", id: "2000000000400000", purchased: SimFixture.now())])
+        return (sim, try SimFixture.client(sim))
+    }
+
+    @Test("429 carries Apple's Retry-After (UNIX ms) as a wait; waiting it out succeeds")
+    func rateLimitedIsWaitedOut() async throws {
+        let (sim, client) = try await seeded()
+        defer { Task { await sim.stop() } }
+        sim.apple.faults.set(FaultPlan(rateLimitedShare: 1, retryAfterMilliseconds: 700, until: Date().addingTimeInterval(0.7)))
+        let started = ContinuousClock.now
+        var attempts = 0
+        var waits: [Duration] = []
+        while true {
+            attempts += 1
+            do {
+                _ = try await client.transactionInfo(transactionId: "2000000000400000", target: SimFixture.target)
+                break
+            } catch {
+                #expect(error.kind == .rateLimited)
+                #expect(error.statusCode == 429)
+                #expect(error.errorCode == 4_290_000)
+                #expect(error.isTransient)
+                let wait = try #require(error.retryAfter)
+                #expect(wait > .zero && wait <= .milliseconds(700))
+                waits.append(wait)
+                // What the stage runtime does with a transient error: back off, at least as long as asked.
+                try await Task.sleep(for: RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .seconds(5)).delay(afterAttempt: attempts, retryAfter: wait))
+            }
+            #expect(attempts < 5)
+            if attempts >= 5 { break }
+        }
+        #expect(attempts == 2, "one 429, then success after the advertised time")
+        #expect(ContinuousClock.now - started >= .milliseconds(600))
+        #expect(AppStoreAPIError.parseRetryAfter("\(AppStoreJSON.milliseconds(since1970: Date()) + 2000)")! > .milliseconds(1500))
+        #expect(AppStoreAPIError.parseRetryAfter("3") == .seconds(3))
+    }
+
+    @Test("5xx (and Apple's retryable codes) are transient and a retry succeeds; 4xx codes are permanent with Apple's code")
+    func classification() async throws {
+        let (sim, client) = try await seeded()
+        defer { Task { await sim.stop() } }
+        for (status, code) in [(500, Int64(5_000_000)), (500, 5_000_001), (503, 5_000_000)] {
+            sim.apple.faults.set(FaultPlan(errorShare: 1, errorStatus: status, errorCode: code))
+            do {
+                _ = try await client.transactionInfo(transactionId: "2000000000400000", target: SimFixture.target)
+                Issue.record("the fault must surface")
+            } catch {
+                #expect(error.statusCode == status)
+                #expect(error.errorCode == code)
+                #expect(error.code == "apple_api_\(code)")
+                #expect(error.isTransient)
+            }
+            sim.apple.faults.set(.none)
+            _ = try await client.transactionInfo(transactionId: "2000000000400000", target: SimFixture.target)
+        }
+        // Apple's retryable 404s are transient; other 404s and 400s are permanent.
+        sim.apple.faults.set(FaultPlan(errorShare: 1, errorStatus: 404, errorCode: 4_040_006))
+        do {
+            _ = try await client.transactionInfo(transactionId: "2000000000400000", target: SimFixture.target)
+        } catch {
+            #expect(error.isTransient && error.code == "apple_api_4040006")
+        }
+        sim.apple.faults.set(.none)
+        do {
+            _ = try await client.transactionInfo(transactionId: "2000000000499999", target: SimFixture.target)
+            Issue.record("an unknown transaction must fail")
+        } catch {
+            #expect(error.statusCode == 404 && error.errorCode == 4_040_010 && !error.isTransient)
+            #expect(error.code == "apple_api_4040010")
+            #expect(FailureClassification(error).code == "apple_api_4040010", "the stage runtime sees Apple's code")
+        }
+        do {
+            _ = try await client.transactionHistory(transactionId: "not-a-number", target: SimFixture.target)
+        } catch {
+            #expect(error.errorCode == 4_000_006 && !error.isTransient)
+        }
+        // A closed port: a connection error is transient.
+        let closed = try AppStoreServerAPIClient(
+            configuration: .init(
+                credentials: [SimFixture.credentials], baseURLOverride: "http://127.0.0.1:\(LocalHTTP.freePort())", requestTimeout: .seconds(2)),
+            httpClient: .shared, verifier: SimFixture.verifier(), logger: TestServices.logger)
+        do {
+            _ = try await closed.transactionInfo(transactionId: "2000000000400000", target: SimFixture.target)
+        } catch {
+            #expect(error.kind == .unreachable && error.isTransient)
+        }
+        // Added latency beyond the timeout is a transient timeout.
+        sim.apple.faults.set(FaultPlan(latencyMilliseconds: 1500))
+        let impatient = try SimFixture.client(sim, timeout: .milliseconds(300))
+        do {
+            _ = try await impatient.transactionInfo(transactionId: "2000000000400000", target: SimFixture.target)
+        } catch {
+            #expect(error.kind == .timeout && error.isTransient)
+        }
+        sim.apple.faults.set(.none)
+    }
+
+    @Test("an answer signed by a chain the verifier does not trust is rejected, permanently")
+    func untrustedChain() async throws {
+        let forged = try await RunningSimulator.start(authority: SimFixture.forger)
+        defer { Task { await forged.stop() } }
+        try forged.apple.store.upsert([SimFixture.transaction(original: "2000000000500000", id: "2000000000500000", purchased: SimFixture.now())])
+        let client = try SimFixture.client(forged)
+        do {
+            _ = try await client.transactionInfo(transactionId: "2000000000500000", target: SimFixture.target)
+            Issue.record("a forged answer must be rejected")
+        } catch {
+            #expect(error.kind == .untrustedResponse)
+            #expect(error.code == "apple_api_untrusted_response")
+            #expect(error.message.contains("untrusted_root"))
+            #expect(!error.isTransient)
+        }
+        do {
+            _ = try await client.transactionHistory(transactionId: "2000000000500000", target: SimFixture.target)
+            Issue.record("a forged history must be rejected")
+        } catch {
+            #expect(error.kind == .untrustedResponse)
+        }
+    }
+
+    @Test("the client-side limiter spaces requests per key and endpoint; a Sandbox key gets 10 % of Apple's rate")
+    func limiter() async throws {
+        // Get Transaction Info: 50/s in Production, 5/s in Sandbox; scale 1, burst of one request.
+        let limiter = RateLimiter(policy: RateLimitPolicy(scale: 1, burst: .milliseconds(1)))
+        let started = ContinuousClock.now
+        for _ in 0..<6 {
+            try await limiter.acquire(keyID: "K", bundleID: "b", environment: .sandbox, endpoint: .transactionInfo)
+        }
+        let sandbox = ContinuousClock.now - started
+        #expect(sandbox >= .milliseconds(950), "6 requests at 5/s take about a second (took \(sandbox))")
+        let production = ContinuousClock.now
+        for _ in 0..<6 {
+            try await limiter.acquire(keyID: "K", bundleID: "b", environment: .production, endpoint: .transactionInfo)
+        }
+        #expect(ContinuousClock.now - production < .milliseconds(400))
+        #expect(limiter.throttledRequests >= 5)
+        // Another endpoint has its own budget.
+        let other = ContinuousClock.now
+        try await limiter.acquire(keyID: "K", bundleID: "b", environment: .sandbox, endpoint: .subscriptionStatuses)
+        #expect(ContinuousClock.now - other < .milliseconds(100))
+    }
+
+    @Test("credentials: the list syntax, env: keys, and nothing secret in descriptions or errors")
+    func credentials() throws {
+        let pem = SimFixture.apiKey.privateKey.pemRepresentation
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("key-\(UUID().uuidString.prefix(6)).p8").path
+        try Data(pem.utf8).write(to: URL(fileURLWithPath: path))
+        let list = try AppStoreAPICredentials.parseList(
+            "com.a:iss-1:KEY1:\(path), com.b:iss-2:KEY2:env:B_KEY", environment: ["B_KEY": pem])
+        #expect(list.map(\.bundleID) == ["com.a", "com.b"])
+        #expect(!"\(list)".contains("PRIVATE KEY"))
+        #expect(throws: AppStoreAPIError.self) { try AppStoreAPICredentials.parseList("com.a:iss:KEY") }
+        #expect(throws: AppStoreAPIError.self) { try AppStoreAPICredentials.parseList("com.a:i:K:/no/such/file.p8") }
+        do {
+            _ = try AppStoreAPICredentials(bundleID: "com.a", issuerID: "i", keyID: "K", privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----")
+        } catch {
+            #expect(error.code == "apple_api_invalid_credentials")
+            #expect(!error.message.contains("AAAA"))
+        }
+    }
+}

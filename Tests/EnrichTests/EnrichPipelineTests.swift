@@ -1,0 +1,144 @@
+import AppStore
+import AppStoreServerAPI
+import AppStoreSimulator
+import EnrichService
+import Foundation
+import KafkaClient
+import PipelineRecords
+import StageRuntime
+import TestSupport
+import Testing
+
+/// verified → enrich → enriched / DLQ on the real broker, against the simulated Apple.
+@Suite("enrich stage on the real broker", .enabled(if: TestServices.brokerEnabled), .serialized, .timeLimit(.minutes(5)))
+struct EnrichPipelineTests {
+    struct Topics3 {
+        let verified: String, enriched: String, deadLetters: String
+        static func make(_ prefix: String) async throws -> Topics3 {
+            Topics3(
+                verified: try await TestServices.makeTopic("\(prefix)-verified", partitions: 4),
+                enriched: try await TestServices.makeTopic("\(prefix)-enriched", partitions: 4),
+                deadLetters: try await TestServices.makeTopic("\(prefix)-dlq"))
+        }
+    }
+
+    let t0 = SimFixture.now().addingTimeInterval(-60 * 86_400)
+
+    @Test("an out-of-order burst (renewals before the initial buy) gets the full sorted history and the newest in force; a missing token comes from history")
+    func outOfOrderBurst() async throws {
+        let sim = try await RunningSimulator.start()
+        defer { Task { await sim.stop() } }
+        let topics = try await Topics3.make("enrich-burst")
+        let token = UUID()
+        let original = "2000000000600000"
+        let initial = SimFixture.transaction(original: original, id: "2000000000600000", purchased: t0, token: token)
+        let renewal1 = SimFixture.transaction(original: original, id: "2000000000600001", purchased: t0.addingTimeInterval(30 * 86_400))
+        let renewal2 = SimFixture.transaction(original: original, id: "2000000000600002", purchased: t0.addingTimeInterval(60 * 86_400))
+        // Apple stored them newest first (its order is by modification, not purchase).
+        try sim.apple.store.upsert([renewal2, renewal1, initial])
+        let records = [
+            EnrichFixture.notification(renewal2, type: .didRenew),
+            EnrichFixture.notification(renewal1, type: .didRenew),
+            EnrichFixture.notification(initial, type: .subscribed, subtype: .initialBuy),
+        ]
+        try await EnrichFixture.produce(records, to: topics.verified)
+        let harness = try StageHarness(
+            stage: try EnrichFixture.stage(sim, outputTopic: topics.enriched), input: topics.verified, deadLetters: topics.deadLetters,
+            groupID: TestServices.uniqueGroup("enrich"), batchSize: 50)
+        let enriched = try await TopicReader.read(topics.enriched, timeout: .seconds(60)) { $0.count >= 3 }
+        try await harness.stop()
+        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(3)) { $0.count > 0 }
+        #expect(letters.isEmpty)
+        #expect(enriched.count == 3)
+        let bodies = try enriched.map { try EnrichedRecord.decode($0.value) }
+        #expect(bodies.map(\.verified.notificationUUID) == records.map(\.notificationUUID), "the input order is kept")
+        for (message, body) in zip(enriched, bodies) {
+            #expect(message.keyString == "Sandbox:\(original)")
+            #expect(message.headers.string(PipelineHeader.schema) == Topics.enriched)
+            #expect(body.enrichment.history.map(\.transactionId) == [initial.transactionId, renewal1.transactionId, renewal2.transactionId])
+            #expect(body.enrichment.inForceTransactionId == renewal2.transactionId)
+            #expect(body.enrichment.subscriptionStatus?.status == .active)
+            #expect(body.enrichment.subscriptionStatus?.renewalInfo?.originalTransactionId == original)
+        }
+        // The renewals carry no token: it comes from the initial buy in history.
+        #expect(bodies[0].enrichment.appAccountToken == token)
+        #expect(bodies[0].enrichment.appAccountTokenSource == .history)
+        #expect(bodies[2].enrichment.appAccountTokenSource == .transaction)
+        if SchemaValidator.isAvailable {
+            let errors = try SchemaValidator.errors(of: enriched.map(\.value), schema: "enriched.v1.schema.json")
+            #expect(errors.isEmpty, "\(errors)")
+        }
+    }
+
+    @Test("the simulator answering 500 for 30 s delays but loses nothing and keeps per-key order; nothing is dead-lettered")
+    func outage() async throws {
+        let sim = try await RunningSimulator.start()
+        defer { Task { await sim.stop() } }
+        let topics = try await Topics3.make("enrich-outage")
+        var records: [VerifiedRecord] = []
+        for k in 0..<8 {
+            let original = "20000000007000\(k)0"
+            let transactions = (0..<3).map { SimFixture.transaction(original: original, id: "20000000007000\(k)\($0)", purchased: t0.addingTimeInterval(Double($0) * 86_400)) }
+            try sim.apple.store.upsert(transactions)
+            records += transactions.map { EnrichFixture.notification($0) }
+        }
+        records.shuffle()
+        let outage: Duration = .seconds(Int64(ProcessInfo.processInfo.environment["ENRICH_OUTAGE_SECONDS"] ?? "30") ?? 30)
+        let outageEnds = Date().addingTimeInterval(Double(outage.components.seconds))
+        sim.apple.faults.set(FaultPlan(errorShare: 1, errorStatus: 500, errorCode: 5_000_001, until: outageEnds))
+        try await EnrichFixture.produce(records, to: topics.verified)
+        let harness = try StageHarness(
+            stage: try EnrichFixture.stage(sim, outputTopic: topics.enriched), input: topics.verified, deadLetters: topics.deadLetters,
+            groupID: TestServices.uniqueGroup("enrich"), batchSize: 10,
+            retry: RetryPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(2)))
+        let enriched = try await TopicReader.read(topics.enriched, timeout: outage + .seconds(60)) { $0.count >= records.count }
+        try await harness.stop()
+        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(3)) { $0.count > 0 }
+        #expect(letters.isEmpty, "\(letters.compactMap { $0.headers.string(DeadLetterHeader.errorCode) })")
+        #expect(enriched.count == records.count)
+        #expect(sim.apple.faults.statistics.injectedFaults > 0, "the outage happened")
+        #expect(Date() >= outageEnds, "nothing came through before the simulator recovered")
+        let bodies = try enriched.map { try EnrichedRecord.decode($0.value) }
+        #expect(Set(bodies.compactMap(\.verified.notificationUUID)) == Set(records.compactMap(\.notificationUUID)))
+        // Per key, the output order is the input order.
+        for key in Set(records.compactMap(\.key)) {
+            let expected = records.filter { $0.key == key }.map(\.notificationUUID)
+            let got = bodies.filter { $0.key == key }.map(\.verified.notificationUUID)
+            #expect(got == expected, "order of \(key)")
+        }
+    }
+
+    @Test("Apple's rate limiting (429 with Retry-After) is waited out, never dead-lettered; an unknown purchase is dead-lettered with Apple's code")
+    func rateLimitingAndPermanentErrors() async throws {
+        let sim = try await RunningSimulator.start()
+        defer { Task { await sim.stop() } }
+        let topics = try await Topics3.make("enrich-429")
+        var records: [VerifiedRecord] = []
+        for k in 0..<24 {
+            let t = SimFixture.transaction(original: "2000000000800\(String(format: "%03d", k))", id: "2000000000800\(String(format: "%03d", k))", purchased: t0)
+            try sim.apple.store.upsert([t])
+            records.append(EnrichFixture.notification(t))
+        }
+        let unknown = EnrichFixture.notification(SimFixture.transaction(original: "2000000000899999", id: "2000000000899999", purchased: t0))
+        records.insert(unknown, at: 5)
+        // Apple-like enforcement at 8 requests per second per endpoint, while the client believes it
+        // may send 16 (Apple's real limit is lower than the documented one, or shared): 429s happen,
+        // and each is waited out.
+        sim.apple.faults.set(FaultPlan(requestsPerSecond: 8))
+        try await EnrichFixture.produce(records, to: topics.verified)
+        let harness = try StageHarness(
+            stage: try EnrichFixture.stage(sim, outputTopic: topics.enriched, rateLimits: RateLimitPolicy(scale: 3.2, burst: .seconds(1))),
+            input: topics.verified, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("enrich"), batchSize: 10,
+            retry: RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .seconds(2)))
+        let enriched = try await TopicReader.read(topics.enriched, timeout: .seconds(90)) { $0.count >= records.count - 1 }
+        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(20)) { $0.count >= 1 }
+        try await harness.stop()
+        sim.apple.faults.set(.none)
+        #expect(enriched.count == records.count - 1)
+        #expect((sim.apple.faults.statistics.byStatus["429"] ?? 0) > 0, "the simulator did rate-limit")
+        #expect(letters.count == 1)
+        #expect(letters.first?.headers.string(DeadLetterHeader.errorCode) == "apple_api_4040010")
+        #expect(letters.first?.headers.string(DeadLetterHeader.stage) == "enrich")
+        #expect(letters.first?.value == (try unknown.encoded()), "the dead letter keeps the verified body")
+    }
+}
