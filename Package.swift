@@ -226,11 +226,25 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The simulated Apple plays lifecycles: the player's records over the simulator's store, and
+        // POST/GET /sim/lifecycle (start a run to a webhook; progress and ground truth).
+        .target(
+            name: "SimulatorLifecycle",
+            dependencies: [
+                "AppStore", "AppStoreSimulator", "LifecyclePlayback", "LifecycleSimulation",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "LifecycleSimulationTests",
             dependencies: [
-                "LifecycleSimulation", "LifecyclePlayback", "AppStore",
+                "LifecycleSimulation", "LifecyclePlayback", "AppStore", "AppStoreSigning", "AppStoreSimulator",
+                "SimulatorLifecycle",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -311,7 +325,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "appstore-sim",
-            dependencies: ["AppStoreSimulator"],
+            dependencies: ["AppStoreSimulator", "SimulatorLifecycle"],
             path: "Sources/Executables/appstore-sim",
             swiftSettings: swiftSettings
         ),

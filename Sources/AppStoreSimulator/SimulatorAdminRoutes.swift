@@ -103,6 +103,7 @@ public struct SimulatorNotifications: Sendable {
         }
         let sent = seed.sentDate ?? store.now()
         var data = NotificationData(environment: .sandbox, appAppleId: store.appAppleIDs[seed.bundleId], bundleId: seed.bundleId)
+        data.consumptionRequestReason = seed.consumptionRequestReason
         if let transaction {
             data.signedTransactionInfo = try signing.sign(transaction)
             if transaction.type == .autoRenewableSubscription {

@@ -61,12 +61,16 @@ public struct SeedNotificationRequest: Codable, Hashable, Sendable {
     public var transactionId: String?
     /// When it was first sent (default: now).
     public var sentDate: Date?
-    /// Apple's delivery results, e.g. `["SUCCESS"]` or `["TIMED_OUT", "SUCCESS"]` (default: one `SUCCESS`).
+    /// Apple's delivery results, e.g. `["SUCCESS"]` or `["TIMED_OUT", "SUCCESS"]` (default: one `SUCCESS`;
+    /// `[]` when the sender records each attempt as it happens).
     public var sendAttemptResults: [String]?
+    /// Why the customer asked for a refund (`CONSUMPTION_REQUEST` only).
+    public var consumptionRequestReason: ConsumptionRequestReason?
     public init(
         bundleId: String, notificationType: NotificationType, subtype: NotificationSubtype? = nil, transactionId: String? = nil,
-        sentDate: Date? = nil, sendAttemptResults: [String]? = nil
+        sentDate: Date? = nil, sendAttemptResults: [String]? = nil, consumptionRequestReason: ConsumptionRequestReason? = nil
     ) {
+        self.consumptionRequestReason = consumptionRequestReason
         self.bundleId = bundleId
         self.notificationType = notificationType
         self.subtype = subtype

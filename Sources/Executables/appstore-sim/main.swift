@@ -2,6 +2,7 @@ import AppStoreSimulator
 import Foundation
 import Hummingbird
 import Logging
+import SimulatorLifecycle
 
 /// `appstore-sim`: a simulated App Store Server API (Sandbox data only) for local runs and tests.
 let usage = """
@@ -12,6 +13,7 @@ let usage = """
     Configuration is read from environment variables:
       SIM_STATE_DIR  where the test CA (ca/*.pem) and the App Store Connect key (api-key.p8, api-key.json) are created on first start and reused [default: .local/appstore-sim]
       SIM_APPS       app Apple IDs to report, bundleId:appAppleId,… (optional)
+      SIM_BUNDLE_ID  the app lifecycle runs play [default: com.example.entitlements]
       HTTP_HOST      [default: 127.0.0.1]
       HTTP_PORT      [default: 8090]
       LOG_LEVEL      [default: info]
@@ -19,6 +21,10 @@ let usage = """
     API: /inApps/… as Apple's. Admin: GET /sim/ca/root.pem, GET /sim/api-key, POST /sim/transactions,
     PUT /sim/subscriptions/{originalTransactionId}, POST /sim/notifications, POST /sim/orders,
     GET /sim/consumption, GET|PUT|DELETE /sim/faults, GET|DELETE /sim/stats, POST /sim/reset.
+    Lifecycles: POST /sim/lifecycle {"customers":N,"webhook":"http://127.0.0.1:8080","monthSeconds":300,
+    "duplicateRate":0.1,"maxDelayMs":500,"reorderWindow":8,"dropRate":0,"retries":true,"seed":1} plays N
+    customers through renewals, plan changes, billing retry, refunds… to the webhook; GET /sim/lifecycle
+    shows progress, the delivery report and each customer's expected entitlements.
     """
 let arguments = CommandLine.arguments.dropFirst()
 if arguments.contains("--help") || arguments.contains("-h") {
@@ -56,5 +62,11 @@ logger.info("simulated Apple starting", metadata: [
     "sim.stateDir": "\(stateDirectory.path)", "sim.keyId": "\(apple.apiKey.keyID)", "sim.issuerId": "\(apple.apiKey.issuerID)",
     "http.port": "\(port)",
 ])
-let app = apple.makeApplication(host: env["HTTP_HOST"] ?? "127.0.0.1", port: port, logger: logger)
+let router = apple.makeRouter()
+LifecycleRoutes(runs: LifecycleRuns(apple: apple, defaultBundleID: env["SIM_BUNDLE_ID"] ?? "com.example.entitlements"))
+    .register(on: router)
+let app = Application(
+    router: router,
+    configuration: .init(address: .hostname(env["HTTP_HOST"] ?? "127.0.0.1", port: port), serverName: "appstore-sim"),
+    logger: logger)
 try await app.runService()

@@ -1,0 +1,16 @@
+import AppStoreServerAPI
+import Foundation
+import Synchronization
+
+extension SimulatorStore {
+    /// Appends one delivery attempt to a stored notification, as Apple's notification history shows
+    /// it (`sendAttempts`). Returns false when no notification has that UUID.
+    @discardableResult
+    public func recordSendAttempt(notificationUUID: String, result: String, at date: Date) -> Bool {
+        state.withLock { state in
+            guard let index = state.notifications.firstIndex(where: { $0.notificationUUID == notificationUUID }) else { return false }
+            state.notifications[index].sendAttempts.append(SendAttemptItem(attemptDate: date, sendAttemptResult: result))
+            return true
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import AppStoreSimulator
+import AsyncHTTPClient
+import Foundation
+import LifecyclePlayback
+import LifecycleSimulation
+import Synchronization
+
+/// `POST /sim/lifecycle`: how many customers to play, on which clock, to which webhook, with which
+/// delivery disorder.
+public struct LifecycleRunRequest: Codable, Sendable, Hashable {
+    public var customers: Int
+    public var seed: UInt64?
+    /// Seconds one simulated month lasts (Apple's sandbox: five minutes).
+    public var monthSeconds: Double?
+    /// Base URL of the webhook (ingest or the gateway); `/v2/notifications` and `/v1/transactions` are appended.
+    public var webhook: String
+    public var bundleId: String?
+    public var duplicateRate: Double?
+    public var maxDelayMs: Int?
+    public var reorderWindow: Int?
+    public var dropRate: Double?
+    /// Retry failed deliveries on Apple's production schedule (scaled to the clock).
+    public var retries: Bool?
+    public var stepsPerSecond: Double?
+    public var concurrency: Int?
+
+    public init(customers: Int, webhook: String) {
+        self.customers = customers
+        self.webhook = webhook
+    }
+}
+
+/// What `GET /sim/lifecycle` answers: the run's progress and, per customer, the ground truth.
+public struct LifecycleRunStatus: Codable, Sendable {
+    public struct Customer: Codable, Sendable {
+        public var customer: UUID
+        public var scenario: String
+        public var entitlements: [ExpectedEntitlement]
+        public var consumables: [String: Int]
+    }
+
+    public var state: String
+    public var horizon: Date?
+    public var report: PlaybackReport?
+    public var error: String?
+    public var customers: [Customer]
+}
+
+/// One lifecycle playback at a time inside the simulator, run in the background.
+public final class LifecycleRuns: Sendable {
+    private let apple: SimulatedApple
+    private let defaultBundleID: String
+    private let state = Mutex(LifecycleRunStatus(state: "idle", customers: []))
+
+    public init(apple: SimulatedApple, defaultBundleID: String) {
+        self.apple = apple
+        self.defaultBundleID = defaultBundleID
+    }
+
+    public var status: LifecycleRunStatus { state.withLock { $0 } }
+
+    /// Generates the customers (their lifecycles end now) and starts playing them.
+    /// - Throws: ``SimulatorInputError`` when a run is in progress or the request is out of bounds.
+    public func start(_ request: LifecycleRunRequest) throws -> LifecycleRunStatus {
+        guard (1...100_000).contains(request.customers) else { throw SimulatorInputError("customers must be 1…100000") }
+        let month = request.monthSeconds ?? 300
+        guard month >= 1 else { throw SimulatorInputError("monthSeconds must be at least 1") }
+        let bundleID = request.bundleId ?? defaultBundleID
+        let simulation = LifecycleSimulation(
+            catalog: .standard(bundleID: bundleID), month: month, horizon: Date(), seed: request.seed ?? 1)
+        let customers = simulation.customers(request.customers)
+        var options = DeliveryOptions()
+        options.duplicateRate = request.duplicateRate ?? 0
+        options.maxDelay = .milliseconds(Int64(request.maxDelayMs ?? 0))
+        options.reorderWindow = request.reorderWindow ?? 1
+        options.dropRate = request.dropRate ?? 0
+        options.retryDelays = request.retries == false ? [] : DeliveryOptions.retrySchedule(month: month)
+        options.stepsPerSecond = request.stepsPerSecond
+        options.concurrency = request.concurrency ?? 32
+        let started = try state.withLock { current -> LifecycleRunStatus in
+            guard current.state != "running" else { throw SimulatorInputError("a lifecycle run is in progress") }
+            current = LifecycleRunStatus(
+                state: "running", horizon: simulation.horizon,
+                customers: customers.map {
+                    .init(customer: $0.customer, scenario: $0.scenario.rawValue, entitlements: $0.expected, consumables: $0.consumableUnits)
+                })
+            return current
+        }
+        let player = LifecyclePlayer(
+            records: SimulatorLifecycleRecords(apple: apple, bundleID: bundleID), webhook: request.webhook, options: options,
+            seed: (request.seed ?? 1) &+ 1, client: .shared)
+        Task {
+            do {
+                let report = try await player.play(customers)
+                state.withLock {
+                    $0.state = "done"
+                    $0.report = report
+                }
+            } catch {
+                state.withLock {
+                    $0.state = "failed"
+                    $0.error = "\(error)"
+                }
+            }
+        }
+        return started
+    }
+}
