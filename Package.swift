@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         // librdkafka, found through pkg-config; the only place its C API is visible.
@@ -172,6 +174,7 @@ let package = Package(
             name: "ResilienceTests",
             dependencies: [
                 "IngestService", "KafkaClient", "TestSupport",
+
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
@@ -224,6 +227,59 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Sources/Executables/verify-bench",
+            swiftSettings: swiftSettings
+        ),
+        // Grant's pure decision: (purchase state, enriched event) → (new state, entitlement changes).
+        // No I/O, no Postgres: table-tested for every notification type × subtype × product type.
+        .target(
+            name: "GrantDecision",
+            dependencies: ["AppStore", "PipelineRecords"],
+            swiftSettings: swiftSettings
+        ),
+        // Grant's Postgres side: migrations runner, batch apply in one transaction (idempotent,
+        // order-safe), change history and outbox with gap-free per-customer sequence numbers.
+        .target(
+            name: "EntitlementStore",
+            dependencies: [
+                "GrantDecision",
+                "AppStore",
+                "PipelineRecords",
+                "StageRuntime",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Grant's test helpers: simulated Apple purchases, the lifecycle stream generator, an
+        // in-memory ledger, a scratch Postgres database per suite. Shared by tests and grant-bench.
+        .target(
+            name: "GrantTestSupport",
+            dependencies: [
+                "GrantDecision", "EntitlementStore", "AppStore", "PipelineRecords", "StageRuntime",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/GrantTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "GrantDecisionTests",
+            dependencies: ["GrantDecision", "GrantTestSupport", "AppStore", "PipelineRecords"],
+            swiftSettings: swiftSettings
+        ),
+        // Against the local Postgres (deploy/local/up): migrations, idempotency, order, refunds,
+        // ownership, the outbox; and the grant stage on the real broker.
+        .testTarget(
+            name: "GrantStoreTests",
+            dependencies: [
+                "EntitlementStore", "GrantDecision", "GrantTestSupport", "AppStore", "PipelineRecords",
+                "StageRuntime", "KafkaClient", "TestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
