@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "verify", targets: ["verify"]),
         .executable(name: "appstorectl", targets: ["appstorectl"]),
         .executable(name: "verify-bench", targets: ["verify-bench"]),
+        .executable(name: "grant", targets: ["grant"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -206,13 +207,17 @@ let package = Package(
             path: "Sources/Executables/verify",
             swiftSettings: swiftSettings
         ),
-        // The operator tool: `inspect` now; replay, dlq and backfill later.
+        // The operator tool: `inspect`, `migrate`; replay, dlq and backfill later.
         .executableTarget(
             name: "appstorectl",
             dependencies: [
                 "VerifyService",
                 "AppStore",
+                "GrantService",
+                "EntitlementStore",
+                "StageRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Executables/appstorectl",
             swiftSettings: swiftSettings
@@ -252,6 +257,30 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The grant stage: enriched records → EntitlementStore; the outbox publisher; configuration.
+        .target(
+            name: "GrantService",
+            dependencies: [
+                "EntitlementStore",
+                "GrantDecision",
+                "PipelineRecords",
+                "StageRuntime",
+                "KafkaClient",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "grant",
+            dependencies: [
+                "GrantService", "EntitlementStore", "StageRuntime", "KafkaClient",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Sources/Executables/grant",
+            swiftSettings: swiftSettings
+        ),
         // Grant's test helpers: simulated Apple purchases, the lifecycle stream generator, an
         // in-memory ledger, a scratch Postgres database per suite. Shared by tests and grant-bench.
         .target(
@@ -274,7 +303,7 @@ let package = Package(
         .testTarget(
             name: "GrantStoreTests",
             dependencies: [
-                "EntitlementStore", "GrantDecision", "GrantTestSupport", "AppStore", "PipelineRecords",
+                "GrantService", "EntitlementStore", "GrantDecision", "GrantTestSupport", "AppStore", "PipelineRecords",
                 "StageRuntime", "KafkaClient", "TestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
