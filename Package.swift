@@ -19,6 +19,7 @@ let package = Package(
         .executable(name: "appstore-sim", targets: ["appstore-sim"]),
         .executable(name: "enrich", targets: ["enrich"]),
         .executable(name: "enrich-bench", targets: ["enrich-bench"]),
+        .executable(name: "grant", targets: ["grant"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -33,6 +34,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         // librdkafka, found through pkg-config; the only place its C API is visible.
@@ -263,7 +266,7 @@ let package = Package(
             dependencies: ["PipelineOperations", "KafkaClient", "StageRuntime", "TestSupport"],
             swiftSettings: swiftSettings
         ),
-        // The operator tool: inspect, replay, dlq.
+        // The operator tool: inspect, migrate, replay, dlq.
         .executableTarget(
             name: "appstorectl",
             dependencies: [
@@ -271,8 +274,11 @@ let package = Package(
                 "AppStore",
                 "PipelineOperations",
                 "KafkaClient",
+                "GrantService",
+                "EntitlementStore",
                 "StageRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Executables/appstorectl",
             swiftSettings: swiftSettings
@@ -377,6 +383,83 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Grant's pure decision: (purchase state, enriched event) → (new state, entitlement changes).
+        // No I/O, no Postgres: table-tested for every notification type × subtype × product type.
+        .target(
+            name: "GrantDecision",
+            dependencies: ["AppStore", "PipelineRecords"],
+            swiftSettings: swiftSettings
+        ),
+        // Grant's Postgres side: migrations runner, batch apply in one transaction (idempotent,
+        // order-safe), change history and outbox with gap-free per-customer sequence numbers.
+        .target(
+            name: "EntitlementStore",
+            dependencies: [
+                "GrantDecision",
+                "AppStore",
+                "PipelineRecords",
+                "StageRuntime",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The grant stage: enriched records → EntitlementStore; the outbox publisher; configuration.
+        .target(
+            name: "GrantService",
+            dependencies: [
+                "EntitlementStore",
+                "GrantDecision",
+                "PipelineRecords",
+                "StageRuntime",
+                "KafkaClient",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "grant",
+            dependencies: [
+                "GrantService", "EntitlementStore", "StageRuntime", "KafkaClient",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Sources/Executables/grant",
+            swiftSettings: swiftSettings
+        ),
+        // Grant's test helpers: simulated Apple purchases, the lifecycle stream generator, an
+        // in-memory ledger, a scratch Postgres database per suite. Shared by tests and grant-bench.
+        .target(
+            name: "GrantTestSupport",
+            dependencies: [
+                "GrantDecision", "EntitlementStore", "AppStore", "PipelineRecords", "StageRuntime",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/GrantTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "GrantDecisionTests",
+            dependencies: ["GrantDecision", "GrantTestSupport", "AppStore", "PipelineRecords"],
+            swiftSettings: swiftSettings
+        ),
+        // Against the local Postgres (deploy/local/up): migrations, idempotency, order, refunds,
+        // ownership, the outbox; and the grant stage on the real broker.
+        .testTarget(
+            name: "GrantStoreTests",
+            dependencies: [
+                "GrantService", "EntitlementStore", "GrantDecision", "GrantTestSupport", "AppStore", "PipelineRecords",
+                "StageRuntime", "KafkaClient", "TestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -1,0 +1,95 @@
+import AppStore
+import Foundation
+import GrantDecision
+import PipelineRecords
+
+/// The state of one batch's purchases while its events are decided one after another: loaded
+/// once, updated in memory by every decision, and written back once, with what changed.
+struct BatchState {
+    var applied: Set<String> = []
+    var purchases: [PurchaseKey: PurchaseState] = [:]
+    var entitlements: [PurchaseKey: [EntitlementGrant]] = [:]
+    var consumables: [PurchaseKey: ConsumableGrant] = [:]
+
+    // What to write.
+    var dirtyPurchases: Set<PurchaseKey> = []
+    var entitlementWrites: [EntitlementGrant.ID: EntitlementGrant?] = [:]
+    var dirtyConsumables: Set<PurchaseKey> = []
+    var transactions: [String: StoreRows.Transaction] = [:]
+    var customers: [CustomerKey: String?] = [:]
+    var notifications: [StoreRows.Notification] = []
+    var consumptionRequests: [StoreRows.ConsumptionRequest] = []
+    var changes: [EntitlementChange] = []
+
+    func snapshot(for event: GrantEvent) -> GrantSnapshot {
+        let seen = applied.contains(Self.appliedKey(event.environment, event.eventKey))
+        guard let key = event.purchaseKey else { return GrantSnapshot(alreadyApplied: seen) }
+        return GrantSnapshot(
+            purchase: purchases[key], entitlements: entitlements[key] ?? [], consumable: consumables[key], alreadyApplied: seen)
+    }
+
+    /// Event keys are unique per environment.
+    static func appliedKey(_ environment: String, _ eventKey: String) -> String {
+        "\(environment)\u{0}\(eventKey)"
+    }
+
+    /// Folds one decision into the batch.
+    mutating func record(_ decision: GrantDecision, policy: GrantPolicy) {
+        let event = decision.event
+        guard decision.outcome != .duplicate else { return }
+        applied.insert(Self.appliedKey(event.environment, event.eventKey))
+        if let key = event.purchaseKey {
+            if let purchase = decision.purchase, purchases[key] != purchase {
+                purchases[key] = purchase
+                dirtyPurchases.insert(key)
+                for claim in purchase.claims {
+                    let customer = CustomerKey(environment: key.environment, customerId: claim.customerId)
+                    noteCustomer(customer, externalUserId: claim.customerId == event.claim?.customerId ? event.externalUserId : nil)
+                }
+            }
+            var rows = Dictionary((entitlements[key] ?? []).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+            for id in decision.deletions {
+                rows[id] = nil
+                entitlementWrites[id] = .some(nil)
+            }
+            for row in decision.entitlements {
+                rows[row.id] = row
+                entitlementWrites[row.id] = .some(row)
+            }
+            entitlements[key] = rows.values.sorted { $0.id < $1.id }
+            if let consumable = decision.consumable, consumables[key] != consumable {
+                consumables[key] = consumable
+                dirtyConsumables.insert(key)
+                if let customer = consumable.customer { noteCustomer(customer, externalUserId: event.externalUserId) }
+            }
+        }
+        for t in event.transactions {
+            guard let tid = t.transactionId, t.originalTransactionId != nil else { continue }
+            let id = "\(event.environment)\u{0}\(tid)"
+            if let existing = transactions[id], (existing.transaction.signedDate ?? .distantPast) >= (t.signedDate ?? .distantPast) { continue }
+            let raw = event.kind == .transaction && tid == event.transaction?.transactionId ? event.signedTransaction : nil
+            transactions[id] = StoreRows.Transaction(environment: event.environment, transaction: t, rawJWS: raw)
+        }
+        notifications.append(StoreRows.Notification(
+            environment: event.environment, eventKey: event.eventKey, notificationUUID: event.notificationUUID,
+            kind: event.kind.rawValue, source: event.source, type: event.typeName, subtype: event.subtype?.rawValue,
+            originalTransactionId: event.purchaseKey?.originalTransactionId, transactionId: event.transaction?.transactionId,
+            signedDate: event.signedDate, receivedAt: event.verifiedAt, outcome: decision.outcome.rawValue, note: decision.note))
+        if event.notificationType == .consumptionRequest, let uuid = event.notificationUUID {
+            consumptionRequests.append(StoreRows.ConsumptionRequest(
+                environment: event.environment, notificationUUID: uuid, transactionId: event.transaction?.transactionId,
+                reason: event.consumptionRequestReason, signedDate: event.signedDate,
+                deadline: event.signedDate?.addingTimeInterval(12 * 3600)))
+        }
+        for change in decision.changes { noteCustomer(change.customer, externalUserId: nil) }
+        changes += decision.changes
+    }
+
+    private mutating func noteCustomer(_ customer: CustomerKey, externalUserId: String?) {
+        if let externalUserId {
+            customers[customer] = .some(externalUserId)
+        } else if customers[customer] == nil {
+            customers[customer] = .some(nil)
+        }
+    }
+}

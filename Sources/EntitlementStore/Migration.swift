@@ -1,0 +1,96 @@
+import Crypto
+import Foundation
+
+/// One schema migration: a plain SQL file `NNNN_name.sql` under `schemas/migrations/`.
+public struct Migration: Hashable, Sendable {
+    public var version: Int
+    public var name: String
+    public var sql: String
+    /// SHA-256 of the file, hex: an applied file that changed afterwards stops the start.
+    public var checksum: String
+
+    public init(version: Int, name: String, sql: String) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+        self.checksum = SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Reads every `NNNN_name.sql` of `directory`, ordered by version; refuses duplicates and
+    /// files whose name does not start with a version number.
+    public static func load(directory: String) throws(MigrationError) -> [Migration] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+            throw MigrationError.directoryUnreadable(directory)
+        }
+        var migrations: [Migration] = []
+        for file in names.sorted() where file.hasSuffix(".sql") {
+            let stem = String(file.dropLast(4))
+            let digits = stem.prefix { $0.isNumber }
+            guard !digits.isEmpty, let version = Int(digits) else { throw MigrationError.badFileName(file) }
+            guard let sql = try? String(contentsOfFile: directory + "/" + file, encoding: .utf8) else {
+                throw MigrationError.directoryUnreadable(directory + "/" + file)
+            }
+            if migrations.contains(where: { $0.version == version }) { throw MigrationError.duplicateVersion(version) }
+            migrations.append(Migration(version: version, name: stem, sql: sql))
+        }
+        guard !migrations.isEmpty else { throw MigrationError.noMigrations(directory) }
+        return migrations.sorted { $0.version < $1.version }
+    }
+
+    /// The migrations directory: `explicit` when given, else the first `schemas/migrations` found
+    /// from the working directory or upwards from the executable (a checkout's `.build/…/grant`),
+    /// else `/usr/share/appstore-entitlements/migrations` (container images).
+    public static func locateDirectory(explicit: String?) throws(MigrationError) -> String {
+        if let explicit { return explicit }
+        var candidates = [FileManager.default.currentDirectoryPath + "/schemas/migrations"]
+        var dir = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<6 {
+            candidates.append(dir.path + "/schemas/migrations")
+            dir = dir.deletingLastPathComponent()
+        }
+        candidates.append("/usr/share/appstore-entitlements/migrations")
+        for candidate in candidates {
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: candidate, isDirectory: &isDir), isDir.boolValue { return candidate }
+        }
+        throw MigrationError.noMigrations("schemas/migrations (searched from the working directory and the executable; set POSTGRES_MIGRATIONS_DIR)")
+    }
+}
+
+/// Why migrations could not be applied. Each is permanent: the process refuses to start.
+public enum MigrationError: Error, Hashable, Sendable, CustomStringConvertible {
+    case directoryUnreadable(String)
+    case noMigrations(String)
+    case badFileName(String)
+    case duplicateVersion(Int)
+    /// An applied migration's file changed since it was applied.
+    case checksumMismatch(version: Int, name: String)
+    /// The database has a migration this build does not know (a newer build migrated it).
+    case unknownApplied(version: Int)
+    case failed(version: Int, name: String, reason: String)
+
+    public var code: String {
+        switch self {
+        case .directoryUnreadable: "migrate.unreadable"
+        case .noMigrations: "migrate.none_found"
+        case .badFileName: "migrate.bad_file_name"
+        case .duplicateVersion: "migrate.duplicate_version"
+        case .checksumMismatch: "migrate.checksum_mismatch"
+        case .unknownApplied: "migrate.unknown_applied"
+        case .failed: "migrate.failed"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .directoryUnreadable(let path): "\(code): cannot read \(path)"
+        case .noMigrations(let path): "\(code): no NNNN_name.sql migrations in \(path)"
+        case .badFileName(let file): "\(code): \(file) does not start with a version number (NNNN_name.sql)"
+        case .duplicateVersion(let v): "\(code): two migration files have version \(v)"
+        case .checksumMismatch(let v, let name):
+            "\(code): migration \(v) (\(name)) was applied but its file has changed since; restore it and add a new migration instead"
+        case .unknownApplied(let v): "\(code): the database has migration \(v), which this build does not have (is an older build starting against a newer schema?)"
+        case .failed(let v, let name, let reason): "\(code): migration \(v) (\(name)) failed: \(reason)"
+        }
+    }
+}

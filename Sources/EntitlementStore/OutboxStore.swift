@@ -1,0 +1,81 @@
+import Foundation
+import GrantDecision
+import Logging
+import PostgresNIO
+
+/// One committed, not yet published change event.
+public struct OutboxEntry: Hashable, Sendable {
+    public var environment: String
+    public var customerId: UUID
+    public var seq: Int64
+    /// The JSON body, as published.
+    public var body: String
+
+    /// The record key on the changes topic: `<environment>:<customerId>`, so one customer's
+    /// changes stay in order on one partition.
+    public var key: String { "\(environment):\(customerId.uuidString.lowercased())" }
+}
+
+extension EntitlementStore {
+    /// An arbitrary constant naming the publisher lock ("grant-outbox").
+    static let outboxLockKey: Int64 = 0x6f75_7462_6f78_0001
+
+    /// Hands the oldest unpublished outbox rows (per customer in sequence order) to `publish`, and
+    /// marks them published when it returns; if it throws, nothing is marked and they are handed
+    /// out again. One publisher at a time across every replica (a transaction-scoped advisory lock),
+    /// so a customer's events are never published out of order. Returns how many were published,
+    /// or nil when another replica holds the lock.
+    public func publishOutbox(limit: Int, _ publish: @Sendable ([OutboxEntry]) async throws -> Void) async throws(StoreError) -> Int? {
+        do {
+            return try await client.withTransaction(logger: logger) { connection -> Int? in
+                let rows = try await connection.query("SELECT pg_try_advisory_xact_lock(\(Self.outboxLockKey))", logger: logger)
+                var locked = false
+                for try await value in rows.decode(Bool.self) { locked = value }
+                guard locked else { return nil }
+                var entries: [OutboxEntry] = []
+                let pending = try await connection.query("""
+                    SELECT environment, customer_id, seq, body::text FROM outbox WHERE published_at IS NULL
+                    ORDER BY environment, customer_id, seq LIMIT \(limit)
+                    """, logger: logger)
+                for try await (env, customer, seq, body) in pending.decode((String, UUID, Int64, String).self) {
+                    entries.append(OutboxEntry(environment: env, customerId: customer, seq: seq, body: body))
+                }
+                guard !entries.isEmpty else { return 0 }
+                try await publish(entries)
+                let keys = try StoreRows.json(entries.map { StoreRows.SeqAllocation(environment: $0.environment, customerId: $0.customerId, nextSeq: $0.seq) })
+                var bindings = PostgresBindings()
+                bindings.append(keys)
+                try await connection.query(PostgresQuery(unsafeSQL: """
+                    UPDATE outbox o SET published_at = now() FROM jsonb_array_elements($1::text::jsonb) AS r
+                    WHERE o.environment = r->>'environment' AND o.customer_id = (r->>'customerId')::uuid AND o.seq = (r->>'nextSeq')::bigint
+                    """, binds: bindings), logger: logger)
+                return entries.count
+            }
+        } catch {
+            throw StoreError.classify(error)
+        }
+    }
+
+    /// Replaces the product → entitlement mapping table with `catalog` (grant's start-up sync).
+    public func syncProducts(_ catalog: ProductCatalog) async throws(StoreError) {
+        struct Row: Encodable { var productId: String; var entitlementKey: String; var durationDays: Int? }
+        let rows = catalog.products.sorted { $0.key < $1.key }.flatMap { id, product in
+            product.entitlements.sorted().map { Row(productId: id, entitlementKey: $0, durationDays: product.durationDays) }
+        }
+        do {
+            let json = try StoreRows.json(rows)
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("DELETE FROM product_entitlements", logger: logger)
+                var bindings = PostgresBindings()
+                bindings.append(json)
+                try await connection.query(PostgresQuery(unsafeSQL: """
+                    INSERT INTO product_entitlements (product_id, entitlement_key, duration_days)
+                    SELECT r->>'productId', r->>'entitlementKey', (r->>'durationDays')::integer
+                    FROM jsonb_array_elements($1::text::jsonb) AS r
+                    """, binds: bindings), logger: logger)
+            }
+        } catch {
+            throw StoreError.classify(error)
+        }
+    }
+}

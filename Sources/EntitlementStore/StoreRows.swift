@@ -1,0 +1,177 @@
+import AppStore
+import Foundation
+import GrantDecision
+
+/// The JSON shapes the store sends to Postgres as one `jsonb` parameter per statement and unpacks
+/// with `jsonb_to_recordset` / `jsonb_array_elements`: a whole batch in a handful of statements,
+/// nulls included. Dates travel as milliseconds since 1970 (Apple's unit), so they are exact.
+enum StoreRows {
+    static func json<T: Encodable>(_ value: T) throws -> String {
+        String(decoding: try AppStoreJSON.encoder.encode(value), as: UTF8.self)
+    }
+
+    struct Key: Encodable {
+        var e: String
+        var k: String
+    }
+
+    struct Customer: Encodable, Hashable {
+        var environment: String
+        var customerId: UUID
+        var externalUserId: String?
+    }
+
+    struct Transaction: Encodable {
+        var environment: String
+        var transaction: JWSTransactionDecodedPayload
+        var rawJWS: String?
+    }
+
+    struct Purchase: Encodable {
+        var state: PurchaseState
+        var owner: UUID?
+    }
+
+    struct Claim: Encodable {
+        var environment: String
+        var originalTransactionId: String
+        var customerId: UUID
+        var firstClaimedAt: Date
+        var verified: Bool
+        var status: String
+        var causeEventKey: String
+    }
+
+    struct Entitlement: Encodable {
+        var environment: String
+        var customerId: UUID
+        var entitlementKey: String
+        var sourceId: String
+        var sourceKind: String
+        var productId: String
+        var active: Bool
+        var activeFrom: Date?
+        var activeUntil: Date?
+        var reason: String
+
+        init(_ g: EntitlementGrant) {
+            environment = g.id.customer.environment
+            customerId = g.id.customer.customerId
+            entitlementKey = g.id.entitlementKey
+            sourceId = g.id.sourceId
+            sourceKind = g.source.rawValue
+            productId = g.productId
+            active = g.active
+            activeFrom = g.activeFrom
+            activeUntil = g.activeUntil
+            reason = g.reason
+        }
+    }
+
+    struct EntitlementID: Encodable {
+        var environment: String
+        var customerId: UUID
+        var entitlementKey: String
+        var sourceId: String
+    }
+
+    struct Consumable: Encodable {
+        var environment: String
+        var transactionId: String
+        var customerId: UUID?
+        var productId: String
+        var entitlementKeys: [String]
+        var quantity: Int
+        var purchasedAt: Date?
+        var revokedAt: Date?
+        var revocationReason: Int?
+        var asOf: Date
+        var eventKey: String
+    }
+
+    struct Notification: Encodable {
+        var environment: String
+        var eventKey: String
+        var notificationUUID: String?
+        var kind: String
+        var source: String
+        var type: String
+        var subtype: String?
+        var originalTransactionId: String?
+        var transactionId: String?
+        var signedDate: Date?
+        var receivedAt: Date
+        var outcome: String
+        var note: String?
+    }
+
+    struct ConsumptionRequest: Encodable {
+        var environment: String
+        var notificationUUID: String
+        var transactionId: String?
+        var reason: String?
+        var signedDate: Date?
+        var deadline: Date?
+    }
+
+    struct Change: Encodable {
+        var environment: String
+        var customerId: UUID
+        var seq: Int64
+        var entitlementKey: String
+        var sourceId: String
+        var productId: String
+        var change: String
+        var active: Bool
+        var activeUntil: Date?
+        var reason: String
+        var quantity: Int?
+        var causeEventKey: String
+        var causeType: String
+        var causeSubtype: String?
+        var causeLookup: String
+        var causeAsOf: Date
+        var causeSignedDate: Date?
+        /// The outbox body (the change event as published).
+        var body: ChangeEvent
+    }
+
+    struct SeqAllocation: Encodable {
+        var environment: String
+        var customerId: UUID
+        var nextSeq: Int64
+    }
+}
+
+/// The body of an `entitlements.changes.v1` record: one entitlement change of one customer, with
+/// its gap-free per-customer sequence number (also in the `seq` header) and its cause.
+public struct ChangeEvent: Codable, Hashable, Sendable {
+    public var schema = "entitlements.changes.v1"
+    public var environment: String
+    public var customerId: UUID
+    public var seq: Int64
+    public var change: String
+    public var entitlementKey: String
+    public var sourceId: String
+    public var productId: String
+    public var active: Bool
+    public var activeUntil: Date?
+    public var reason: String
+    public var quantity: Int?
+    public var cause: GrantCause
+
+    public init(_ c: EntitlementChange, seq: Int64) {
+        environment = c.customer.environment
+        customerId = c.customer.customerId
+        self.seq = seq
+        change = c.kind.rawValue
+        entitlementKey = c.entitlementKey
+        sourceId = c.sourceId
+        productId = c.productId
+        active = c.active
+        activeUntil = c.activeUntil
+        reason = c.reason
+        quantity = c.quantity
+        cause = c.cause
+    }
+}

@@ -1,0 +1,27 @@
+import EntitlementStore
+import GrantService
+import KafkaClient
+import PostgresNIO
+import StageRuntime
+
+/// The grant stage: enriched topic → entitlements in Postgres; changes published from the outbox.
+await StageMain.run(
+    name: "grant",
+    summary: "applies enriched App Store events to the entitlements database idempotently and order-safely, one transaction per batch, and publishes the committed entitlement changes from the outbox keyed by customer",
+    defaults: .init(
+        inputTopic: Topics.enriched, outputTopic: Topics.entitlementChanges, deadLetterTopic: Topics.grantDeadLetters,
+        groupID: "appstore.grant", httpPort: 8083, batchSize: 200),
+    extraVariables: GrantConfiguration.variables
+) { config, env, logger in
+    let grant = try GrantConfiguration(environment: env)
+    logger.info("database", metadata: ["postgres": "\(grant.store)", "products.file": "\(grant.productsFile ?? "(none)")"])
+    try await DatabasePreparation.prepare(grant, logger: logger)
+    let client = PostgresClient(configuration: grant.store.clientConfiguration(), backgroundLogger: logger)
+    let store = EntitlementStore(client: client, logger: logger)
+    let outboxProducer = try KafkaProducer(configuration: config.producer, logger: logger)
+    let publisher = OutboxPublisher(
+        store: store, producer: outboxProducer, topic: config.outputTopic,
+        pollInterval: grant.outboxPollInterval, batchSize: grant.outboxBatchSize, logger: logger)
+    let stage = GrantStage(store: store, policy: grant.policy, logger: logger) { publisher.notify() }
+    return (stage, [client, outboxProducer, publisher])
+}

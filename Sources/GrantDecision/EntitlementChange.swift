@@ -1,0 +1,74 @@
+import Foundation
+
+/// The event that caused a change: which notification (or upload) and what it said.
+public struct GrantCause: Hashable, Codable, Sendable {
+    /// `notification:<uuid>` or `transaction:<transactionId>:<signedDate ms>`.
+    public var eventKey: String
+    public var notificationUUID: String?
+    /// Apple's `notificationType` (raw), or `APP_UPLOAD` for an app upload.
+    public var type: String
+    public var subtype: String?
+    public var transactionId: String?
+    /// Where the truth came from: `history` (App Store Server API at `asOf`) or `transaction-only`.
+    public var lookup: String
+    /// The moment the facts describe.
+    public var asOf: Date
+    /// The event's `signedDate`.
+    public var signedDate: Date?
+
+    public init(eventKey: String, notificationUUID: String?, type: String, subtype: String?, transactionId: String?, lookup: String, asOf: Date, signedDate: Date?) {
+        self.eventKey = eventKey
+        self.notificationUUID = notificationUUID
+        self.type = type
+        self.subtype = subtype
+        self.transactionId = transactionId
+        self.lookup = lookup
+        self.asOf = asOf
+        self.signedDate = signedDate
+    }
+}
+
+/// One change of what a customer is entitled to: written to `entitlement_changes` and, with a
+/// per-customer sequence number, to the outbox.
+public struct EntitlementChange: Hashable, Codable, Sendable {
+    public enum Kind: String, Hashable, Codable, Sendable, CaseIterable {
+        /// Access starts (or comes back: renewal after expiry, billing recovery, refund reversal).
+        case granted
+        /// Access ends before its time (refund, revocation, billing retry, expiry, upgrade, transfer).
+        case revoked
+        /// Access runs longer (renewal, grace period, extension).
+        case extended
+        /// Access ends earlier than it did (auto-renew turned off removes the leeway).
+        case shortened
+        /// A consumable was delivered.
+        case consumableGranted = "consumable_granted"
+        /// A delivered consumable was refunded.
+        case consumableRevoked = "consumable_revoked"
+    }
+
+    public var kind: Kind
+    public var customer: CustomerKey
+    public var entitlementKey: String
+    /// The purchase (`originalTransactionId`, or the consumable's `transactionId`).
+    public var sourceId: String
+    public var productId: String
+    public var active: Bool
+    public var activeUntil: Date?
+    /// The reason of the row after the change (see ``EntitlementGrant/reason``).
+    public var reason: String
+    public var quantity: Int?
+    public var cause: GrantCause
+
+    public init(kind: Kind, customer: CustomerKey, entitlementKey: String, sourceId: String, productId: String, active: Bool, activeUntil: Date?, reason: String, quantity: Int? = nil, cause: GrantCause) {
+        self.kind = kind
+        self.customer = customer
+        self.entitlementKey = entitlementKey
+        self.sourceId = sourceId
+        self.productId = productId
+        self.active = active
+        self.activeUntil = activeUntil
+        self.reason = reason
+        self.quantity = quantity
+        self.cause = cause
+    }
+}

@@ -1,0 +1,110 @@
+import AppStore
+import Foundation
+import PipelineRecords
+
+/// The pure decision at grant's heart: (what is known about a purchase, one enriched event) →
+/// (new state, entitlement changes). No I/O and no clock: the same inputs always give the same
+/// output, which is what makes replays and reorderings converge.
+///
+/// The rules, in order:
+/// 1. An event applied before (same event key) changes nothing.
+/// 2. Events that never change entitlements (TEST, REFUND_DECLINED, CONSUMPTION_REQUEST,
+///    summaries, consent, external purchase tokens, types or subtypes this version does not know)
+///    are recorded only.
+/// 3. The customer the event names joins the purchase's claims; the owner follows from the claims
+///    and the transfer policy (the earliest claim under `refuse`, the latest under `allow`).
+/// 4. The event's facts replace the purchase's state only when they are newer (``EventVersion``);
+///    an older event cannot move the state backwards.
+/// 5. The entitlement rows are recomputed from the state and compared with the stored ones; every
+///    difference that changes access is a change with the event as its cause.
+public enum GrantDecider {
+    public static func decide(_ snapshot: GrantSnapshot, event: GrantEvent, policy: GrantPolicy) throws(GrantRejection) -> GrantDecision {
+        if snapshot.alreadyApplied { return GrantDecision(outcome: .duplicate, event: event, note: "already applied") }
+        if let reason = event.recordOnlyReason { return GrantDecision(outcome: .recorded, event: event, note: reason) }
+        guard let key = event.purchaseKey, let tx = event.transaction else {
+            guard event.kind == .notification, event.notificationType == .renewalExtension else {
+                throw GrantRejection.missingPurchase("carries no transaction naming it")
+            }
+            return GrantDecision(outcome: .recorded, event: event, note: "renewal-extension event without a purchase")
+        }
+        let productType = tx.type ?? (event.renewalInfo != nil ? .autoRenewableSubscription : .unknown(""))
+        guard productType.isKnown else {
+            return GrantDecision(outcome: .recorded, event: event, note: "product type \(productType.rawValue) is not known to this version; recorded without change")
+        }
+        if productType == .consumable {
+            return try ConsumableDecision.decide(snapshot.consumable, event: event, key: key, policy: policy)
+        }
+        return try decidePurchase(snapshot, event: event, key: key, productType: productType, policy: policy)
+    }
+
+    private static func decidePurchase(_ snapshot: GrantSnapshot, event: GrantEvent, key: PurchaseKey, productType: ProductType, policy: GrantPolicy) throws(GrantRejection) -> GrantDecision {
+        let previous = snapshot.purchase
+        var claims = previous?.claims ?? []
+        if let claim = event.claim {
+            let signed = event.signedDate ?? event.version.asOf
+            claims = OwnershipClaim.merge(claims, OwnershipClaim(customerId: claim.customerId, claimedAt: signed, verified: claim.verified, eventKey: event.eventKey))
+        }
+        var state: PurchaseState
+        let newer = previous.map { event.version > $0.version } ?? true
+        if newer {
+            state = try PurchaseDerivation.state(for: event, key: key, productType: productType, previous: previous)
+        } else {
+            state = previous!
+        }
+        state.claims = claims
+        state.lastSignedDate = [previous?.lastSignedDate, event.signedDate].compactMap { $0 }.max()
+
+        let owner = state.owner(policy: policy.transferPolicy)
+        let desired = try EntitlementPlanner.desired(for: state, policy: policy)
+        let (upserts, deletions, changes) = EntitlementPlanner.diff(existing: snapshot.entitlements, desired: desired, owner: owner, cause: event.cause)
+
+        var refused: [UUID] = []
+        var notes: [String] = []
+        if let claim = event.claim, claim.customerId != owner, owner != nil {
+            refused.append(claim.customerId)
+            notes.append("claim by customer \(claim.customerId.uuidString.lowercased()) refused: the purchase belongs to another customer (policy \(policy.transferPolicy.rawValue))")
+        }
+        if owner == nil { notes.append("no customer named yet: nothing granted") }
+        if !newer { notes.append("older than the applied state (\(previous!.version.eventKey)); state kept") }
+        return GrantDecision(
+            outcome: newer || !changes.isEmpty ? .applied : .stale, event: event, purchase: state,
+            entitlements: upserts, deletions: deletions, changes: changes, refusedClaims: refused,
+            note: notes.isEmpty ? nil : notes.joined(separator: "; "))
+    }
+}
+
+/// Consumables: each transaction is its own purchase, granted from the transaction itself (they
+/// never appear in history) and revoked when refunded.
+enum ConsumableDecision {
+    static func decide(_ existing: ConsumableGrant?, event: GrantEvent, key: PurchaseKey, policy: GrantPolicy) throws(GrantRejection) -> GrantDecision {
+        guard let tx = event.transaction, let productId = tx.productId, !productId.isEmpty else {
+            throw GrantRejection.missingPurchase("its consumable transaction has no productId")
+        }
+        if let existing, event.version <= existing.version {
+            return GrantDecision(outcome: .stale, event: event, consumable: existing, note: "older than the applied state (\(existing.version.eventKey)); state kept")
+        }
+        // The first named customer keeps a consumable; it cannot be claimed by another.
+        let customer = existing?.customer ?? event.claim.map { CustomerKey(environment: key.environment, customerId: $0.customerId) }
+        let grant = ConsumableGrant(
+            key: key, customer: customer, productId: productId, entitlementKeys: policy.catalog.entitlements(for: productId),
+            quantity: Int(tx.quantity ?? 1), purchasedAt: tx.purchaseDate, revokedAt: tx.revocationDate,
+            revocationReason: tx.revocationReason?.rawValue, version: event.version)
+        var changes: [EntitlementChange] = []
+        let was = existing?.isGranted ?? false
+        if let customer, was != grant.isGranted {
+            for entitlementKey in grant.entitlementKeys {
+                changes.append(EntitlementChange(
+                    kind: grant.isGranted ? .consumableGranted : .consumableRevoked, customer: customer,
+                    entitlementKey: entitlementKey, sourceId: key.originalTransactionId, productId: productId,
+                    active: grant.isGranted, activeUntil: nil, reason: grant.isGranted ? "delivered" : "refunded",
+                    quantity: grant.quantity, cause: event.cause))
+            }
+        }
+        var note: String?
+        if customer == nil { note = "no customer named: consumable recorded, not delivered" }
+        if let claim = event.claim, let customer, claim.customerId != customer.customerId {
+            note = "claim by customer \(claim.customerId.uuidString.lowercased()) refused: the consumable was delivered to another customer"
+        }
+        return GrantDecision(outcome: .applied, event: event, consumable: grant, changes: changes, note: note)
+    }
+}

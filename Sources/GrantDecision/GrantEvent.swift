@@ -1,0 +1,153 @@
+import AppStore
+import Foundation
+import PipelineRecords
+
+/// An enriched record reduced to what a decision needs: its key, its kind, the moment its facts
+/// describe, the transaction in force, the renewal info and status, and the customer it names.
+public struct GrantEvent: Hashable, Sendable {
+    /// The dedupe key: `notification:<notificationUUID>` for a notification,
+    /// `transaction:<transactionId>:<signedDate ms>` for an app upload.
+    public var eventKey: String
+    public var environment: String
+    public var kind: VerifiedRecord.Kind
+    public var source: String
+    /// The purchase the event is about, if it names one.
+    public var purchaseKey: PurchaseKey?
+    public var notificationType: NotificationType?
+    public var subtype: NotificationSubtype?
+    public var notificationUUID: String?
+    /// The event's `signedDate` (the notification's, or the uploaded transaction's).
+    public var signedDate: Date?
+    /// The transaction in force: the enrichment's newest by `purchaseDate`, else the status
+    /// snapshot's, else the event's own.
+    public var transaction: JWSTransactionDecodedPayload?
+    /// The renewal info: the status snapshot's, else the event's own.
+    public var renewalInfo: JWSRenewalInfoDecodedPayload?
+    /// Apple's status: the snapshot's, else the notification's `data.status`.
+    public var appleStatus: SubscriptionStatus?
+    /// Every transaction the event carries (its own, the history, the snapshot's), to record.
+    public var transactions: [JWSTransactionDecodedPayload]
+    /// The customer the event names and whether Apple's signed data named it.
+    public var claim: (customerId: UUID, verified: Bool)?
+    public var externalUserId: String?
+    public var consumptionRequestReason: String?
+    public var version: EventVersion
+    public var lookup: Enrichment.Lookup
+    /// When verify accepted the record.
+    public var verifiedAt: Date
+    /// The raw JWS of the event's own transaction, when the record kept it (app uploads).
+    public var signedTransaction: String?
+
+    public static func == (a: GrantEvent, b: GrantEvent) -> Bool {
+        a.eventKey == b.eventKey && a.version == b.version
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(eventKey)
+        hasher.combine(version)
+    }
+
+    /// The type as recorded: Apple's raw `notificationType`, or `APP_UPLOAD`.
+    public var typeName: String { notificationType?.rawValue ?? "APP_UPLOAD" }
+
+    public var cause: GrantCause {
+        GrantCause(
+            eventKey: eventKey, notificationUUID: notificationUUID, type: typeName, subtype: subtype?.rawValue,
+            transactionId: transaction?.transactionId, lookup: lookup.rawValue, asOf: version.asOf, signedDate: signedDate)
+    }
+
+    /// Normalises a record, or says why it can never be applied.
+    public init(_ record: EnrichedRecord) throws(GrantRejection) {
+        let verified = record.verified
+        let enrichment = record.enrichment
+        guard verified.environment.isKnown else { throw GrantRejection.missingEnvironment() }
+        environment = verified.environment.rawValue
+        kind = verified.kind
+        source = verified.source
+        notificationType = verified.notification?.notificationType
+        subtype = verified.notification?.subtype
+        notificationUUID = verified.notificationUUID ?? verified.notification?.notificationUUID
+        verifiedAt = verified.verifiedAt
+        signedTransaction = verified.signedTransaction
+        lookup = enrichment.lookup
+
+        let snapshot = enrichment.subscriptionStatus
+        transaction = enrichment.inForceTransaction ?? enrichment.history.last ?? snapshot?.transaction ?? verified.transaction
+        renewalInfo = snapshot?.renewalInfo ?? verified.renewalInfo
+        appleStatus = snapshot?.status ?? verified.notification?.data?.status
+        var all = enrichment.history
+        if let t = snapshot?.transaction { all.append(t) }
+        if let t = verified.transaction { all.append(t) }
+        transactions = all.filter { $0.transactionId != nil }
+
+        switch verified.kind {
+        case .notification:
+            guard let uuid = notificationUUID, !uuid.isEmpty else {
+                throw GrantRejection(code: "grant.missing_notification_uuid", message: "the notification has no notificationUUID, so it cannot be deduplicated")
+            }
+            eventKey = "notification:\(uuid)"
+            signedDate = verified.notification?.signedDate ?? verified.transaction?.signedDate
+        case .transaction:
+            guard let tid = verified.transaction?.transactionId, !tid.isEmpty else {
+                throw GrantRejection.missingPurchase("the uploaded transaction has no transactionId")
+            }
+            signedDate = verified.transaction?.signedDate
+            eventKey = "transaction:\(tid):\(signedDate.map { AppStoreJSON.milliseconds(since1970: $0) } ?? 0)"
+        }
+
+        // Sandbox data must never grant Production access: every transaction must say the same.
+        for t in [transaction, verified.transaction] + transactions.map(Optional.some) {
+            if let env = t?.environment, env != verified.environment {
+                throw GrantRejection.environmentMismatch(verified.environment.rawValue, env.rawValue)
+            }
+        }
+        // A consumable is its own purchase; everything else is keyed by its original transaction.
+        let env = environment
+        if transaction?.type == .consumable {
+            purchaseKey = (transaction?.transactionId).map { PurchaseKey(environment: env, originalTransactionId: $0) }
+        } else if let otid = transaction?.originalTransactionId ?? verified.originalTransactionId, !otid.isEmpty {
+            purchaseKey = PurchaseKey(environment: environment, originalTransactionId: otid)
+        } else {
+            purchaseKey = nil
+        }
+
+        if let token = enrichment.appAccountToken {
+            claim = (token, enrichment.appAccountTokenSource != .appHint)
+        } else if let token = verified.transaction?.appAccountToken ?? transaction?.appAccountToken {
+            claim = (token, true)
+        } else if let token = verified.hints?.appAccountToken {
+            claim = (token, false)
+        } else {
+            claim = nil
+        }
+        externalUserId = verified.hints?.userId
+        consumptionRequestReason = verified.notification?.data?.consumptionRequestReason?.rawValue
+
+        // History is the truth as of when the API answered; a transaction alone, as of its signing.
+        let asOf: Date
+        switch enrichment.lookup {
+        case .history: asOf = enrichment.fetchedAt
+        case .transactionOnly, .none: asOf = transaction?.signedDate ?? signedDate ?? enrichment.fetchedAt
+        }
+        version = EventVersion(asOf: asOf, eventKey: eventKey)
+    }
+
+    /// Why this event changes nothing whatever the state, or nil when it must be decided.
+    var recordOnlyReason: String? {
+        guard kind == .notification else { return nil }
+        guard let type = notificationType else { return "the notification has no notificationType" }
+        if !type.isKnown { return "notification type \(type.rawValue) is not known to this version; recorded without change" }
+        if let subtype, !subtype.isKnown {
+            return "subtype \(subtype.rawValue) of \(type.rawValue) is not known to this version; recorded without change"
+        }
+        switch type {
+        case .test: return "TEST notification"
+        case .refundDeclined: return "refund declined: nothing changes"
+        case .consumptionRequest: return "consumption request recorded; answering it is the consumption responder's job"
+        case .renewalExtension where subtype == .summary: return "mass renewal-extension summary"
+        case .externalPurchaseToken: return "external purchase token event"
+        case .rescindConsent: return "consent rescinded for the app; no purchase changes"
+        default: return nil
+        }
+    }
+}

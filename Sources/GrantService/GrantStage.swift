@@ -1,0 +1,78 @@
+import EntitlementStore
+import Foundation
+import GrantDecision
+import KafkaClient
+import Logging
+import PipelineRecords
+import StageRuntime
+
+/// The grant stage: enriched records → Postgres, a whole batch of one partition in one database
+/// transaction. It produces no records itself: changes leave through the outbox, published by
+/// ``OutboxPublisher`` after the commit. The runtime stores a record's offset only after `process`
+/// returned, i.e. after the commit, so a crash before it means redelivery, which the store ignores.
+public struct GrantStage: PipelineStage {
+    public let name = "grant"
+    let store: EntitlementStore
+    let policy: GrantPolicy
+    let committed: @Sendable () -> Void
+    let logger: Logger
+
+    /// - Parameter committed: called after every commit that may have written outbox rows (wakes the publisher).
+    public init(store: EntitlementStore, policy: GrantPolicy, logger: Logger, committed: @escaping @Sendable () -> Void = {}) {
+        self.store = store
+        self.policy = policy
+        self.logger = logger
+        self.committed = committed
+    }
+
+    public func process(_ message: KafkaMessage) async throws -> [KafkaOutgoingMessage] {
+        guard let result = try await process(batch: [message]).first else { return [] }
+        return try result.get()
+    }
+
+    public func process(batch: [KafkaMessage]) async throws -> [Result<[KafkaOutgoingMessage], any Error>] {
+        var results = [Result<[KafkaOutgoingMessage], any Error>?](repeating: nil, count: batch.count)
+        var events: [GrantEvent] = []
+        var positions: [Int] = []
+        for (i, message) in batch.enumerated() {
+            do {
+                let record = try EnrichedRecord.decode(message.value)
+                events.append(try GrantEvent(record))
+                positions.append(i)
+            } catch let rejection as GrantRejection {
+                results[i] = .failure(StageError.permanent(rejection.code, rejection.message))
+            } catch {
+                results[i] = .failure(StageError.permanent("grant.malformed_record", "the enriched record could not be decoded: \(error)"))
+            }
+        }
+        let decisions = try await store.apply(events, policy: policy)
+        var changed = false
+        for (position, decision) in zip(positions, decisions) {
+            switch decision {
+            case .success(let d):
+                changed = changed || !d.changes.isEmpty
+                log(d, batch[position])
+                results[position] = .success([])
+            case .failure(let rejection):
+                results[position] = .failure(StageError.permanent(rejection.code, rejection.message))
+            }
+        }
+        if changed { committed() }
+        return results.map { $0 ?? .success([]) }
+    }
+
+    private func log(_ d: GrantDecision, _ message: KafkaMessage) {
+        guard logger.logLevel <= .debug || !d.changes.isEmpty || !d.refusedClaims.isEmpty else { return }
+        var metadata: Logger.Metadata = [
+            "kafka.partition": "\(message.partition)", "kafka.offset": "\(message.offset)",
+            "grant.event": "\(d.event.eventKey)", "grant.outcome": "\(d.outcome.rawValue)", "grant.changes": "\(d.changes.count)",
+        ]
+        if let key = d.event.purchaseKey { metadata["originalTransactionId"] = "\(key.originalTransactionId)" }
+        if let note = d.note { metadata["grant.note"] = "\(note)" }
+        if d.refusedClaims.isEmpty {
+            logger.debug("event applied", metadata: metadata)
+        } else {
+            logger.notice("ownership claim refused", metadata: metadata)
+        }
+    }
+}

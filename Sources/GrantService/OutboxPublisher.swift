@@ -1,0 +1,106 @@
+import EntitlementStore
+import Foundation
+import KafkaClient
+import Logging
+import ServiceLifecycle
+import StageRuntime
+import Synchronization
+
+/// Publishes committed entitlement changes from the outbox to the changes topic, keyed by customer,
+/// with the customer's sequence number in the body and the `seq` header, and marks them published
+/// only after the broker acknowledged them. A crash in between republishes them: consumers see
+/// every change at least once and drop repeats by (customer, seq).
+public final class OutboxPublisher: Service, Sendable {
+    let store: EntitlementStore
+    let producer: KafkaProducer
+    let topic: String
+    let pollInterval: Duration
+    let batchSize: Int
+    let logger: Logger
+    private let wake = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    private let pending = Atomic<Bool>(false)
+    private let published = Atomic<Int>(0)
+
+    public init(store: EntitlementStore, producer: KafkaProducer, topic: String, pollInterval: Duration, batchSize: Int, logger: Logger) {
+        self.store = store
+        self.producer = producer
+        self.topic = topic
+        self.pollInterval = pollInterval
+        self.batchSize = batchSize
+        self.logger = logger
+    }
+
+    /// How many changes this process published.
+    public var publishedCount: Int { published.load(ordering: .relaxed) }
+
+    /// Wakes the publisher now (called after a commit that wrote outbox rows).
+    public func notify() {
+        pending.store(true, ordering: .relaxed)
+        wake.withLock { c in
+            c?.resume()
+            c = nil
+        }
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await self.loop()
+        }
+    }
+
+    private func loop() async {
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                let count = try await store.publishOutbox(limit: batchSize) { entries in
+                    _ = try await self.producer.sendAll(entries.map(self.message))
+                }
+                failures = 0
+                if let count, count > 0 {
+                    published.add(count, ordering: .relaxed)
+                    continue
+                }
+            } catch {
+                failures += 1
+                logger.warning("publishing the outbox failed; retrying", metadata: [
+                    "error.code": "\(StoreError.classify(error).code)", "error.message": "\(StoreError.classify(error).message)", "attempt": "\(failures)",
+                ])
+                try? await Task.sleep(for: .milliseconds(min(100 << min(failures, 8), 10_000)))
+                continue
+            }
+            await waitForWork()
+        }
+    }
+
+    private func waitForWork() async {
+        if pending.exchange(false, ordering: .relaxed) { return }
+        let interval = pollInterval
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: interval) }
+            group.addTask {
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                    let resumeNow = self.wake.withLock { slot -> Bool in
+                        slot?.resume()
+                        slot = c
+                        return self.pending.load(ordering: .relaxed) || Task.isCancelled
+                    }
+                    if resumeNow { self.notify() }
+                }
+            }
+            await group.next()
+            group.cancelAll()
+            self.notify()
+            _ = await group.next()
+            _ = self.pending.exchange(false, ordering: .relaxed)
+        }
+    }
+
+    private func message(_ entry: OutboxEntry) -> KafkaOutgoingMessage {
+        KafkaOutgoingMessage(topic: topic, key: entry.key, value: Array(entry.body.utf8), headers: [
+            KafkaHeader(key: "seq", string: String(entry.seq)),
+            KafkaHeader(key: "customer-id", string: entry.customerId.uuidString.lowercased()),
+            KafkaHeader(key: PipelineHeader.schema, string: "entitlements.changes.v1"),
+            KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
+        ])
+    }
+}

@@ -1,0 +1,198 @@
+import AppStore
+import Foundation
+import GrantDecision
+import GrantTestSupport
+import PipelineRecords
+import Testing
+
+@Suite("Grant decision: ordering, idempotency, ownership, leeway, isolation")
+struct RuleTests {
+    private func subscription(customer: UUID? = alice, env: AppStoreEnvironment = .production) -> SimulatedPurchase {
+        var sub = SimulatedPurchase(environment: env, customer: customer, productType: .autoRenewableSubscription,
+                                    productId: LifecycleGenerator.monthly, originalTransactionId: "sub-1", start: t0, uuidSeed: 3)
+        sub.addTransaction(reason: .purchase)
+        return sub
+    }
+
+    @Test("the same event twice changes nothing the second time")
+    func duplicate() throws {
+        var sub = subscription()
+        let record = sub.notify(.subscribed, .initialBuy)
+        var ledger = InMemoryLedger(policy: testPolicy)
+        let first = try ledger.apply(record)
+        let before = ledger
+        let second = try ledger.apply(record)
+        #expect(first.changes.count == 1)
+        #expect(second.outcome == .duplicate)
+        #expect(second.changes.isEmpty)
+        #expect(ledger.purchases == before.purchases && ledger.entitlements == before.entitlements)
+    }
+
+    @Test("an older event arriving late cannot move the state backwards")
+    func staleEvent() throws {
+        var sub = subscription()
+        let buy = sub.notify(.subscribed, .initialBuy)
+        sub.advance(3600)
+        sub.revokeLatest(.refundFull)
+        sub.status = .revoked
+        let refund = sub.notify(.refund)
+        var ledger = InMemoryLedger(policy: testPolicy)
+        try ledger.apply(refund)
+        let late = try ledger.apply(buy)
+        #expect(late.outcome == .stale)
+        #expect(late.changes.isEmpty)
+        #expect(ledger.purchases.values.first?.lifecycle == .revoked)
+        #expect(ledger.rows(source: "sub-1").allSatisfy { !$0.active })
+    }
+
+    @Test("a newer snapshot wins whichever notification carried it")
+    func newerSnapshotWins() throws {
+        var sub = subscription()
+        let buy = sub.notify(.subscribed, .initialBuy)
+        sub.advance(3600)
+        sub.autoRenew = false
+        // An old notification (signed before the auto-renew change) enriched after it: its
+        // enrichment already says auto-renew is off.
+        var lateEnriched = sub.notify(.offerRedeemed, fetchDelay: 10)
+        lateEnriched.verified.notification?.signedDate = t0
+        var ledger = InMemoryLedger(policy: testPolicy)
+        try ledger.apply(buy)
+        let decision = try ledger.apply(lateEnriched)
+        #expect(decision.outcome == .applied)
+        #expect(ledger.purchases.values.first?.autoRenewEnabled == false)
+        #expect(decision.changes.map(\.kind) == [.shortened])
+    }
+
+    @Test("a second customer's claim is refused and recorded; allowed under the transfer policy")
+    func ownership() throws {
+        var sub = subscription(customer: alice)
+        let buy = sub.notify(.subscribed, .initialBuy)
+        sub.advance(86_400)
+        sub.customer = bob
+        sub.transactions[0].appAccountToken = bob
+        let claim = sub.notify(.didChangeRenewalStatus, .autoRenewEnabled)
+
+        var refuse = InMemoryLedger(policy: testPolicy)
+        try refuse.apply(buy)
+        let refused = try refuse.apply(claim)
+        #expect(refused.refusedClaims == [bob])
+        #expect(refused.changes.isEmpty)
+        let state = try #require(refuse.purchases.values.first)
+        #expect(state.owner(policy: .refuse) == alice)
+        #expect(Set(state.claims.map(\.customerId)) == [alice, bob])
+        #expect(refuse.rows(source: "sub-1").allSatisfy { $0.id.customer.customerId == alice && $0.active })
+
+        // Arrival order does not matter: the first signed claim owns the purchase.
+        var reversed = InMemoryLedger(policy: testPolicy)
+        try reversed.apply(claim)
+        try reversed.apply(buy)
+        #expect(reversed.purchases == refuse.purchases)
+        #expect(reversed.entitlements == refuse.entitlements)
+
+        var allow = InMemoryLedger(policy: GrantPolicy(catalog: testCatalog, expiryLeeway: 3600, transferPolicy: .allow))
+        try allow.apply(buy)
+        let moved = try allow.apply(claim)
+        #expect(Set(moved.changes.map { "\($0.kind.rawValue):\($0.customer.customerId == bob ? "bob" : "alice")" }) == ["revoked:alice", "granted:bob"])
+        #expect(allow.rows(source: "sub-1").allSatisfy { $0.id.customer.customerId == bob })
+    }
+
+    @Test("access runs on for the leeway past expiresDate only while a renewal is expected")
+    func leeway() throws {
+        var sub = subscription()
+        var ledger = InMemoryLedger(policy: GrantPolicy(catalog: testCatalog, expiryLeeway: 7200))
+        try ledger.apply(sub.notify(.subscribed, .initialBuy))
+        let expires = try #require(sub.latest?.expiresDate)
+        #expect(ledger.rows(source: "sub-1").first?.activeUntil == expires.addingTimeInterval(7200))
+        sub.advance(60)
+        sub.autoRenew = false
+        try ledger.apply(sub.notify(.didChangeRenewalStatus, .autoRenewDisabled))
+        #expect(ledger.rows(source: "sub-1").first?.activeUntil == expires)
+        sub.advance(60)
+        sub.autoRenew = true
+        sub.billingRetry = true
+        sub.status = .billingRetry
+        try ledger.apply(sub.notify(.didFailToRenew))
+        let row = try #require(ledger.rows(source: "sub-1").first)
+        #expect(!row.active && row.activeUntil == expires)
+    }
+
+    @Test("Sandbox and Production purchases with the same ids never mix")
+    func environments() throws {
+        var prod = subscription(env: .production)
+        var sandbox = subscription(env: .sandbox)
+        var ledger = InMemoryLedger(policy: testPolicy)
+        try ledger.apply(prod.notify(.subscribed, .initialBuy))
+        sandbox.revokeLatest(.refundFull)
+        sandbox.status = .revoked
+        try ledger.apply(sandbox.notify(.refund))
+        #expect(ledger.purchases.count == 2)
+        let prodRow = try #require(ledger.entitlements.values.first { $0.id.customer.environment == "Production" })
+        let sandboxRow = try #require(ledger.entitlements.values.first { $0.id.customer.environment == "Sandbox" })
+        #expect(prodRow.active && !sandboxRow.active)
+    }
+
+    @Test("an unmapped product grants the entitlement named by its product ID")
+    func unmappedProduct() throws {
+        var p = SimulatedPurchase(customer: alice, productType: .nonConsumable, productId: "new.unmapped.pack",
+                                  originalTransactionId: "nc-9", start: t0)
+        p.addTransaction(reason: .purchase)
+        var ledger = InMemoryLedger(policy: testPolicy)
+        let d = try ledger.apply(p.notify(.oneTimeCharge))
+        #expect(d.changes.map(\.entitlementKey) == ["new.unmapped.pack"])
+    }
+
+    @Test("events that can never apply are rejected with a stable code")
+    func rejections() throws {
+        var p = SimulatedPurchase(customer: alice, productType: .nonRenewingSubscription, productId: "unknown.season",
+                                  originalTransactionId: "nr-1", start: t0)
+        p.addTransaction(reason: .purchase)
+        var ledger = InMemoryLedger(policy: testPolicy)
+        #expect(throws: GrantRejection.self) { try ledger.apply(p.notify(.oneTimeCharge)) }
+        do {
+            try ledger.apply(p.notify(.oneTimeCharge))
+        } catch let rejection as GrantRejection {
+            #expect(rejection.code == "grant.non_renewing_duration_unknown")
+        }
+        var noUUID = p.notify(.oneTimeCharge)
+        noUUID.verified.notificationUUID = nil
+        noUUID.verified.notification?.notificationUUID = nil
+        #expect(throws: GrantRejection(code: "grant.missing_notification_uuid", message: "the notification has no notificationUUID, so it cannot be deduplicated")) {
+            _ = try GrantEvent(noUUID)
+        }
+        var mismatch = p.notify(.oneTimeCharge)
+        mismatch.verified.transaction?.environment = .sandbox
+        #expect(throws: GrantRejection.self) { _ = try GrantEvent(mismatch) }
+    }
+
+    @Test("a purchase without any customer grants nothing until one is named")
+    func pendingOwner() throws {
+        var sub = subscription(customer: nil)
+        var ledger = InMemoryLedger(policy: testPolicy)
+        let d = try ledger.apply(sub.notify(.subscribed, .initialBuy))
+        #expect(d.changes.isEmpty && ledger.entitlements.isEmpty)
+        sub.advance(60)
+        sub.customer = alice
+        let named = try ledger.apply(sub.notify(.didChangeRenewalStatus, .autoRenewEnabled))
+        #expect(named.changes.map(\.kind) == [.granted])
+    }
+
+    @Test("1,000 generated lifecycles end in the same state in order and shuffled (in memory)")
+    func shuffledLifecycles() throws {
+        let generator = LifecycleGenerator(seed: 42)
+        let policy = GrantPolicy(catalog: LifecycleGenerator.catalog)
+        var inOrder = InMemoryLedger(policy: policy)
+        var shuffled = InMemoryLedger(policy: policy)
+        var rng = SeededGenerator(seed: 7)
+        var total = 0
+        for index in 0..<1000 {
+            let events = generator.lifecycle(index)
+            total += events.count
+            for e in events { try inOrder.apply(e) }
+            for e in events.shuffled(using: &rng) { try shuffled.apply(e) }
+        }
+        #expect(total > 5000)
+        #expect(inOrder.purchases == shuffled.purchases)
+        #expect(inOrder.entitlements == shuffled.entitlements)
+        #expect(inOrder.consumables == shuffled.consumables)
+    }
+}

@@ -1,0 +1,63 @@
+import EntitlementStore
+import Foundation
+import GrantDecision
+import GrantService
+import StageRuntime
+import Testing
+
+@Suite("grant configuration")
+struct GrantConfigurationTests {
+    private func problem(_ values: [String: String]) -> String? {
+        do {
+            _ = try GrantConfiguration(environment: EnvironmentReader(values))
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    @Test("defaults: refuse transfers, one hour of leeway, migrate on start")
+    func defaults() throws {
+        let c = try GrantConfiguration(environment: EnvironmentReader([:]))
+        #expect(c.policy.transferPolicy == .refuse)
+        #expect(c.policy.expiryLeeway == 3600)
+        #expect(c.store.migrate)
+        #expect(c.store.database == "entitlements" && c.store.port == 5432)
+    }
+
+    @Test("every variable is validated with a message naming it")
+    func validation() throws {
+        #expect(problem(["GRANT_TRANSFER_POLICY": "sometimes"])?.contains("GRANT_TRANSFER_POLICY") == true)
+        #expect(problem(["GRANT_EXPIRY_LEEWAY_S": "-5"])?.contains("GRANT_EXPIRY_LEEWAY_S") == true)
+        #expect(problem(["POSTGRES_PORT": "http"])?.contains("POSTGRES_PORT") == true)
+        #expect(problem(["POSTGRES_MIGRATE": "maybe"])?.contains("POSTGRES_MIGRATE") == true)
+        #expect(problem(["POSTGRES_PASSWORD_FILE": "/nonexistent/pw"])?.contains("POSTGRES_PASSWORD_FILE") == true)
+        #expect(problem(["ENTITLEMENTS_PRODUCTS_FILE": "/nonexistent/p.json"])?.contains("ENTITLEMENTS_PRODUCTS_FILE") == true)
+        #expect(problem(["POSTGRES_MIGRATIONS_DIR": "/nonexistent/dir"])?.contains("POSTGRES_MIGRATIONS_DIR") == true)
+    }
+
+    @Test("the password comes from the file, and never shows in the description")
+    func passwordFile() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("pw-\(UUID().uuidString)").path
+        try "s3cret-value\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let c = try GrantConfiguration(environment: EnvironmentReader(["POSTGRES_PASSWORD_FILE": path, "POSTGRES_PASSWORD": "other"]))
+        #expect(c.store.password == "s3cret-value")
+        #expect(!c.store.description.contains("s3cret"))
+    }
+
+    @Test("the product mapping file: long and short forms, bad files refused")
+    func productsFile() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("products-\(UUID().uuidString).json").path
+        try #"{"products": {"premium.monthly": {"entitlements": ["premium"]}, "season": {"entitlements": ["season"], "durationDays": 90}}}"#
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let c = try GrantConfiguration(environment: EnvironmentReader(["ENTITLEMENTS_PRODUCTS_FILE": path]))
+        #expect(c.policy.catalog.entitlements(for: "premium.monthly") == ["premium"])
+        #expect(c.policy.catalog.durationDays(for: "season") == 90)
+        #expect(c.policy.catalog.entitlements(for: "not.mapped") == ["not.mapped"])
+        #expect(try ProductCatalog.parse(Data(#"{"a": ["x", "y"]}"#.utf8)).entitlements(for: "a") == ["x", "y"])
+        #expect(throws: ProductCatalogError.self) { try ProductCatalog.parse(Data(#"{"a": []}"#.utf8)) }
+        #expect(throws: ProductCatalogError.self) { try ProductCatalog.parse(Data(#"{"a": {"entitlements": ["x"], "durationDays": 0}}"#.utf8)) }
+        try "[1,2]".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(problem(["ENTITLEMENTS_PRODUCTS_FILE": path])?.contains("ENTITLEMENTS_PRODUCTS_FILE") == true)
+    }
+}

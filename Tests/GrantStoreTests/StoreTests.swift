@@ -1,0 +1,160 @@
+import AppStore
+import EntitlementStore
+import Foundation
+import GrantDecision
+import GrantTestSupport
+import PipelineRecords
+import PostgresNIO
+import Synchronization
+import Testing
+
+/// Applies records through the store in batches of `batchSize`; returns every decision.
+@discardableResult
+func applyAll(_ records: [EnrichedRecord], _ store: EntitlementStore, policy: GrantPolicy, batchSize: Int = 200) async throws -> [GrantDecision] {
+    var decisions: [GrantDecision] = []
+    var start = 0
+    while start < records.count {
+        let slice = records[start..<min(start + batchSize, records.count)]
+        let events = try slice.map { try GrantEvent($0) }
+        for result in try await store.apply(events, policy: policy) { decisions.append(try result.get()) }
+        start += batchSize
+    }
+    return decisions
+}
+
+let generatorPolicy = GrantPolicy(catalog: LifecycleGenerator.catalog, expiryLeeway: 3600, transferPolicy: .refuse)
+
+@Suite("Entitlement store against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(10)))
+struct StoreTests {
+    @Test("the same enriched stream applied twice gives the identical database")
+    func appliedTwice() async throws {
+        let records = LifecycleGenerator(seed: 11).stream(customers: 200)
+        try await ScratchDatabase.with { db in
+            try await db.store.syncProducts(LifecycleGenerator.catalog)
+            let first = try await applyAll(records, db.store, policy: generatorPolicy, batchSize: 100)
+            #expect(first.contains { !$0.changes.isEmpty })
+            let before = try await db.dump(ScratchDatabase.allTables)
+            // Replayed with other batch boundaries, as after a consumer-group offset reset.
+            let second = try await applyAll(records, db.store, policy: generatorPolicy, batchSize: 37)
+            #expect(second.allSatisfy { $0.outcome == .duplicate && $0.changes.isEmpty })
+            let after = try await db.dump(ScratchDatabase.allTables)
+            for (table, rows) in before { #expect(after[table] == rows, "table \(table) changed on replay") }
+            #expect(try await db.count("SELECT count(*) FROM entitlements") > 0)
+        }
+    }
+
+    @Test("1,000 customers' lifecycles shuffled (1,000 shuffles) end in the same state as in order")
+    func shuffled() async throws {
+        let generator = LifecycleGenerator(seed: 2026)
+        let lifecycles = (0..<1000).map { generator.lifecycle($0) }
+        let inOrder = lifecycles.flatMap { $0 }.sorted {
+            ($0.verified.notification?.signedDate ?? .distantPast, $0.verified.notificationUUID ?? "")
+                < ($1.verified.notification?.signedDate ?? .distantPast, $1.verified.notificationUUID ?? "")
+        }
+        var rng = SeededGenerator(seed: 99)
+        var queues = lifecycles.map { $0.shuffled(using: &rng) }  // one shuffle per customer
+        var shuffled: [EnrichedRecord] = []
+        shuffled.reserveCapacity(inOrder.count)
+        while !queues.isEmpty {  // and the customers interleaved at random
+            let i = Int(rng.next() % UInt64(queues.count))
+            shuffled.append(queues[i].removeFirst())
+            if queues[i].isEmpty { queues.remove(at: i) }
+        }
+        #expect(shuffled.count == inOrder.count && inOrder.count > 5000)
+        let expected = try await ScratchDatabase.with { db in
+            try await applyAll(inOrder, db.store, policy: generatorPolicy)
+            return try await db.dump(ScratchDatabase.stateTables)
+        }
+        let shuffledRecords = shuffled
+        let actual = try await ScratchDatabase.with { db in
+            try await applyAll(shuffledRecords, db.store, policy: generatorPolicy)
+            return try await db.dump(ScratchDatabase.stateTables)
+        }
+        for (table, rows) in expected {
+            #expect(!rows.isEmpty || table == "consumption_requests", "table \(table) is empty")
+            #expect(actual[table] == rows, "table \(table) differs between in-order and shuffled application")
+        }
+    }
+
+    @Test("a customer who refunds loses the entitlement and regains it on refund reversal")
+    func refundAndReversal() async throws {
+        let customer = UUID()
+        var sub = SimulatedPurchase(customer: customer, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
+                                    originalTransactionId: "rr-1", start: Date().addingTimeInterval(-86_400), uuidSeed: 5)
+        sub.addTransaction(reason: .purchase)
+        let buy = sub.notify(.subscribed, .initialBuy)
+        sub.advance(3600)
+        sub.revokeLatest(.refundFull)
+        sub.status = .revoked
+        let refund = sub.notify(.refund)
+        sub.advance(3600)
+        sub.revokeLatest(nil)
+        sub.status = .active
+        let reversal = sub.notify(.refundReversed)
+        try await ScratchDatabase.with { db in
+            let entitled = "SELECT count(*) FROM current_entitlements WHERE customer_id = '\(customer.uuidString)' AND entitlement_key = 'premium'"
+            try await applyAll([buy], db.store, policy: generatorPolicy)
+            #expect(try await db.count(entitled) == 1)
+            try await applyAll([refund], db.store, policy: generatorPolicy)
+            #expect(try await db.count(entitled) == 0)
+            #expect(try await db.count("SELECT count(*) FROM entitlements WHERE reason = 'refunded' AND NOT active") == 1)
+            try await applyAll([reversal], db.store, policy: generatorPolicy)
+            #expect(try await db.count(entitled) == 1)
+            let history = try await db.dump([("entitlement_changes", "seq, change, cause_type")])["entitlement_changes"]
+            #expect(history == "(1,granted,SUBSCRIBED)\n(2,revoked,REFUND)\n(3,granted,REFUND_REVERSED)")
+            #expect(try await db.count("SELECT count(*) FROM outbox WHERE published_at IS NULL") == 3)
+        }
+    }
+
+    @Test("a second customer claiming someone's originalTransactionId is refused and recorded")
+    func secondClaimRefused() async throws {
+        let owner = UUID(), intruder = UUID()
+        var sub = SimulatedPurchase(customer: owner, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
+                                    originalTransactionId: "claim-1", start: Date().addingTimeInterval(-3600), uuidSeed: 9)
+        sub.addTransaction(reason: .purchase)
+        let buy = sub.notify(.subscribed, .initialBuy)
+        sub.advance(600)
+        sub.customer = intruder
+        sub.transactions[0].appAccountToken = intruder
+        let claim = sub.notify(.didChangeRenewalStatus, .autoRenewEnabled)
+        try await ScratchDatabase.with { db in
+            let decisions = try await applyAll([buy, claim], db.store, policy: generatorPolicy)
+            #expect(decisions[1].refusedClaims == [intruder])
+            let claims = try await db.dump([("ownership_claims", "customer_id, status")])["ownership_claims"] ?? ""
+            #expect(claims.contains("\(owner.uuidString.lowercased()),owner"))
+            #expect(claims.contains("\(intruder.uuidString.lowercased()),refused"))
+            #expect(try await db.count("SELECT count(*) FROM entitlements WHERE customer_id = '\(intruder.uuidString)'") == 0)
+            #expect(try await db.count("SELECT count(*) FROM current_entitlements WHERE customer_id = '\(owner.uuidString)'") == 1)
+            #expect(try await db.count("SELECT count(*) FROM notifications WHERE note LIKE '%refused%'") == 1)
+            #expect(try await db.count("SELECT count(*) FROM subscriptions WHERE owner_customer_id = '\(owner.uuidString)'") == 1)
+        }
+    }
+
+    @Test("outbox sequence numbers are gap-free per customer and match the change history")
+    func outboxSequences() async throws {
+        let records = LifecycleGenerator(seed: 5).stream(customers: 100)
+        try await ScratchDatabase.with { db in
+            try await applyAll(records, db.store, policy: generatorPolicy, batchSize: 50)
+            let gaps = try await db.count("""
+                SELECT count(*) FROM (SELECT customer_id, count(*) AS n, min(seq) AS lo, max(seq) AS hi FROM outbox
+                GROUP BY environment, customer_id) s WHERE lo <> 1 OR hi <> n
+                """)
+            #expect(gaps == 0)
+            #expect(try await db.count("SELECT count(*) FROM outbox") == (try await db.count("SELECT count(*) FROM entitlement_changes")))
+            #expect(try await db.count("SELECT count(*) FROM customers c WHERE next_seq <> 1 + (SELECT count(*) FROM outbox o WHERE o.customer_id = c.customer_id)") == 0)
+            let box = Mutex<[OutboxEntry]>([])
+            while let n = try await db.store.publishOutbox(limit: 333, { entries in box.withLock { $0 += entries } }), n > 0 {}
+            let published = box.withLock { $0 }
+            #expect(published.count == (try await db.count("SELECT count(*) FROM outbox")))
+            #expect(try await db.count("SELECT count(*) FROM outbox WHERE published_at IS NULL") == 0)
+            let first = try #require(published.first)
+            let body = try JSONDecoder().decode(ChangeEventProbe.self, from: Data(first.body.utf8))
+            #expect(body.seq == first.seq && body.customerId == first.customerId)
+        }
+    }
+}
+
+private struct ChangeEventProbe: Decodable {
+    var seq: Int64
+    var customerId: UUID
+}

@@ -1,0 +1,156 @@
+import AppStore
+import Foundation
+import PipelineRecords
+
+/// Apple's side of one purchase, simulated: its transactions, renewal info and status, moved by
+/// the operations Apple performs (renew, fail, recover, refund, upgrade…). Each operation returns
+/// the enriched record grant would receive for the notification Apple sends — with the enrichment
+/// enrich would add (history and status fetched a moment after the notification was signed).
+public struct SimulatedPurchase: Sendable {
+    public var environment: AppStoreEnvironment
+    public var bundleId = "com.example.app"
+    public var customer: UUID?
+    public var productType: ProductType
+    public var originalTransactionId: String
+    public var groupId = "group.premium"
+    public var transactions: [JWSTransactionDecodedPayload] = []
+    public var productId: String
+    public var autoRenewProductId: String
+    public var autoRenew = true
+    public var billingRetry = false
+    public var graceUntil: Date?
+    public var expirationIntent: ExpirationIntent?
+    public var priceIncrease: PriceIncreaseStatus?
+    public var status: SubscriptionStatus = .active
+    public var now: Date
+    public var period: TimeInterval
+    private var counter = 0
+    private var uuidSeed: UInt64
+
+    public init(environment: AppStoreEnvironment = .production, customer: UUID?, productType: ProductType,
+                productId: String, originalTransactionId: String, start: Date, period: TimeInterval = 30 * 86_400, uuidSeed: UInt64 = 1) {
+        self.environment = environment
+        self.customer = customer
+        self.productType = productType
+        self.productId = productId
+        self.autoRenewProductId = productId
+        self.originalTransactionId = originalTransactionId
+        self.now = start
+        self.period = period
+        self.uuidSeed = uuidSeed
+    }
+
+    public var isSubscription: Bool { productType == .autoRenewableSubscription }
+    public var latest: JWSTransactionDecodedPayload? { transactions.last }
+
+    /// Advances the clock.
+    public mutating func advance(_ seconds: TimeInterval) { now = now.addingTimeInterval(seconds) }
+
+    /// Adds a transaction (purchase or renewal) of `product`, starting now.
+    public mutating func addTransaction(product: String? = nil, reason: TransactionReason, start: Date? = nil) {
+        counter += 1
+        let begin = start ?? now
+        let id = transactions.isEmpty && counter == 1 ? originalTransactionId : "\(originalTransactionId)-\(counter)"
+        let tx = JWSTransactionDecodedPayload(
+            originalTransactionId: originalTransactionId, transactionId: id,
+            webOrderLineItemId: isSubscription ? "w\(id)" : nil, bundleId: bundleId, productId: product ?? productId,
+            subscriptionGroupIdentifier: isSubscription ? groupId : nil, purchaseDate: begin,
+            originalPurchaseDate: transactions.first?.purchaseDate ?? begin,
+            expiresDate: isSubscription ? begin.addingTimeInterval(period) : nil, quantity: 1, type: productType,
+            appAccountToken: customer, inAppOwnershipType: .purchased, signedDate: now, environment: environment,
+            storefront: "USA", storefrontId: "143441", transactionReason: reason, currency: "USD", price: 4990)
+        if let product { productId = product }
+        transactions.append(tx)
+    }
+
+    /// Sets the latest transaction's revocation (refund, family revoke) or clears it (reversal).
+    public mutating func revokeLatest(_ type: RevocationType?, at date: Date? = nil) {
+        guard var tx = transactions.popLast() else { return }
+        tx.revocationDate = type == nil ? nil : (date ?? now)
+        tx.revocationReason = type == nil ? nil : .refundedDueToIssue
+        tx.revocationType = type
+        tx.signedDate = now
+        transactions.append(tx)
+    }
+
+    /// Marks the latest transaction as upgraded away (Apple revokes it with `isUpgraded`).
+    public mutating func markLatestUpgraded() {
+        guard var tx = transactions.popLast() else { return }
+        tx.isUpgraded = true
+        tx.revocationDate = now
+        tx.revocationReason = .refundedForOtherReason
+        transactions.append(tx)
+    }
+
+    public var renewalInfo: JWSRenewalInfoDecodedPayload? {
+        guard isSubscription else { return nil }
+        return JWSRenewalInfoDecodedPayload(
+            expirationIntent: expirationIntent, originalTransactionId: originalTransactionId,
+            autoRenewProductId: autoRenewProductId, productId: productId, autoRenewStatus: autoRenew ? .on : .off,
+            isInBillingRetryPeriod: billingRetry, priceIncreaseStatus: priceIncrease, gracePeriodExpiresDate: graceUntil,
+            signedDate: now, environment: environment, recentSubscriptionStartDate: transactions.first?.purchaseDate,
+            renewalDate: latest?.expiresDate, appAccountToken: customer)
+    }
+
+    /// A new notification UUID (deterministic).
+    public mutating func nextUUID() -> String {
+        uuidSeed = uuidSeed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        let hi = uuidSeed
+        uuidSeed = uuidSeed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        let lo = uuidSeed
+        let hex = String(format: "%016llx%016llx", hi, lo)
+        let c = Array(hex)
+        return "\(String(c[0..<8]))-\(String(c[8..<12]))-4\(String(c[13..<16]))-a\(String(c[17..<20]))-\(String(c[20..<32]))"
+    }
+
+    /// The enriched record of a notification Apple sends now.
+    /// - Parameters:
+    ///   - lookup: `history` for what enrich does with subscriptions and one-time purchases;
+    ///     `transactionOnly` for consumables (never in history) or to test the fallback.
+    ///   - fetchDelay: how long after the notification enrich fetched the truth.
+    public mutating func notify(_ type: NotificationType, _ subtype: NotificationSubtype? = nil,
+                                lookup: Enrichment.Lookup? = nil, fetchDelay: TimeInterval = 1,
+                                consumptionReason: ConsumptionRequestReason? = nil) -> EnrichedRecord {
+        let uuid = nextUUID()
+        let lookup = lookup ?? (productType == .consumable ? .transactionOnly : .history)
+        var tx = latest
+        tx?.signedDate = now
+        let renewal = renewalInfo
+        let payload = ResponseBodyV2DecodedPayload(
+            notificationType: type, subtype: subtype, notificationUUID: uuid,
+            data: NotificationData(environment: environment, appAppleId: 1234, bundleId: bundleId,
+                                   status: isSubscription ? status : nil, consumptionRequestReason: consumptionReason),
+            version: "2.0", signedDate: now)
+        let verified = VerifiedRecord(
+            kind: .notification, source: "apple-webhook", environment: environment, bundleId: bundleId, appAppleId: 1234,
+            originalTransactionId: originalTransactionId, transactionId: tx?.transactionId, notificationUUID: uuid,
+            notification: payload, transaction: tx, renewalInfo: renewal, signedPayload: "jws.\(uuid)", verifiedAt: now)
+        let fetchedAt = now.addingTimeInterval(fetchDelay)
+        let enrichment: Enrichment
+        switch lookup {
+        case .history:
+            let history = transactions.map { t -> JWSTransactionDecodedPayload in
+                var t = t
+                t.signedDate = fetchedAt
+                return t
+            }.sorted { ($0.purchaseDate ?? .distantPast, $0.transactionId ?? "") < ($1.purchaseDate ?? .distantPast, $1.transactionId ?? "") }
+            var statusTx = history.last
+            statusTx?.signedDate = fetchedAt
+            var statusRenewal = renewal
+            statusRenewal?.signedDate = fetchedAt
+            enrichment = Enrichment(
+                lookup: .history, history: history, inForceTransactionId: history.last?.transactionId,
+                subscriptionStatus: isSubscription
+                    ? SubscriptionStatusSnapshot(subscriptionGroupIdentifier: groupId, status: status, transaction: statusTx, renewalInfo: statusRenewal)
+                    : nil,
+                appAccountToken: customer, appAccountTokenSource: customer == nil ? nil : .history, fetchedAt: fetchedAt)
+        case .transactionOnly:
+            enrichment = Enrichment(
+                lookup: .transactionOnly, inForceTransactionId: tx?.transactionId, appAccountToken: customer,
+                appAccountTokenSource: customer == nil ? nil : .transaction, fetchedAt: fetchedAt)
+        case .none:
+            enrichment = Enrichment(lookup: .none, fetchedAt: fetchedAt)
+        }
+        return EnrichedRecord(verified: verified, enrichment: enrichment)
+    }
+}
