@@ -43,7 +43,7 @@ extension CustomerLifecycleBuilder {
             case .nonConsumable:
                 result.append(ExpectedEntitlement(customer: customer, entitlement: product.entitlement, until: nil))
             case .nonRenewingSubscription:
-                let until = tx.purchaseDate!.addingTimeInterval(Double(product.months ?? 1) * month)
+                let until = tx.purchaseDate!.addingTimeInterval(Double(product.durationDays ?? 30) * 86_400)
                 if until > time { result.append(ExpectedEntitlement(customer: customer, entitlement: product.entitlement, until: until)) }
             default:
                 break

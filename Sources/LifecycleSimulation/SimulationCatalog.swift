@@ -9,9 +9,11 @@ public struct SimulatedProduct: Hashable, Sendable {
     public var subscriptionGroup: String?
     /// Apple's service level within the group: 1 is the highest.
     public var level: Int?
-    /// How many simulated months one period of the product lasts (subscriptions, non-renewing
-    /// passes); `nil` for products that never expire.
+    /// How many simulated months one period of an auto-renewable subscription lasts.
     public var months: Int?
+    /// How many real days a non-renewing pass lasts. Apple's transaction has no end for it: the app
+    /// decides, so the pipeline is configured with the same number (grant's products file).
+    public var durationDays: Int?
     /// The entitlement the product grants (consumables grant units instead).
     public var entitlement: String
     /// Price in milliunits of `currency`.
@@ -19,8 +21,9 @@ public struct SimulatedProduct: Hashable, Sendable {
 
     public init(
         productId: String, type: ProductType, subscriptionGroup: String? = nil, level: Int? = nil, months: Int? = nil,
-        entitlement: String, price: Int64
+        durationDays: Int? = nil, entitlement: String, price: Int64
     ) {
+        self.durationDays = durationDays
         self.productId = productId
         self.type = type
         self.subscriptionGroup = subscriptionGroup
@@ -67,9 +70,20 @@ public struct SimulationCatalog: Hashable, Sendable {
             SimulatedProduct(productId: "\(prefix).coins.100", type: .consumable, entitlement: "coins", price: 990),
             SimulatedProduct(productId: "\(prefix).lifetime", type: .nonConsumable, entitlement: "lifetime", price: 49_990),
             SimulatedProduct(
-                productId: "\(prefix).season.pass", type: .nonRenewingSubscription, months: 3, entitlement: "season",
+                productId: "\(prefix).season.pass", type: .nonRenewingSubscription, durationDays: 90, entitlement: "season",
                 price: 14_990),
         ])
+    }
+
+    /// The product → entitlement mapping in grant's `ENTITLEMENTS_PRODUCTS_FILE` format.
+    public func productsFile() throws -> Data {
+        var products: [String: Any] = [:]
+        for product in self.products {
+            var entry: [String: Any] = ["entitlements": [product.entitlement]]
+            if let days = product.durationDays { entry["durationDays"] = days }
+            products[product.productId] = entry
+        }
+        return try JSONSerialization.data(withJSONObject: ["products": products], options: [.sortedKeys, .prettyPrinted])
     }
 
     public var premiumMonthly: SimulatedProduct { product("\(bundleID).premium.monthly") }

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreSimulator
 import Foundation
 import Hummingbird
+import LifecycleSimulation
 import NIOCore
 
 /// `POST /sim/lifecycle` starts playing simulated customers to a webhook; `GET /sim/lifecycle` shows
@@ -29,6 +30,13 @@ public struct LifecycleRoutes: Sendable {
             }
         }
         router.get("/sim/lifecycle") { _, _ in try Self.json(runs.status) }
+        // The catalogue's product → entitlement mapping, in grant's ENTITLEMENTS_PRODUCTS_FILE format.
+        router.get("/sim/lifecycle/products") { request, _ -> Response in
+            let bundleID = request.uri.queryParameters.get("bundleId") ?? runs.defaultBundleID
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: try SimulationCatalog.standard(bundleID: bundleID).productsFile())))
+        }
     }
 
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {

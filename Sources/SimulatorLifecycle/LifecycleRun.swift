@@ -49,7 +49,8 @@ public struct LifecycleRunStatus: Codable, Sendable {
 /// One lifecycle playback at a time inside the simulator, run in the background.
 public final class LifecycleRuns: Sendable {
     private let apple: SimulatedApple
-    private let defaultBundleID: String
+    /// The app a run plays unless its request names another.
+    public let defaultBundleID: String
     private let state = Mutex(LifecycleRunStatus(state: "idle", customers: []))
 
     public init(apple: SimulatedApple, defaultBundleID: String) {
