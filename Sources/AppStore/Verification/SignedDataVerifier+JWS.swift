@@ -6,7 +6,8 @@ import X509
 /// A payload whose JWS signature and chain are verified (identity not yet checked).
 struct VerifiedJWS<Payload: Sendable>: Sendable {
     let payload: Payload
-    let chain: ValidatedChain
+    /// The validated chain, shared with the chain cache (a reference, not a copy of three certificates).
+    let chain: ChainCache.Entry
 }
 
 extension SignedDataVerifier {
@@ -61,7 +62,7 @@ extension SignedDataVerifier {
 
         let time = validationTime(signedDate: signedDate(payload), now: now)
         if let cached, cached.validity.contains(time) {
-            return VerifiedJWS(payload: payload, chain: cached.chain)
+            return VerifiedJWS(payload: payload, chain: cached)
         }
         var certificates = parsedCertificates
         if certificates == nil, let cached {
@@ -76,8 +77,8 @@ extension SignedDataVerifier {
             intermediate: certificates.intermediate,
             at: time
         )
-        storeChain(chain, leafKey: leafKey, for: jws, now: now)
-        return VerifiedJWS(payload: payload, chain: chain)
+        let entry = storeChain(chain, leafKey: leafKey, for: jws, now: now)
+        return VerifiedJWS(payload: payload, chain: entry)
     }
 
     /// The time certificates must be valid at, per configuration.
@@ -88,7 +89,7 @@ extension SignedDataVerifier {
         case .currentTime:
             return now
         case .signedDate:
-            return configuration.revocationChecking != nil ? now : (signedDate ?? now)
+            return checksRevocation ? now : (signedDate ?? now)
         }
     }
 
