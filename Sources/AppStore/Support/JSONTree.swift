@@ -49,7 +49,7 @@ struct JSONSyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
     var description: String { "\(reason) at byte \(offset)" }
 }
 
-/// The strict RFC 8259 reader behind ``JSONTree``; ``AppStoreFastDecoding`` reads the hot models
+/// The strict RFC 8259 reader behind ``JSONTree``; ``DirectJSONDecodable`` reads the hot models
 /// with the same methods, so both accept exactly the same documents.
 struct JSONParser {
     let buffer: UnsafeBufferPointer<UInt8>
