@@ -26,7 +26,21 @@ public enum AppStoreJSON {
     /// so it never accepts a document ``decoder`` rejects (it also refuses the trailing commas and
     /// unread malformed values that Foundation tolerates).
     /// - Throws: `DecodingError`, with the coding path of the value that did not fit.
+    ///
+    /// The notification, its `data`, the transaction and the renewal info are read straight from the
+    /// bytes (``DirectJSONDecodable``) when the document allows; anything else, including every
+    /// document that does not decode, takes the general path, so results and errors are the same.
     public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+        if let direct = type as? any DirectJSONDecodable.Type, let value = direct.decodeDirectly(from: bytes) {
+            // The cast cannot fail: `direct` is `T`'s own metatype.
+            return value as! T
+        }
+        return try decodeGenerally(type, from: bytes)
+    }
+
+    /// Decodes through ``JSONTree`` and ``JSONTreeDecoder`` only: the reference the direct readers
+    /// are tested against.
+    static func decodeGenerally<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
         try JSONTreeDecoder.decode(type, from: bytes)
     }
 

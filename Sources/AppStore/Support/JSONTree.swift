@@ -21,7 +21,7 @@ enum JSONTree: Sendable {
     /// Parses a whole document (any value at top level, surrounded only by whitespace).
     static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONTree {
         try bytes.withUnsafeBufferPointer { buffer throws(JSONSyntaxError) -> JSONTree in
-            var parser = Parser(buffer)
+            var parser = JSONParser(buffer)
             let value = try parser.value(depth: 0)
             parser.skipWhitespace()
             guard parser.index == buffer.count else { throw parser.error("unexpected data after the JSON value") }
@@ -49,7 +49,9 @@ struct JSONSyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
     var description: String { "\(reason) at byte \(offset)" }
 }
 
-private struct Parser {
+/// The strict RFC 8259 reader behind ``JSONTree``; ``DirectJSONDecodable`` reads the hot models
+/// with the same methods, so both accept exactly the same documents.
+struct JSONParser {
     let buffer: UnsafeBufferPointer<UInt8>
     var index = 0
 
@@ -203,11 +205,31 @@ private struct Parser {
         }
     }
 
+    /// The string for `range`, which must be valid UTF-8. ASCII, nearly all of Apple's data, is
+    /// recognised eight bytes at a time and needs no further validation (the generic
+    /// `String(validating:as:)` costs more than the copy).
     func utf8(_ range: Range<Int>) throws(JSONSyntaxError) -> String {
-        guard let text = String(validating: UnsafeBufferPointer(rebasing: buffer[range]), as: UTF8.self) else {
+        let bytes = UnsafeBufferPointer(rebasing: buffer[range])
+        if Self.isASCII(bytes) { return String(decoding: bytes, as: UTF8.self) }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             throw JSONSyntaxError(offset: range.lowerBound, reason: "invalid UTF-8 in a string")
         }
         return text
+    }
+
+    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        var offset = 0
+        var high: UInt64 = 0
+        while offset + 8 <= bytes.count {
+            high |= UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self)
+            offset += 8
+        }
+        while offset < bytes.count {
+            high |= UInt64(bytes[offset])
+            offset += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
     }
 
     mutating func escape() throws(JSONSyntaxError) -> Unicode.Scalar {
@@ -263,6 +285,12 @@ private struct Parser {
 
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, returned as its text.
     mutating func number() throws(JSONSyntaxError) -> String {
+        let range = try numberRange()
+        return String(decoding: UnsafeBufferPointer(rebasing: buffer[range]), as: UTF8.self)
+    }
+
+    /// Consumes a number (see ``number()``) and returns its byte range.
+    mutating func numberRange() throws(JSONSyntaxError) -> Range<Int> {
         let start = index
         if buffer[index] == UInt8(ascii: "-") { index += 1 }
         guard index < buffer.count, isDigit(buffer[index]) else { throw error("invalid number") }
@@ -283,7 +311,7 @@ private struct Parser {
             guard index < buffer.count, isDigit(buffer[index]) else { throw error("invalid number") }
             skipDigits()
         }
-        return String(decoding: UnsafeBufferPointer(rebasing: buffer[start..<index]), as: UTF8.self)
+        return start..<index
     }
 
     func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }

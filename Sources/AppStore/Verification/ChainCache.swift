@@ -8,7 +8,8 @@ import Foundation
 /// lookup compares the bytes with the most recently used entry first: one `memcmp`, no hashing of
 /// the header, no `String` built from it.
 struct ChainCache: Sendable {
-    struct Entry: Sendable {
+    /// A class, so a hit hands out one reference instead of copying the chain's certificates.
+    final class Entry: Sendable {
         let chain: ValidatedChain
         let leafKey: P256.Signing.PublicKey
         let validity: ClosedRange<Date>
@@ -16,6 +17,20 @@ struct ChainCache: Sendable {
         /// SHA-256 state after `header.`: every JWS with this exact header shares that prefix of its
         /// signing input, so only the payload is hashed per JWS.
         let signingInputPrefix: SHA256
+
+        init(
+            chain: ValidatedChain,
+            leafKey: P256.Signing.PublicKey,
+            validity: ClosedRange<Date>,
+            insertedAt: Date,
+            signingInputPrefix: SHA256
+        ) {
+            self.chain = chain
+            self.leafKey = leafKey
+            self.validity = validity
+            self.insertedAt = insertedAt
+            self.signingInputPrefix = signingInputPrefix
+        }
     }
 
     private var headers: [[UInt8]] = []

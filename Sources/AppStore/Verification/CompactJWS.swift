@@ -7,9 +7,12 @@ import Foundation
 /// size, so hostile input is rejected before any JSON or certificate parsing happens. The payload is
 /// decoded here, once (decoding also validates it); the header is decoded only when its chain is not
 /// cached, because a cached header is byte-identical to one that already decoded and verified.
+///
+/// The token is read in place (a native `String` stores contiguous UTF-8), not copied: the
+/// notification's token is ~15 KB and each nested one several KB.
 struct CompactJWS: Sendable {
-    /// The UTF-8 bytes of the whole token.
-    let bytes: [UInt8]
+    /// The whole token, with contiguous UTF-8 storage.
+    private let token: String
     /// Byte range of the header segment (base64url text).
     let headerRange: Range<Int>
     /// Byte range of the payload segment (base64url text).
@@ -25,65 +28,85 @@ struct CompactJWS: Sendable {
         guard token.utf8.count <= maximumSize else {
             throw AppStoreVerificationError(.malformed, "input is larger than \(maximumSize) bytes")
         }
-        let bytes = Array(token.utf8)
-        let length = bytes.count
-        // memchr keeps scanning fast even in unoptimised builds (the fuzz test runs in debug).
-        let dots: [Int] = bytes.withUnsafeBytes { buffer in
-            var found: [Int] = []
-            guard let base = buffer.baseAddress else { return found }
-            var offset = 0
-            while found.count < 3, offset < length,
-                let hit = memchr(base + offset, Int32(UInt8(ascii: ".")), length - offset)
-            {
-                let index = base.distance(to: UnsafeRawPointer(hit))
-                found.append(index)
-                offset = index + 1
-            }
-            return found
-        }
-        guard dots.count == 2 else {
+        var token = token
+        token.makeContiguousUTF8()
+        let parts = Self.withBytes(of: token) { bytes in Self.split(bytes) }
+        guard let (headerRange, payloadRange, signatureRange) = parts else {
             throw AppStoreVerificationError(.malformed, "a compact JWS has exactly three segments separated by '.'")
         }
-        let headerRange = 0..<dots[0]
-        let payloadRange = (dots[0] + 1)..<dots[1]
-        let signatureRange = (dots[1] + 1)..<length
         guard !headerRange.isEmpty, !payloadRange.isEmpty, !signatureRange.isEmpty else {
             throw AppStoreVerificationError(.malformed, "a JWS segment is empty")
         }
         // The header is not checked here: a cached header is byte-identical to one that decoded and
         // verified before, and any other header is decoded (and so validated) before it is used.
-        let (payload, signature) = bytes.withUnsafeBufferPointer { buffer in
-            (
-                Base64.decodeURL(UnsafeBufferPointer(rebasing: buffer[payloadRange])),
-                Base64.decodeURL(UnsafeBufferPointer(rebasing: buffer[signatureRange]))
+        let (payload, signature, payloadIsAlphabet) = Self.withBytes(of: token) { bytes in
+            let payload = Base64.decodeURL(UnsafeBufferPointer(rebasing: bytes[payloadRange]))
+            return (
+                payload,
+                Base64.decodeURL(UnsafeBufferPointer(rebasing: bytes[signatureRange])),
+                payload != nil || Self.isBase64URL(UnsafeBufferPointer(rebasing: bytes[payloadRange]))
             )
         }
         if payload == nil {
             // Foreign characters or an impossible length are malformed at once; only a non-canonical
             // last character waits for the signature check (see `payload`).
-            guard payloadRange.count % 4 != 1, Self.isBase64URL(bytes[payloadRange]) else {
+            guard payloadRange.count % 4 != 1, payloadIsAlphabet else {
                 throw AppStoreVerificationError(.malformed, "the payload segment is not base64url")
             }
         }
         guard let signature else {
             throw AppStoreVerificationError(.malformed, "the signature segment is not canonical base64url")
         }
-        self.bytes = bytes
+        self.token = token
         self.headerRange = headerRange
         self.payloadRange = payloadRange
         self.signature = signature
         self.payload = payload
     }
 
-    private static func isBase64URL(_ text: ArraySlice<UInt8>) -> Bool {
-        text.allSatisfy { byte in
-            switch byte {
+    /// Calls `body` with the token's UTF-8 bytes, in place when (as always after
+    /// `makeContiguousUTF8()`) the string stores them contiguously.
+    private static func withBytes<R>(of token: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        if let result = try token.utf8.withContiguousStorageIfAvailable(body) { return result }
+        return try Array(token.utf8).withUnsafeBufferPointer(body)
+    }
+
+    private func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try Self.withBytes(of: token, body)
+    }
+
+    /// The three segments' ranges, or `nil` unless there are exactly two dots. memchr keeps the scan
+    /// fast even in unoptimised builds (the fuzz test runs in debug).
+    private static func split(_ bytes: UnsafeBufferPointer<UInt8>) -> (Range<Int>, Range<Int>, Range<Int>)? {
+        guard let base = bytes.baseAddress else { return nil }
+        let length = bytes.count
+        var dots: (Int, Int) = (-1, -1)
+        var found = 0
+        var offset = 0
+        while found < 3, offset < length, let hit = memchr(base + offset, Int32(UInt8(ascii: ".")), length - offset) {
+            let index = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+            if found == 0 { dots.0 = index } else if found == 1 { dots.1 = index }
+            found += 1
+            offset = index + 1
+        }
+        guard found == 2 else { return nil }
+        return (0..<dots.0, (dots.0 + 1)..<dots.1, (dots.1 + 1)..<length)
+    }
+
+    /// Whether every byte is in the base64url alphabet (a plain loop: the generic `Slice` iteration
+    /// is slow in the unoptimised builds the fuzz test runs in).
+    private static func isBase64URL(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        while index < text.count {
+            switch text[index] {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
-                true
-            default: false
+                index += 1
+            default:
+                return false
             }
         }
+        return true
     }
 
     /// The decoded payload.
@@ -96,15 +119,15 @@ struct CompactJWS: Sendable {
 
     /// Calls `body` with the header segment's bytes: the chain cache key (it holds `alg` and the exact `x5c`).
     func withHeaderBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try bytes.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[headerRange])) }
+        try withBytes { try body(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: $0[headerRange]))) }
     }
 
     /// The header segment's bytes, copied (stored as a cache key).
-    var headerBytes: [UInt8] { Array(bytes[headerRange]) }
+    var headerBytes: [UInt8] { withBytes { Array($0[headerRange]) } }
 
     /// Decodes the header segment.
     func decodedHeader() throws(AppStoreVerificationError) -> [UInt8] {
-        let decoded = bytes.withUnsafeBufferPointer { buffer in
+        let decoded = withBytes { buffer in
             Base64.decodeURL(UnsafeBufferPointer(rebasing: buffer[headerRange]))
         }
         guard let decoded else {
@@ -116,7 +139,7 @@ struct CompactJWS: Sendable {
     /// The SHA-256 state after `header.`, the part of the signing input every JWS with this header shares.
     func signingInputPrefix() -> SHA256 {
         var hasher = SHA256()
-        bytes.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<payloadRange.lowerBound])) }
+        withBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: $0[0..<payloadRange.lowerBound]))) }
         return hasher
     }
 
@@ -124,12 +147,13 @@ struct CompactJWS: Sendable {
     /// - Parameter prefix: the SHA-256 state after exactly this token's `header.` (from the chain
     ///   cache, keyed by the same header bytes), so only the payload is hashed; `nil` hashes everything.
     func hasValidSignature(for key: P256.Signing.PublicKey, prefix: SHA256? = nil) -> Bool {
+        // Data from raw bytes: the generic `Sequence` path the array would take costs more.
         guard signature.count == 64,
-            let ecdsaSignature = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
+            let ecdsaSignature = signature.withUnsafeBytes({ try? P256.Signing.ECDSASignature(rawRepresentation: Data($0)) })
         else { return false }
         var hasher = prefix ?? SHA256()
         let start = prefix == nil ? 0 : payloadRange.lowerBound
-        bytes.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[start..<payloadRange.upperBound])) }
+        withBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: $0[start..<payloadRange.upperBound]))) }
         return key.isValidSignature(ecdsaSignature, for: hasher.finalize())
     }
 }

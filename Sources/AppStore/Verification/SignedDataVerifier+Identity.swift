@@ -39,7 +39,7 @@ extension SignedDataVerifier {
         environment: AppStoreEnvironment?,
         appAppleID: Int64?,
         checksAppAppleID: Bool,
-        chain: ValidatedChain
+        chain: ChainCache.Entry
     ) throws(AppStoreVerificationError) -> AppStoreApp {
         guard let bundleID else {
             throw AppStoreVerificationError(.wrongBundleID, "the payload names no bundle ID")
@@ -65,12 +65,30 @@ extension SignedDataVerifier {
     func checkEnvironment(
         _ environment: AppStoreEnvironment?,
         allowed: Set<AppStoreEnvironment>,
-        chain: ValidatedChain?
+        chain: ChainCache.Entry?
+    ) throws(AppStoreVerificationError) {
+        try checkEnvironment(environment, isAllowed: { allowed.contains($0) }, chain: chain)
+    }
+
+    /// ``checkEnvironment(_:allowed:chain:)`` with exactly one allowed environment (a nested JWS must
+    /// name its notification's), without building a set per JWS.
+    func checkEnvironment(
+        _ environment: AppStoreEnvironment?,
+        equalTo expected: AppStoreEnvironment,
+        chain: ChainCache.Entry?
+    ) throws(AppStoreVerificationError) {
+        try checkEnvironment(environment, isAllowed: { $0 == expected }, chain: chain)
+    }
+
+    private func checkEnvironment(
+        _ environment: AppStoreEnvironment?,
+        isAllowed: (AppStoreEnvironment) -> Bool,
+        chain: ChainCache.Entry?
     ) throws(AppStoreVerificationError) {
         guard let environment else {
             throw AppStoreVerificationError(.wrongEnvironment, "the payload names no environment")
         }
-        guard allowed.contains(environment) else {
+        guard isAllowed(environment) else {
             throw AppStoreVerificationError(
                 .wrongEnvironment,
                 "environment \(environment.rawValue.prefix(64)) is not configured for this app"
@@ -82,13 +100,13 @@ extension SignedDataVerifier {
     }
 
     /// Production data is trusted only when it chains to Apple Root CA - G3, whatever else is configured.
-    func requireAppleRoot(forProduction environment: AppStoreEnvironment?, chain: ValidatedChain)
+    func requireAppleRoot(forProduction environment: AppStoreEnvironment?, chain: ChainCache.Entry)
         throws(AppStoreVerificationError)
     {
-        if environment == .production, !chain.isAnchoredInAppleRoot {
+        if environment == .production, !chain.chain.isAnchoredInAppleRoot {
             throw AppStoreVerificationError(
                 .untrustedRoot,
-                "Production data must chain to Apple Root CA - G3, not to \(chain.root.subject)"
+                "Production data must chain to Apple Root CA - G3, not to \(chain.chain.root.subject)"
             )
         }
     }
@@ -120,13 +138,21 @@ extension SignedDataVerifier {
         return jws.withHeaderBytes { header in cache.withLock { $0.lookup(header, now: now) } }
     }
 
-    /// Remembers a freshly validated chain under the token's exact header.
-    func storeChain(_ chain: ValidatedChain, leafKey: P256.Signing.PublicKey, for jws: CompactJWS, now: Date) {
-        guard configuration.chainCache.isEnabled else { return }
+    /// Remembers a freshly validated chain under the token's exact header (when caching is on).
+    /// - Returns: The chain's entry, cached or not.
+    func storeChain(
+        _ chain: ValidatedChain,
+        leafKey: P256.Signing.PublicKey,
+        for jws: CompactJWS,
+        now: Date
+    ) -> ChainCache.Entry {
+        let enabled = configuration.chainCache.isEnabled
         let entry = ChainCache.Entry(
             chain: chain, leafKey: leafKey, validity: chain.validityInterval, insertedAt: now,
-            signingInputPrefix: jws.signingInputPrefix())
+            signingInputPrefix: enabled ? jws.signingInputPrefix() : SHA256())
+        guard enabled else { return entry }
         let header = jws.headerBytes
         cache.withLock { $0.insert(header, entry: entry, now: now) }
+        return entry
     }
 }

@@ -6,7 +6,8 @@ import X509
 /// A payload whose JWS signature and chain are verified (identity not yet checked).
 struct VerifiedJWS<Payload: Sendable>: Sendable {
     let payload: Payload
-    let chain: ValidatedChain
+    /// The validated chain, shared with the chain cache (a reference, not a copy of three certificates).
+    let chain: ChainCache.Entry
 }
 
 extension SignedDataVerifier {
@@ -20,25 +21,47 @@ extension SignedDataVerifier {
     ) async throws(AppStoreVerificationError) -> VerifiedJWS<Payload> {
         let jws = try CompactJWS(token, maximumSize: configuration.maximumInputSize)
         let now = configuration.clock()
-        let cached = cachedChain(for: jws, now: now)
-
-        let leafKey: P256.Signing.PublicKey
-        var parsedCertificates: (leaf: Certificate, intermediate: Certificate)?
-        if let cached {
-            leafKey = cached.leafKey
-        } else {
-            let header = try Self.parseHeader(of: jws)
-            leafKey = header.leafKey
-            parsedCertificates = (header.leaf, header.intermediate)
+        // The warm path: no certificate is parsed, copied or validated.
+        if let cached = cachedChain(for: jws, now: now) {
+            try Self.checkSignature(of: jws, key: cached.leafKey, prefix: cached.signingInputPrefix)
+            let payload = try Self.decodePayload(of: jws, as: type, expecting: kind)
+            let time = validationTime(signedDate: signedDate(payload), now: now)
+            if cached.validity.contains(time) {
+                return VerifiedJWS(payload: payload, chain: cached)
+            }
+            let chain = try await validator.validate(
+                leaf: cached.chain.leaf, intermediate: cached.chain.intermediate, at: time)
+            let entry = storeChain(chain, leafKey: cached.leafKey, for: jws, now: now)
+            return VerifiedJWS(payload: payload, chain: entry)
         }
+        let header = try Self.parseHeader(of: jws)
+        try Self.checkSignature(of: jws, key: header.leafKey, prefix: nil)
+        let payload = try Self.decodePayload(of: jws, as: type, expecting: kind)
+        let time = validationTime(signedDate: signedDate(payload), now: now)
+        let chain = try await validator.validate(leaf: header.leaf, intermediate: header.intermediate, at: time)
+        let entry = storeChain(chain, leafKey: header.leafKey, for: jws, now: now)
+        return VerifiedJWS(payload: payload, chain: entry)
+    }
 
-        guard jws.hasValidSignature(for: leafKey, prefix: cached?.signingInputPrefix) else {
+    private static func checkSignature(
+        of jws: CompactJWS,
+        key: P256.Signing.PublicKey,
+        prefix: SHA256?
+    ) throws(AppStoreVerificationError) {
+        guard jws.hasValidSignature(for: key, prefix: prefix) else {
             throw AppStoreVerificationError(
                 .invalidSignature,
                 "the ES256 signature does not match the signing certificate"
             )
         }
+    }
 
+    /// The payload as `type`, after checking (when `kind` is given) that it is not another kind.
+    private static func decodePayload<Payload: Decodable>(
+        of jws: CompactJWS,
+        as type: Payload.Type,
+        expecting kind: SignedDataKind?
+    ) throws(AppStoreVerificationError) -> Payload {
         let payloadBytes = try jws.decodedPayload()
         let payload: Payload
         do {
@@ -58,26 +81,7 @@ extension SignedDataVerifier {
                 )
             }
         }
-
-        let time = validationTime(signedDate: signedDate(payload), now: now)
-        if let cached, cached.validity.contains(time) {
-            return VerifiedJWS(payload: payload, chain: cached.chain)
-        }
-        var certificates = parsedCertificates
-        if certificates == nil, let cached {
-            certificates = (leaf: cached.chain.leaf, intermediate: cached.chain.intermediate)
-        }
-        guard let certificates else {
-            // Unreachable: either the cache or the header supplied the certificates.
-            throw AppStoreVerificationError(.malformed, "no certificates to validate")
-        }
-        let chain = try await validator.validate(
-            leaf: certificates.leaf,
-            intermediate: certificates.intermediate,
-            at: time
-        )
-        storeChain(chain, leafKey: leafKey, for: jws, now: now)
-        return VerifiedJWS(payload: payload, chain: chain)
+        return payload
     }
 
     /// The time certificates must be valid at, per configuration.
@@ -88,7 +92,7 @@ extension SignedDataVerifier {
         case .currentTime:
             return now
         case .signedDate:
-            return configuration.revocationChecking != nil ? now : (signedDate ?? now)
+            return checksRevocation ? now : (signedDate ?? now)
         }
     }
 

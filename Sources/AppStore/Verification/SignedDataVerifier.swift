@@ -20,6 +20,8 @@ public final class SignedDataVerifier: Sendable {
     let allEnvironments: Set<AppStoreEnvironment>
     let validator: AppStoreChainValidator
     let cache: Mutex<ChainCache>
+    /// Whether online revocation checks are configured (read per JWS).
+    let checksRevocation: Bool
 
     /// - Throws: ``AppStoreConfigurationError`` when no app is configured, a bundle ID appears twice,
     ///   no root is trusted, or the input limit is not positive.
@@ -44,6 +46,7 @@ public final class SignedDataVerifier: Sendable {
             throw AppStoreConfigurationError("maximumInputSize must be positive")
         }
         self.configuration = configuration
+        self.checksRevocation = configuration.revocationChecking != nil
         self.appsByBundleID = apps
         self.allEnvironments = configuration.apps.reduce(into: []) { $0.formUnion($1.environments) }
         self.validator = AppStoreChainValidator(
@@ -98,7 +101,7 @@ public final class SignedDataVerifier: Sendable {
         if let signed = payload.data?.signedRenewalInfo {
             result.renewalInfo = try await nested("data.signedRenewalInfo") {
                 () async throws(AppStoreVerificationError) in
-                try await self.verifyRenewalInfo(signed, environments: [environment], checksKind: false)
+                try await self.verifyRenewalInfo(signed, environment: environment)
             }
         }
         if let signed = payload.appData?.signedAppTransactionInfo {
@@ -231,6 +234,16 @@ public final class SignedDataVerifier: Sendable {
             $0.signedDate
         }
         try checkEnvironment(verified.payload.environment, allowed: environments, chain: verified.chain)
+        return verified.payload
+    }
+
+    /// Verifies renewal info nested in a notification: its environment must be the notification's.
+    private func verifyRenewalInfo(
+        _ token: String,
+        environment: AppStoreEnvironment
+    ) async throws(AppStoreVerificationError) -> JWSRenewalInfoDecodedPayload {
+        let verified = try await verifySignedData(token, as: JWSRenewalInfoDecodedPayload.self) { $0.signedDate }
+        try checkEnvironment(verified.payload.environment, equalTo: environment, chain: verified.chain)
         return verified.payload
     }
 
