@@ -6,13 +6,17 @@ public struct ExpectedEntitlement: Hashable, Sendable, Codable, CustomStringConv
     /// The customer (`appAccountToken`, or the token the app uploaded with a purchase without one).
     public var customer: UUID
     public var entitlement: String
-    /// When access ends (`nil`: never, e.g. a non-consumable).
+    /// When the paid period ends (`nil`: never, e.g. a non-consumable).
     public var until: Date?
+    /// True when Apple expects a renewal (auto-renew on, not in billing retry): the pipeline keeps
+    /// access for its configured leeway past ``until`` so processing delay never cuts a customer off.
+    public var renewalExpected: Bool
 
-    public init(customer: UUID, entitlement: String, until: Date?) {
+    public init(customer: UUID, entitlement: String, until: Date?, renewalExpected: Bool = false) {
         self.customer = customer
         self.entitlement = entitlement
         self.until = until
+        self.renewalExpected = renewalExpected
     }
 
     public var description: String {
@@ -34,7 +38,9 @@ extension CustomerLifecycleBuilder {
             default: nil
             }
             if let until, until > time {
-                result.append(ExpectedEntitlement(customer: customer, entitlement: sub.product.entitlement, until: until))
+                result.append(ExpectedEntitlement(
+                    customer: customer, entitlement: sub.product.entitlement, until: until,
+                    renewalExpected: sub.status == .active && sub.autoRenew && !sub.inBillingRetry))
             }
         }
         for tx in transactions.values where tx.revocationDate == nil {
