@@ -465,6 +465,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The whole pipeline as processes (appstore-sim, ingest, verify, enrich, grant) on the real broker
+        // and Postgres, compared with the simulator's ground truth.
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "AppStore", "AppStoreSimulator", "SimulatorLifecycle", "LifecycleSimulation", "LifecyclePlayback", "EntitlementStore",
+                "GrantTestSupport", "KafkaClient", "StageRuntime", "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "VerifyTests",
             dependencies: [

@@ -1,0 +1,46 @@
+import AppStoreSimulator
+import Foundation
+import GrantTestSupport
+import LifecyclePlayback
+import SimulatorLifecycle
+import TestSupport
+import Testing
+
+/// End to end on the real broker and Postgres: the simulated Apple plays customers' lifecycles to
+/// ingest, and the entitlements grant leaves in Postgres must equal the simulator's ground truth.
+@Suite(
+    "End to end: simulated customers through all four stages",
+    .enabled(if: TestServices.brokerEnabled && ScratchDatabase.enabled), .serialized, .timeLimit(.minutes(15)))
+struct EndToEndTests {
+    static var customers: Int { Int(ProcessInfo.processInfo.environment["E2E_CUSTOMERS"] ?? "") ?? 500 }
+
+    @Test("≥ 500 customers with duplicated, delayed and reordered deliveries end exactly as the simulator says")
+    func groundTruth() async throws {
+        let pipeline = PipelineUnderTest()
+        do {
+            try await pipeline.start()
+            var request = LifecycleRunRequest(customers: Self.customers, webhook: "")
+            request.seed = 2026
+            request.duplicateRate = 0.15
+            request.maxDelayMs = 400
+            request.reorderWindow = 16
+            let started = ContinuousClock.now
+            try await pipeline.play(request)
+            let run = try await pipeline.waitUntilDrained(timeout: .seconds(600))
+            let report = try #require(run.report)
+            let mismatches = try await pipeline.mismatches(run)
+            let logged = try await pipeline.loggedEvents()
+            print(
+                "end to end: \(run.customers.count) customers, \(report.notifications) notifications (+\(report.duplicates) duplicates, "
+                    + "\(report.uploads) uploads) in \(ContinuousClock.now - started); logged \(logged); "
+                    + "lost = \(report.delivered + report.uploads - logged); mismatches = \(mismatches.count)")
+            #expect(run.customers.count >= 500 || Self.customers < 500)
+            #expect(report.duplicates > 0)
+            #expect(mismatches.isEmpty, "\(mismatches.prefix(5).joined(separator: "\n"))")
+        } catch {
+            await pipeline.stop()
+            throw error
+        }
+        await pipeline.stop()
+    }
+}

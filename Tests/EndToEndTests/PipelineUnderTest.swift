@@ -1,0 +1,276 @@
+import AppStore
+import AppStoreSimulator
+import AsyncHTTPClient
+import EntitlementStore
+import Foundation
+import GrantTestSupport
+import LifecyclePlayback
+import KafkaClient
+import LifecycleSimulation
+import Logging
+import NIOCore
+import NIOHTTP1
+import PostgresNIO
+import SimulatorLifecycle
+import StageRuntime
+import TestSupport
+
+/// The whole pipeline as separate processes — appstore-sim, ingest, verify, enrich, grant — on the
+/// real broker and Postgres, with topics, groups and a database of its own so runs never meet.
+final class PipelineUnderTest: @unchecked Sendable {
+    enum Stage: String, CaseIterable { case ingest, verify, enrich, grant }
+
+    let id = UUID().uuidString.prefix(8).lowercased()
+    let bundleID = "com.example.entitlements"
+    let month: Double
+    var leeway: Int { Int(month / 20) }
+    let database: String
+    let stateDirectory: URL
+    var ports: [String: Int] = [:]
+    var processes: [String: ManagedProcess] = [:]
+    var environments: [String: [String: String]] = [:]
+    var restarts: [String: Int] = [:]
+    var topics: [String: String] = [:]
+
+    init(month: Double = 3600) {
+        self.month = month
+        database = "e2e_\(id)"
+        stateDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("e2e-\(id)")
+    }
+
+    var simURL: String { "http://127.0.0.1:\(ports["appstore-sim"]!)" }
+
+    /// Creates the topics and the database, starts the simulator and the four stages, and waits
+    /// until every consuming stage is ready.
+    func start() async throws {
+        for (name, partitions) in Topics.catalogue {
+            topics[name] = "\(name).e2e-\(id)"
+            _ = partitions
+        }
+        try await KafkaAdmin(configuration: TestServices.clientConfiguration("e2e-admin")).createTopics(
+            Topics.catalogue.map { .init(name: topics[$0.name]!, partitions: $0.partitions) })
+        try await ScratchDatabase.admin("CREATE DATABASE \(database)")
+        try FileManager.default.createDirectory(at: stateDirectory, withIntermediateDirectories: true)
+
+        let simPort = LocalHTTP.freePort()
+        ports["appstore-sim"] = simPort
+        environments["appstore-sim"] = ["SIM_STATE_DIR": stateDirectory.path, "HTTP_PORT": "\(simPort)", "SIM_BUNDLE_ID": bundleID]
+        try launch("appstore-sim")
+        try await LocalHTTP.waitForPort(simPort)
+        let root = stateDirectory.appendingPathComponent("root.pem")
+        try await get("/sim/ca/root.pem").write(to: root)
+        let products = stateDirectory.appendingPathComponent("products.json")
+        try await get("/sim/lifecycle/products").write(to: products)
+        let key = try JSONSerialization.jsonObject(with: try await get("/sim/api-key")) as! [String: Any]
+
+        let kafka = [
+            "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "KAFKA_SESSION_TIMEOUT_MS": "6000",
+            "KAFKA_HEARTBEAT_INTERVAL_MS": "2000", "KAFKA_FETCH_WAIT_MAX_MS": "25", "LOG_LEVEL": "warning",
+        ]
+        let apps = ["APPSTORE_APPS": "\(bundleID)::Sandbox", "APPSTORE_TRUSTED_ROOTS": root.path]
+        func stageEnvironment(_ stage: Stage, input: String?, output: String?, dlq: String?) -> [String: String] {
+            var env = kafka
+            env["HTTP_HOST"] = "127.0.0.1"
+            env["HTTP_PORT"] = "\(LocalHTTP.freePort())"
+            env["KAFKA_GROUP_ID"] = "appstore.\(stage.rawValue).e2e-\(id)"
+            if let input { env["INPUT_TOPIC"] = topics[input] }
+            if let output { env["OUTPUT_TOPIC"] = topics[output] }
+            if let dlq { env["DLQ_TOPIC"] = topics[dlq] }
+            return env
+        }
+        var ingest = stageEnvironment(.ingest, input: nil, output: nil, dlq: nil)
+        ingest["RAW_TOPIC"] = topics[Topics.raw]
+        environments["ingest"] = ingest
+        environments["verify"] = stageEnvironment(.verify, input: Topics.raw, output: Topics.verified, dlq: Topics.verifyDeadLetters)
+            .merging(apps) { a, _ in a }
+        environments["enrich"] = stageEnvironment(.enrich, input: Topics.verified, output: Topics.enriched, dlq: Topics.enrichDeadLetters)
+            .merging(apps) { a, _ in a }
+            .merging([
+                "APPSTORE_API_CREDENTIALS": "\(bundleID):\(key["issuerId"]!):\(key["keyId"]!):\(key["privateKeyPath"]!)",
+                "APPSTORE_API_BASE_URL": simURL, "APPSTORE_API_RATE_SCALE": "20", "RETRY_MAX_MS": "2000",
+            ]) { a, _ in a }
+        environments["grant"] = stageEnvironment(.grant, input: Topics.enriched, output: Topics.entitlementChanges, dlq: Topics.grantDeadLetters)
+            .merging([
+                "POSTGRES_HOST": ScratchDatabase.host, "POSTGRES_PORT": "\(ScratchDatabase.port)", "POSTGRES_DATABASE": database,
+                "POSTGRES_TLS": "disable", "ENTITLEMENTS_PRODUCTS_FILE": products.path, "GRANT_EXPIRY_LEEWAY_S": "\(leeway)",
+                "RETRY_MAX_MS": "2000",
+            ]) { a, _ in a }
+        for stage in Stage.allCases {
+            ports[stage.rawValue] = Int(environments[stage.rawValue]!["HTTP_PORT"]!)
+            try launch(stage.rawValue)
+        }
+        for stage in Stage.allCases { try await LocalHTTP.waitForPort(ports[stage.rawValue]!, timeout: .seconds(60)) }
+        for stage in [Stage.verify, .enrich, .grant] { try await waitReady(stage) }
+    }
+
+    func launch(_ name: String) throws {
+        let round = restarts[name, default: 0]
+        processes[name] = try ManagedProcess(name, environment: environments[name]!, logName: "e2e-\(id)-\(name)-\(round)")
+    }
+
+    /// SIGKILL, as when a machine dies, then start again with the same settings.
+    func crashAndRestart(_ stage: Stage) async throws {
+        processes[stage.rawValue]?.kill9()
+        restarts[stage.rawValue, default: 0] += 1
+        try launch(stage.rawValue)
+        try await LocalHTTP.waitForPort(ports[stage.rawValue]!, timeout: .seconds(60))
+    }
+
+    func waitReady(_ stage: Stage, timeout: Duration = .seconds(90)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if (try? await status("http://127.0.0.1:\(ports[stage.rawValue]!)/ready")) == 200 { return }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        throw TestSupportError("\(stage) is not ready after \(timeout)")
+    }
+
+    /// Stops every process (SIGTERM) and drops the database.
+    func stop() async {
+        for (_, process) in processes where process.isRunning { await process.terminate() }
+        try? await ScratchDatabase.admin("DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
+        try? FileManager.default.removeItem(at: stateDirectory)
+    }
+
+    // MARK: Playing and waiting
+
+    func play(_ request: LifecycleRunRequest) async throws {
+        var request = request
+        request.webhook = "http://127.0.0.1:\(ports["ingest"]!)"
+        request.bundleId = bundleID
+        request.monthSeconds = month
+        let code = try await post("/sim/lifecycle", json: request)
+        guard code == 202 else { throw TestSupportError("POST /sim/lifecycle answered \(code)") }
+    }
+
+    func lifecycle() async throws -> LifecycleRunStatus {
+        try AppStoreJSON.decoder.decode(LifecycleRunStatus.self, from: try await get("/sim/lifecycle"))
+    }
+
+    /// The sum of a metric over its labels on a stage's `/metrics` (0 when the stage is down).
+    func metric(_ stage: Stage, _ name: String, labelContains: String? = nil) async -> Double {
+        guard let data = try? await get("http://127.0.0.1:\(ports[stage.rawValue]!)/metrics", absolute: true) else { return 0 }
+        var sum = 0.0
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix(name) {
+            let rest = line.dropFirst(name.count)
+            guard rest.first == " " || rest.first == "{" else { continue }
+            if let labelContains, !line.contains(labelContains) { continue }
+            sum += Double(line.split(separator: " ").last ?? "") ?? 0
+        }
+        return sum
+    }
+
+    /// Waits until the simulator has delivered everything and the database holds every delivered
+    /// notification and upload (counted in grant's notifications log).
+    func waitUntilDrained(timeout: Duration) async throws -> LifecycleRunStatus {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let run = try await lifecycle()
+            if run.state == "failed" { throw TestSupportError("the lifecycle run failed: \(run.error ?? "")") }
+            if run.state == "done", let report = run.report {
+                let expected = report.delivered + report.uploads
+                if try await loggedEvents() >= expected { return run }
+            }
+            try await Task.sleep(for: .seconds(1))
+        }
+        throw TestSupportError("the pipeline did not drain within \(timeout); logged \((try? await loggedEvents()) ?? -1) events")
+    }
+
+    // MARK: The database
+
+    func withDatabase<T: Sendable>(_ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
+        let client = PostgresClient(configuration: ScratchDatabase.configuration(database: database).clientConfiguration(), backgroundLogger: ScratchDatabase.logger)
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                await client.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await body(client)
+        }
+    }
+
+    /// Distinct events grant recorded: notifications by UUID, uploads by transaction.
+    func loggedEvents() async throws -> Int {
+        try await withDatabase { client in
+            var count = 0
+            for try await n in try await client.query("SELECT count(*)::int FROM notifications", logger: ScratchDatabase.logger).decode(Int.self) {
+                count = n
+            }
+            return count
+        }
+    }
+
+    /// Customer → entitlement → active-until in milliseconds (`nil`: forever); consumables as `units:<key>`.
+    func entitlements() async throws -> [String: [String: Int64?]] {
+        try await withDatabase { client in
+            var result: [String: [String: Int64?]] = [:]
+            let rows = try await client.query(
+                """
+                SELECT customer_id::text, entitlement_key, (extract(epoch from active_until) * 1000)::bigint
+                FROM current_entitlements WHERE environment = 'Sandbox'
+                UNION ALL
+                SELECT customer_id::text, 'units:' || entitlement_key, quantity FROM consumable_balances WHERE environment = 'Sandbox'
+                """, logger: ScratchDatabase.logger)
+            for try await (customer, key, value) in rows.decode((String, String, Int64?).self) {
+                result[customer.lowercased(), default: [:]][key] = value
+            }
+            return result
+        }
+    }
+
+    /// Every customer whose entitlements in Postgres differ from the simulator's ground truth, with
+    /// both sides; empty when all match. Leeway is added where Apple expects a renewal.
+    func mismatches(_ run: LifecycleRunStatus) async throws -> [String] {
+        let database = try await entitlements()
+        let catalogue = SimulationCatalog.standard(bundleID: bundleID)
+        var problems: [String] = []
+        for customer in run.customers {
+            var expected: [String: Int64?] = [:]
+            for e in customer.entitlements {
+                let until = e.until.map { AppStoreJSON.milliseconds(since1970: $0) + (e.renewalExpected ? Int64(leeway) * 1000 : 0) }
+                expected[e.entitlement] = until
+            }
+            for (product, units) in customer.consumables {
+                let key = "units:" + catalogue.product(product).entitlement
+                expected[key] = .some(((expected[key] ?? 0) ?? 0) + Int64(units))
+            }
+            let have = database[customer.customer.uuidString.lowercased()] ?? [:]
+            let same = Set(expected.keys) == Set(have.keys) && expected.allSatisfy { key, value in
+                switch (value, have[key] ?? nil) {
+                case (nil, nil): true
+                case (let a?, let b?): key.hasPrefix("units:") ? a == b : abs(a - b) <= 1000
+                default: false
+                }
+            }
+            if !same { problems.append("\(customer.customer) \(customer.scenario): expected \(expected), Postgres \(have)") }
+        }
+        return problems
+    }
+
+    // MARK: HTTP
+
+    func get(_ path: String, absolute: Bool = false) async throws -> Data {
+        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: absolute ? path : simURL + path), timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 64 << 20)
+        guard response.status.code == 200 else { throw TestSupportError("GET \(path) answered \(response.status.code)") }
+        return Data(body.readableBytesView)
+    }
+
+    func status(_ url: String) async throws -> Int {
+        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(5))
+        _ = try await response.body.collect(upTo: 1 << 20)
+        return Int(response.status.code)
+    }
+
+    @discardableResult
+    func post(_ path: String, json: some Encodable, method: NIOHTTP1.HTTPMethod = .POST) async throws -> Int {
+        var request = HTTPClientRequest(url: simURL + path)
+        request.method = method
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: Array(try AppStoreJSON.encoder.encode(json))))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        _ = try await response.body.collect(upTo: 1 << 20)
+        return Int(response.status.code)
+    }
+}
