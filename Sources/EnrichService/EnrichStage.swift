@@ -111,36 +111,45 @@ public struct EnrichStage: PipelineStage {
 
     /// Runs the lookups, at most ``concurrency`` at a time.
     func run(_ jobs: [String: PurchaseKey]) async -> [String: Result<PurchaseLookupResult, any Error>] {
+        let work = Array(jobs)
         var answers: [String: Result<PurchaseLookupResult, any Error>] = [:]
         let lookup = self.lookup
-        await withTaskGroup(of: (String, Result<PurchaseLookupResult, any Error>).self) { group in
-            var pending = jobs.makeIterator()
-            func startNext() -> Bool {
-                guard let (id, key) = pending.next() else { return false }
-                group.addTask {
-                    do {
-                        return (id, .success(try await lookup.lookUp(key)))
-                    } catch {
-                        return (id, .failure(error))
+        await withTaskGroup(of: (Int, Result<PurchaseLookupResult, any Error>).self) { group in
+            var running = 0
+            var index = 0
+            while index < work.count || running > 0 {
+                if index < work.count, running < concurrency {
+                    let key = work[index].value
+                    let position = index
+                    group.addTask {
+                        do {
+                            return (position, .success(try await lookup.lookUp(key)))
+                        } catch {
+                            return (position, .failure(error))
+                        }
                     }
+                    index += 1
+                    running += 1
+                    continue
                 }
-                return true
-            }
-            for _ in 0..<concurrency where !startNext() { break }
-            while let (id, answer) = await group.next() {
-                answers[id] = answer
-                lookups.value.add(1, ordering: .relaxed)
-                if case .failure(let error) = answer {
-                    let failure = FailureClassification(error)
-                    logger.log(level: failure.isTransient ? .warning : .error, "App Store Server API lookup failed", metadata: [
-                        "purchase": "\(jobs[id]?.coalescingKey ?? id)", "error.code": "\(failure.code)", "error": "\(failure.message)",
-                        "transient": "\(failure.isTransient)",
-                    ])
-                }
-                _ = startNext()
+                guard let (position, answer) = await group.next() else { break }
+                running -= 1
+                answers[work[position].key] = answer
+                record(answer, for: work[position].value)
             }
         }
         return answers
+    }
+
+    /// Counts a finished lookup and logs a failed one.
+    private func record(_ answer: Result<PurchaseLookupResult, any Error>, for key: PurchaseKey) {
+        lookups.value.add(1, ordering: .relaxed)
+        guard case .failure(let error) = answer else { return }
+        let failure = FailureClassification(error)
+        logger.log(level: failure.isTransient ? .warning : .error, "App Store Server API lookup failed", metadata: [
+            "purchase": "\(key.coalescingKey)", "error.code": "\(failure.code)", "error": "\(failure.message)",
+            "transient": "\(failure.isTransient)",
+        ])
     }
 
     func output(for message: KafkaMessage, record: VerifiedRecord, enrichment: Enrichment) throws -> KafkaOutgoingMessage {
