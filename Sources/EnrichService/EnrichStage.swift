@@ -109,34 +109,22 @@ public struct EnrichStage: PipelineStage {
         return results
     }
 
-    /// Runs the lookups, at most ``concurrency`` at a time.
+    /// Runs the lookups, ``concurrency`` at a time (in waves). Plain tasks awaited in order rather
+    /// than a task group: the task-group form crashed in release builds of this toolchain.
     func run(_ jobs: [String: PurchaseKey]) async -> [String: Result<PurchaseLookupResult, any Error>] {
         let work = Array(jobs)
         var answers: [String: Result<PurchaseLookupResult, any Error>] = [:]
         let lookup = self.lookup
-        await withTaskGroup(of: (Int, Result<PurchaseLookupResult, any Error>).self) { group in
-            var running = 0
-            var index = 0
-            while index < work.count || running > 0 {
-                if index < work.count, running < concurrency {
-                    let key = work[index].value
-                    let position = index
-                    group.addTask {
-                        do {
-                            return (position, .success(try await lookup.lookUp(key)))
-                        } catch {
-                            return (position, .failure(error))
-                        }
-                    }
-                    index += 1
-                    running += 1
-                    continue
-                }
-                guard let (position, answer) = await group.next() else { break }
-                running -= 1
-                answers[work[position].key] = answer
-                record(answer, for: work[position].value)
+        var start = 0
+        while start < work.count {
+            let wave = work[start..<min(start + concurrency, work.count)]
+            let tasks = wave.map { job in (job.key, job.value, Task { try await lookup.lookUp(job.value) }) }
+            for (id, key, task) in tasks {
+                let answer = await withTaskCancellationHandler { await task.result } onCancel: { task.cancel() }
+                answers[id] = answer
+                record(answer, for: key)
             }
+            start += concurrency
         }
         return answers
     }
