@@ -42,6 +42,24 @@ public struct FaultPlan: Codable, Hashable, Sendable {
 
     /// No faults.
     public static let none = FaultPlan()
+
+    /// Every field is optional in JSON (`{"errorShare": 1}` is a whole plan); missing ones take the defaults.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = FaultPlan()
+        errorShare = try c.decodeIfPresent(Double.self, forKey: .errorShare) ?? d.errorShare
+        errorStatus = try c.decodeIfPresent(Int.self, forKey: .errorStatus) ?? d.errorStatus
+        errorCode = try c.decodeIfPresent(Int64.self, forKey: .errorCode) ?? d.errorCode
+        rateLimitedShare = try c.decodeIfPresent(Double.self, forKey: .rateLimitedShare) ?? d.rateLimitedShare
+        retryAfterMilliseconds = try c.decodeIfPresent(Int64.self, forKey: .retryAfterMilliseconds) ?? d.retryAfterMilliseconds
+        latencyMilliseconds = try c.decodeIfPresent(Int.self, forKey: .latencyMilliseconds) ?? d.latencyMilliseconds
+        requestsPerSecond = try c.decodeIfPresent(Double.self, forKey: .requestsPerSecond)
+        until = try c.decodeIfPresent(Date.self, forKey: .until)
+        guard (0...1).contains(errorShare), (0...1).contains(rateLimitedShare), (500...599).contains(errorStatus) || (400...499).contains(errorStatus)
+        else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "shares must be 0…1 and errorStatus a 4xx or 5xx"))
+        }
+    }
 }
 
 /// Counters of what the simulator answered, for tests and benchmarks (`GET /sim/stats`).

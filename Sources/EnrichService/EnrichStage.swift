@@ -109,38 +109,35 @@ public struct EnrichStage: PipelineStage {
         return results
     }
 
-    /// Runs the lookups, at most ``concurrency`` at a time.
+    /// Runs the lookups, ``concurrency`` at a time (in waves). Plain tasks awaited in order rather
+    /// than a task group: the task-group form crashed in release builds of this toolchain.
     func run(_ jobs: [String: PurchaseKey]) async -> [String: Result<PurchaseLookupResult, any Error>] {
+        let work = Array(jobs)
         var answers: [String: Result<PurchaseLookupResult, any Error>] = [:]
         let lookup = self.lookup
-        await withTaskGroup(of: (String, Result<PurchaseLookupResult, any Error>).self) { group in
-            var pending = jobs.makeIterator()
-            func startNext() -> Bool {
-                guard let (id, key) = pending.next() else { return false }
-                group.addTask {
-                    do {
-                        return (id, .success(try await lookup.lookUp(key)))
-                    } catch {
-                        return (id, .failure(error))
-                    }
-                }
-                return true
-            }
-            for _ in 0..<concurrency where !startNext() { break }
-            while let (id, answer) = await group.next() {
+        var start = 0
+        while start < work.count {
+            let wave = work[start..<min(start + concurrency, work.count)]
+            let tasks = wave.map { job in (job.key, job.value, Task { try await lookup.lookUp(job.value) }) }
+            for (id, key, task) in tasks {
+                let answer = await withTaskCancellationHandler { await task.result } onCancel: { task.cancel() }
                 answers[id] = answer
-                lookups.value.add(1, ordering: .relaxed)
-                if case .failure(let error) = answer {
-                    let failure = FailureClassification(error)
-                    logger.log(level: failure.isTransient ? .warning : .error, "App Store Server API lookup failed", metadata: [
-                        "purchase": "\(jobs[id]?.coalescingKey ?? id)", "error.code": "\(failure.code)", "error": "\(failure.message)",
-                        "transient": "\(failure.isTransient)",
-                    ])
-                }
-                _ = startNext()
+                record(answer, for: key)
             }
+            start += concurrency
         }
         return answers
+    }
+
+    /// Counts a finished lookup and logs a failed one.
+    private func record(_ answer: Result<PurchaseLookupResult, any Error>, for key: PurchaseKey) {
+        lookups.value.add(1, ordering: .relaxed)
+        guard case .failure(let error) = answer else { return }
+        let failure = FailureClassification(error)
+        logger.log(level: failure.isTransient ? .warning : .error, "App Store Server API lookup failed", metadata: [
+            "purchase": "\(key.coalescingKey)", "error.code": "\(failure.code)", "error": "\(failure.message)",
+            "transient": "\(failure.isTransient)",
+        ])
     }
 
     func output(for message: KafkaMessage, record: VerifiedRecord, enrichment: Enrichment) throws -> KafkaOutgoingMessage {
