@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "enrich", targets: ["enrich"]),
         .executable(name: "enrich-bench", targets: ["enrich-bench"]),
         .executable(name: "grant", targets: ["grant"]),
+        .executable(name: "grant-bench", targets: ["grant-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -178,6 +179,8 @@ let package = Package(
             name: "ResilienceTests",
             dependencies: [
                 "IngestService", "KafkaClient", "TestSupport",
+                "GrantService", "EntitlementStore", "GrantDecision", "GrantTestSupport", "PipelineRecords", "StageRuntime",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
@@ -445,6 +448,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/GrantTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        // Grant's database throughput with batching on and off (deploy/local/bench grant).
+        .executableTarget(
+            name: "grant-bench",
+            dependencies: [
+                "EntitlementStore", "GrantDecision", "GrantTestSupport", "PipelineRecords", "StageRuntime",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Executables/grant-bench",
             swiftSettings: swiftSettings
         ),
         .testTarget(

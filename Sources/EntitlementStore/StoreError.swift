@@ -44,6 +44,12 @@ public struct StoreError: ClassifiedError, CustomStringConvertible {
             }
             return StoreError(code: "store.unavailable", message: "Postgres is unavailable (\(e.code))", isTransient: true)
         }
+        // The pool's own errors (`_ConnectionPoolModule.ConnectionPoolError`: the connection
+        // circuit breaker tripped while Postgres is unreachable, a cancelled lease) are not mapped
+        // to PSQLError by postgres-nio, and their module is not public API: matched by type name.
+        if String(describing: type(of: error)) == "ConnectionPoolError" {
+            return StoreError(code: "store.unavailable", message: "Postgres is unreachable (\(error))", isTransient: true)
+        }
         if error is CancellationError {
             return StoreError(code: "store.cancelled", message: "the database call was cancelled", isTransient: true)
         }

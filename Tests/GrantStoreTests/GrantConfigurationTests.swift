@@ -2,6 +2,8 @@ import EntitlementStore
 import Foundation
 import GrantDecision
 import GrantService
+import Logging
+import PostgresNIO
 import StageRuntime
 import Testing
 
@@ -59,5 +61,29 @@ struct GrantConfigurationTests {
         #expect(throws: ProductCatalogError.self) { try ProductCatalog.parse(Data(#"{"a": {"entitlements": ["x"], "durationDays": 0}}"#.utf8)) }
         try "[1,2]".write(toFile: path, atomically: true, encoding: .utf8)
         #expect(problem(["ENTITLEMENTS_PRODUCTS_FILE": path])?.contains("ENTITLEMENTS_PRODUCTS_FILE") == true)
+    }
+}
+
+@Suite("store error classification")
+struct StoreErrorTests {
+    @Test("an unreachable Postgres is transient, not a reason to dead-letter")
+    func unreachableIsTransient() async throws {
+        // Nothing listens on port 1: the pool's connection attempts fail.
+        let config = StoreConfiguration(host: "127.0.0.1", port: 1, password: nil, database: "x", tls: .disable)
+        var options = config.clientConfiguration()
+        options.options.connectTimeout = .milliseconds(200)
+        let client = PostgresClient(configuration: options, backgroundLogger: Logger(label: "t"))
+        let classified: StoreError? = await withTaskGroup(of: StoreError?.self) { group in
+            group.addTask { await client.run(); return StoreError?.none }
+            defer { group.cancelAll() }
+            do {
+                try await client.query("SELECT 1")
+                return nil
+            } catch {
+                return StoreError.classify(error)
+            }
+        }
+        let error = try #require(classified)
+        #expect(error.isTransient, "\(error)")
     }
 }

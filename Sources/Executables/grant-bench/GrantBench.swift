@@ -1,0 +1,105 @@
+import EntitlementStore
+import Foundation
+import GrantDecision
+import GrantTestSupport
+import Logging
+import PipelineRecords
+import PostgresNIO
+import StageRuntime
+
+/// Grant's database throughput: generated lifecycles (purchases, renewals, upgrades, refunds,
+/// consumables…) applied through `EntitlementStore` into a scratch database of the local Postgres,
+/// with batching on (BENCH_BATCH_SIZE events per transaction) and off (one per transaction).
+/// Prints a human line per run and, last, one JSON object. Connection from POSTGRES_* variables.
+@main
+struct GrantBench {
+    let base: StoreConfiguration
+    let policy = GrantPolicy(catalog: LifecycleGenerator.catalog)
+    let concurrency: Int
+    let logger: Logger
+
+    static func main() async throws {
+        let env = ProcessInfo.processInfo.environment
+        let customers = Int(env["BENCH_CUSTOMERS"] ?? "") ?? 2000
+        let batchSize = Int(env["BENCH_BATCH_SIZE"] ?? "") ?? 500
+        let unbatchedEvents = Int(env["BENCH_UNBATCHED_EVENTS"] ?? "") ?? 3000
+        var logger = Logger(label: "grant-bench")
+        logger.logLevel = .warning
+        let bench = GrantBench(
+            base: try StoreConfiguration(environment: EnvironmentReader()),
+            concurrency: Int(env["BENCH_CONCURRENCY"] ?? "") ?? 2, logger: logger)
+        let events = try LifecycleGenerator(seed: 2026).stream(customers: customers).map { try GrantEvent($0) }
+        let batched = try await bench.measure(events, size: batchSize)
+        print("grant-bench: batching on (\(batchSize) events per transaction, \(bench.concurrency) lanes): \(Int(batched)) events/s over \(events.count) events")
+        let subset = Array(events.prefix(unbatchedEvents))
+        let unbatched = try await bench.measure(subset, size: 1)
+        print("grant-bench: batching off (1 event per transaction, \(bench.concurrency) lanes): \(Int(unbatched)) events/s over \(subset.count) events")
+        print(#"{"scenario": "grant", "events": \#(events.count), "batch_size": \#(batchSize), "lanes": \#(bench.concurrency), "batched_events_per_s": \#(Int(batched)), "unbatched_events_per_s": \#(Int(unbatched)), "target_events_per_s": 3000}"#)
+    }
+
+    func withDatabase<T: Sendable>(_ body: @Sendable (EntitlementStore) async throws -> T) async throws -> T {
+        let name = "grant_bench_\(UUID().uuidString.prefix(8).lowercased())"
+        var adminConfig = base
+        adminConfig.database = "postgres"
+        try await run(adminConfig, "CREATE DATABASE \(name)")
+        var config = base
+        config.database = name
+        config.maximumConnections = max(2, concurrency)
+        let logger = self.logger
+        let client = PostgresClient(configuration: config.clientConfiguration(), backgroundLogger: logger)
+        let result: Result<T, any Error> = await withTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            do {
+                let dir = try Migration.locateDirectory(explicit: config.migrationsDirectory)
+                try await Migrator(migrations: try Migration.load(directory: dir)).migrate(client: client, logger: logger)
+                return .success(try await body(EntitlementStore(client: client, logger: logger)))
+            } catch {
+                return .failure(error)
+            }
+        }
+        try? await run(adminConfig, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        return try result.get()
+    }
+
+    func run(_ config: StoreConfiguration, _ sql: String) async throws {
+        let logger = self.logger
+        let client = PostgresClient(configuration: config.clientConfiguration(), backgroundLogger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+        }
+    }
+
+    /// Applies `events` split by purchase into `concurrency` lanes (as the stage's partitions would
+    /// be), each lane in batches of `size`; returns events per second.
+    func measure(_ events: [GrantEvent], size: Int) async throws -> Double {
+        let lanesCount = concurrency
+        let policy = self.policy
+        return try await withDatabase { store in
+            var lanes = [[GrantEvent]](repeating: [], count: lanesCount)
+            for e in events {
+                let key = e.purchaseKey?.originalTransactionId ?? e.eventKey
+                lanes[Int(key.utf8.reduce(UInt32(2166136261)) { ($0 ^ UInt32($1)) &* 16777619 } % UInt32(lanesCount))].append(e)
+            }
+            let started = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in lanes {
+                    group.addTask {
+                        var i = 0
+                        while i < lane.count {
+                            let batch = Array(lane[i..<min(i + size, lane.count)])
+                            for result in try await store.apply(batch, policy: policy) { _ = try result.get() }
+                            i += size
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let elapsed = ContinuousClock.now - started
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            return Double(events.count) / seconds
+        }
+    }
+}
