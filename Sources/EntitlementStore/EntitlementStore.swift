@@ -13,10 +13,14 @@ import PostgresNIO
 public final class EntitlementStore: Sendable {
     public let client: PostgresClient
     let logger: Logger
+    /// The longest one store operation may take before it counts as a transient failure (see
+    /// ``StoreDeadline``): a connection that went silent when Postgres died must not stall the stage.
+    public let operationTimeout: Duration
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: PostgresClient, logger: Logger, operationTimeout: Duration = .seconds(30)) {
         self.client = client
         self.logger = logger
+        self.operationTimeout = operationTimeout
     }
 
     /// Applies `events` in order in one transaction. Returns each event's decision, or why it can
@@ -25,8 +29,10 @@ public final class EntitlementStore: Sendable {
     public func apply(_ events: [GrantEvent], policy: GrantPolicy) async throws(StoreError) -> [Result<GrantDecision, GrantRejection>] {
         guard !events.isEmpty else { return [] }
         do {
-            return try await client.withTransaction(logger: logger) { connection in
-                try await self.apply(events, policy: policy, on: connection)
+            return try await StoreDeadline.run(operationTimeout, "a batch of \(events.count) events") {
+                try await self.client.withTransaction(logger: self.logger) { connection in
+                    try await self.apply(events, policy: policy, on: connection)
+                }
             }
         } catch {
             throw StoreError.classify(error)

@@ -25,34 +25,40 @@ extension EntitlementStore {
     /// out again. One publisher at a time across every replica (a transaction-scoped advisory lock),
     /// so a customer's events are never published out of order. Returns how many were published,
     /// or nil when another replica holds the lock.
-    public func publishOutbox(limit: Int, _ publish: @Sendable ([OutboxEntry]) async throws -> Void) async throws(StoreError) -> Int? {
+    public func publishOutbox(limit: Int, _ publish: @Sendable @escaping ([OutboxEntry]) async throws -> Void) async throws(StoreError) -> Int? {
         do {
-            return try await client.withTransaction(logger: logger) { connection -> Int? in
-                let rows = try await connection.query("SELECT pg_try_advisory_xact_lock(\(Self.outboxLockKey))", logger: logger)
-                var locked = false
-                for try await value in rows.decode(Bool.self) { locked = value }
-                guard locked else { return nil }
-                var entries: [OutboxEntry] = []
-                let pending = try await connection.query("""
-                    SELECT environment, customer_id, seq, body::text FROM outbox WHERE published_at IS NULL
-                    ORDER BY environment, customer_id, seq LIMIT \(limit)
-                    """, logger: logger)
-                for try await (env, customer, seq, body) in pending.decode((String, UUID, Int64, String).self) {
-                    entries.append(OutboxEntry(environment: env, customerId: customer, seq: seq, body: body))
-                }
-                guard !entries.isEmpty else { return 0 }
-                try await publish(entries)
-                let keys = try StoreRows.json(entries.map { StoreRows.SeqAllocation(environment: $0.environment, customerId: $0.customerId, nextSeq: $0.seq) })
-                var bindings = PostgresBindings()
-                bindings.append(keys)
-                try await connection.query(PostgresQuery(unsafeSQL: """
-                    UPDATE outbox o SET published_at = now() FROM jsonb_array_elements($1::text::jsonb) AS r
-                    WHERE o.environment = r->>'environment' AND o.customer_id = (r->>'customerId')::uuid AND o.seq = (r->>'nextSeq')::bigint
-                    """, binds: bindings), logger: logger)
-                return entries.count
+            return try await StoreDeadline.run(operationTimeout, "an outbox round") {
+                try await self.publishOutboxRound(limit: limit, publish)
             }
         } catch {
             throw StoreError.classify(error)
+        }
+    }
+
+    private func publishOutboxRound(limit: Int, _ publish: @Sendable ([OutboxEntry]) async throws -> Void) async throws -> Int? {
+        try await client.withTransaction(logger: logger) { connection -> Int? in
+            let rows = try await connection.query("SELECT pg_try_advisory_xact_lock(\(Self.outboxLockKey))", logger: logger)
+            var locked = false
+            for try await value in rows.decode(Bool.self) { locked = value }
+            guard locked else { return nil }
+            var entries: [OutboxEntry] = []
+            let pending = try await connection.query("""
+                SELECT environment, customer_id, seq, body::text FROM outbox WHERE published_at IS NULL
+                ORDER BY environment, customer_id, seq LIMIT \(limit)
+                """, logger: logger)
+            for try await (env, customer, seq, body) in pending.decode((String, UUID, Int64, String).self) {
+                entries.append(OutboxEntry(environment: env, customerId: customer, seq: seq, body: body))
+            }
+            guard !entries.isEmpty else { return 0 }
+            try await publish(entries)
+            let keys = try StoreRows.json(entries.map { StoreRows.SeqAllocation(environment: $0.environment, customerId: $0.customerId, nextSeq: $0.seq) })
+            var bindings = PostgresBindings()
+            bindings.append(keys)
+            try await connection.query(PostgresQuery(unsafeSQL: """
+                UPDATE outbox o SET published_at = now() FROM jsonb_array_elements($1::text::jsonb) AS r
+                WHERE o.environment = r->>'environment' AND o.customer_id = (r->>'customerId')::uuid AND o.seq = (r->>'nextSeq')::bigint
+                """, binds: bindings), logger: logger)
+            return entries.count
         }
     }
 

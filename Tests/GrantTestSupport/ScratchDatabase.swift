@@ -40,7 +40,7 @@ public struct ScratchDatabase: Sendable {
         StoreConfiguration(
             host: host, port: port, username: ProcessInfo.processInfo.environment["POSTGRES_USER"] ?? "postgres",
             password: ProcessInfo.processInfo.environment["POSTGRES_PASSWORD"], database: database, tls: .disable,
-            maximumConnections: 4, migrate: true, migrationsDirectory: migrationsDirectory)
+            maximumConnections: 8, migrate: true, migrationsDirectory: migrationsDirectory)
     }
 
     public static var logger: Logger {

@@ -55,10 +55,12 @@ def source_strings():
 
 
 def appstorectl_subcommands():
-    """Subcommand names of appstorectl: its `subcommands: [...]` types, by commandName or type name."""
+    """Subcommand names of appstorectl: the `subcommands: [...]` types of its @main command, by
+    commandName or type name."""
     src = os.path.join(REPO, "Sources", "Executables", "appstorectl")
     text = {f: open(os.path.join(src, f)).read() for f in os.listdir(src) if f.endswith(".swift")}
-    listed = re.search(r"subcommands:\s*\[([^\]]*)\]", "".join(text.values()))
+    root = next((b for b in text.values() if "@main" in b), "")
+    listed = re.search(r"subcommands:\s*\[([^\]]*)\]", root)
     names = set()
     for t in re.findall(r"(\w+)\.self", listed.group(1) if listed else ""):
         body = next((b for b in text.values() if re.search(rf"struct {t}\b", b)), "")
