@@ -3,6 +3,8 @@ import AppStoreServerAPI
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
+import Synchronization
 
 /// Admin body of `GET`/`PUT /sim/webhook`: where the simulator POSTs TEST notifications (`null`: nowhere).
 public struct WebhookSetting: Codable, Hashable, Sendable {
