@@ -67,6 +67,10 @@ public struct TestNotificationJob: Sendable {
                     guard let record = try? VerifiedRecord.decode(message.value), record.notificationUUID == uuid else { continue }
                     trace.verifiedAt = "\(message.partition)/\(message.offset)"
                     progress("on \(verifiedTopic) at \(message.partition)/\(message.offset)")
+                    // Ingest answered before verify wrote this, so Apple's record of the delivery is final.
+                    if let status = try? await client.testNotificationStatus(token: token, target: target) {
+                        trace.sendAttempts = status.sendAttempts.compactMap(\.sendAttemptResult)
+                    }
                     return trace
                 }
             }

@@ -10,7 +10,7 @@ struct Backfill: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Feed Apple's notification history for a time window into the raw topic, as ingest would.",
         discussion: """
-            Pages Get Notification History for --since … --until (Apple keeps 180 days) and writes each \
+            Pages Get Notification History for --since … --until (Apple keeps 180 days of Production history, 30 of Sandbox) and writes each \
             notification's signedPayload to the raw topic with source notification-history. Verify checks it \
             again; grant ignores notifications it already applied, so overlapping windows are harmless. \
             API from \(RecoveryEnvironment.apiVariables); broker from \(RecoveryEnvironment.brokerVariables); \

@@ -39,7 +39,8 @@ struct TestNotification: AsyncParsableCommand {
                     "TEST notification \(trace.notificationUUID ?? "(status unknown)") did not reach \(topic) within \(timeout) s; "
                         + "Apple's send attempts: \(trace.sendAttempts.isEmpty ? "none" : trace.sendAttempts.joined(separator: ", "))")
             }
-            print("arrived: \(trace.notificationUUID ?? "?") at \(topic) \(trace.verifiedAt ?? "")")
+            print("arrived: \(trace.notificationUUID ?? "?") at \(topic) \(trace.verifiedAt ?? ""); Apple's send attempts: "
+                + (trace.sendAttempts.isEmpty ? "none recorded" : trace.sendAttempts.joined(separator: ", ")))
         } catch let error as ValidationError {
             throw error
         } catch {
