@@ -58,7 +58,9 @@ def appstorectl_subcommands():
     """Subcommand names of appstorectl: its `subcommands: [...]` types, by commandName or type name."""
     src = os.path.join(REPO, "Sources", "Executables", "appstorectl")
     text = {f: open(os.path.join(src, f)).read() for f in os.listdir(src) if f.endswith(".swift")}
-    listed = re.search(r"subcommands:\s*\[([^\]]*)\]", "".join(text.values()))
+    # The root command's list (the @main file), not a command group's (dlq has its own subcommands).
+    root = next((b for b in text.values() if "@main" in b), "".join(text.values()))
+    listed = re.search(r"subcommands:\s*\[([^\]]*)\]", root)
     names = set()
     for t in re.findall(r"(\w+)\.self", listed.group(1) if listed else ""):
         body = next((b for b in text.values() if re.search(rf"struct {t}\b", b)), "")
