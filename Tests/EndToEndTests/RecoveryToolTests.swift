@@ -54,19 +54,31 @@ struct RecoveryToolTests {
             print("recovery: \(report.notifications) notifications, \(report.dropped) dropped; \(before.count) customer(s) wrong before recovery")
             #expect(report.dropped > 0)
 
+            // Reconcile first: the subscriptions left running past their end are queued, enrich fetches
+            // their truth, and grant applies it, after which none is overdue any more.
+            let reconcileArguments = ["reconcile", "--app", pipeline.bundleID, "--leeway-seconds", "\(pipeline.leeway)"]
+            let (reconcile, reconcileOutput) = try await Self.appstorectl(reconcileArguments, pipeline)
+            #expect(reconcile == 0, "\(reconcileOutput)")
+            var repaired = false
+            let repairDeadline = ContinuousClock.now + .seconds(90)
+            while !repaired, ContinuousClock.now < repairDeadline {
+                try await Task.sleep(for: .seconds(1))
+                let (_, dryRun) = try await Self.appstorectl(reconcileArguments + ["--dry-run"], pipeline)
+                repaired = dryRun.contains("\n0 overdue subscription(s)")
+            }
+            #expect(repaired, "reconciled subscriptions are still overdue after enrich and grant had 90 s")
+
             // Sandbox keeps 30 days of notification history; the simulated lifecycles fit well inside.
+            let logged = try await pipeline.loggedEvents()
             let (backfill, backfillOutput) = try await Self.appstorectl(
                 ["backfill", "--app", pipeline.bundleID, "--since", "29d", "--only-failures"], pipeline)
             #expect(backfill == 0, "\(backfillOutput)")
             #expect(backfillOutput.contains("\(report.dropped + report.undelivered) written"), "\(backfillOutput)")
             // The backfilled notifications are new to grant: wait until it logged them too.
             let deadline = ContinuousClock.now + .seconds(180)
-            while try await pipeline.loggedEvents() < report.delivered + report.uploads + report.dropped + report.undelivered, ContinuousClock.now < deadline {
+            while try await pipeline.loggedEvents() < logged + report.dropped + report.undelivered, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .seconds(1))
             }
-            let (reconcile, reconcileOutput) = try await Self.appstorectl(
-                ["reconcile", "--app", pipeline.bundleID, "--leeway-seconds", "\(pipeline.leeway)"], pipeline)
-            #expect(reconcile == 0, "\(reconcileOutput)")
 
             var after = try await pipeline.mismatches(run)
             let settle = ContinuousClock.now + .seconds(60)
@@ -74,7 +86,7 @@ struct RecoveryToolTests {
                 try await Task.sleep(for: .seconds(1))
                 after = try await pipeline.mismatches(run)
             }
-            print("recovery: \(after.count) customer(s) wrong after backfill + reconcile")
+            print("recovery: \(after.count) customer(s) wrong after reconcile + backfill")
             #expect(after.isEmpty, "\(after.prefix(5).joined(separator: "\n"))")
 
             let entitled = try await pipeline.entitlements().first { !$0.value.isEmpty }
