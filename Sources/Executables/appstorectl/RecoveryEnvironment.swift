@@ -64,15 +64,29 @@ enum RecoveryEnvironment {
             throw OperationsError("configuration", "\(error.variable) \(error.problem)")
         }
         let client = PostgresClient(configuration: configuration.clientConfiguration(), backgroundLogger: OperatorEnvironment.logger)
+        let target = "\(configuration.host):\(configuration.port)/\(configuration.database)"
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
                 await client.run()
                 return nil
             }
             defer { group.cancelAll() }
+            // The client retries an unreachable database forever; an operator wants an answer.
+            try await withThrowingTaskGroup(of: Void.self) { probe in
+                probe.addTask { _ = try await client.query("SELECT 1", logger: OperatorEnvironment.logger).collect() }
+                probe.addTask {
+                    try await Task.sleep(for: databasePatience)
+                    throw OperationsError("database_unavailable", "no connection to \(target) within \(databasePatience) (check POSTGRES_*)")
+                }
+                defer { probe.cancelAll() }
+                try await probe.next()
+            }
             return try await body(client)
         }
     }
+
+    /// How long the subcommands wait for a first answer from Postgres.
+    static let databasePatience = Duration.seconds(15)
 
     static func producer() throws -> KafkaProducer {
         try KafkaProducer(
