@@ -269,10 +269,40 @@ let package = Package(
             dependencies: ["PipelineOperations", "KafkaClient", "StageRuntime", "TestSupport"],
             swiftSettings: swiftSettings
         ),
-        // The operator tool: inspect, migrate, replay, dlq.
+        // The operator jobs behind appstorectl that need Apple's API or the entitlements database:
+        // backfill from notification history, reconcile overdue subscriptions, look up an order,
+        // follow a test notification, and the read-only customer report.
+        .target(
+            name: "RecoveryJobs",
+            dependencies: [
+                "AppStore", "AppStoreServerAPI", "PipelineOperations", "PipelineRecords", "KafkaClient", "StageRuntime",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RecoveryJobsTests",
+            dependencies: [
+                "RecoveryJobs", "AppStore", "AppStoreServerAPI", "AppStoreSimulator", "AppStoreSigning", "PipelineRecords",
+                "KafkaClient", "StageRuntime", "TestSupport", "GrantTestSupport", "EntitlementStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The operator tool: inspect, migrate, replay, dlq, backfill, reconcile, lookup-order,
+        // test-notification, customer.
         .executableTarget(
             name: "appstorectl",
             dependencies: [
+                "RecoveryJobs", "EnrichService", "AppStoreServerAPI",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 "VerifyService",
                 "AppStore",
                 "PipelineOperations",
@@ -323,6 +353,8 @@ let package = Package(
                 "AppStore",
                 "AppStoreSigning",
                 "AppStoreServerAPI",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

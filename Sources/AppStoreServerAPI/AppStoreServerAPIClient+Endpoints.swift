@@ -5,13 +5,19 @@ import NIOHTTP1
 extension AppStoreServerAPIClient {
     /// Get Transaction Info.
     public func transactionInfo(transactionId: String, target: Target) async throws(AppStoreAPIError) -> JWSTransactionDecodedPayload {
+        try await signedTransactionInfo(transactionId: transactionId, target: target).transaction
+    }
+
+    /// Get Transaction Info, keeping the JWS Apple returned next to its verified payload (for feeding
+    /// the transaction through the pipeline, as the operator tool's reconcile does).
+    public func signedTransactionInfo(transactionId: String, target: Target) async throws(AppStoreAPIError) -> VerifiedSignedTransaction {
         let endpoint = AppStoreAPIEndpoint.transactionInfo
         let bytes = try await send(endpoint, target, method: .GET, path: "/inApps/v1/transactions/\(Self.segment(transactionId))")
         let response = try decode(TransactionInfoResponse.self, bytes, endpoint: endpoint)
         guard let signed = response.signedTransactionInfo else {
             throw AppStoreAPIError(.invalidResponse, "Get Transaction Info answered without signedTransactionInfo", endpoint: endpoint.rawValue)
         }
-        return try await verifyTransaction(signed, target: target, endpoint: endpoint)
+        return VerifiedSignedTransaction(transaction: try await verifyTransaction(signed, target: target, endpoint: endpoint), signed: signed)
     }
 
     /// One page of Get Transaction History v2; pass the previous page's `revision` to continue.

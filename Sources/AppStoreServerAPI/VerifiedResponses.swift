@@ -47,3 +47,10 @@ public struct NotificationHistoryPage: Hashable, Sendable {
     public var paginationToken: String?
     public var hasMore: Bool
 }
+
+/// A transaction verified, with the JWS it came in.
+public struct VerifiedSignedTransaction: Hashable, Sendable {
+    public var transaction: JWSTransactionDecodedPayload
+    /// The JWS exactly as Apple returned it.
+    public var signed: String
+}

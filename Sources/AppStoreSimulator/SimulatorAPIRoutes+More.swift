@@ -80,11 +80,12 @@ extension SimulatorAPIRoutes {
             data: NotificationData(environment: .sandbox, appAppleId: store.appAppleIDs[bundleID], bundleId: bundleID),
             version: "2.0", signedDate: now)
         let token = "\(uuid)_\(AppStoreJSON.milliseconds(since1970: now))"
-        // The simulator does not deliver notifications itself; a lifecycle driver posts them to ingest.
+        // Lifecycle notifications are posted by a lifecycle driver; TEST ones go to the configured webhook, if any.
         let notification = SimulatedNotification(
             bundleID: bundleID, notificationUUID: uuid, notificationType: .test, subtype: nil, firstSentDate: now,
             signedPayload: try signing.sign(payload: payload), sendAttempts: [])
         store.state.withLock { $0.testNotifications[token] = notification }
+        TestNotificationDelivery(store: store).deliver(token: token)
         return try Self.json(SendTestNotificationResponse(testNotificationToken: token))
     }
 

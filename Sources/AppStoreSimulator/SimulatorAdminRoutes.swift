@@ -52,6 +52,12 @@ struct SimulatorAdminRoutes: Sendable {
             store.addOrder(seed.orderId, transactionIds: seed.transactionIds)
             return Response(status: .created)
         }
+        router.get("/sim/webhook") { _, _ in try SimulatorAPIRoutes.json(WebhookSetting(url: store.webhookURL)) }
+        router.put("/sim/webhook") { request, context in
+            let setting = try await decode(WebhookSetting.self, request)
+            guard store.setWebhookURL(setting.url) else { throw HTTPError(.badRequest, message: "url must be an http(s) URL or null") }
+            return try SimulatorAPIRoutes.json(WebhookSetting(url: store.webhookURL))
+        }
         router.get("/sim/consumption") { _, _ in try SimulatorAPIRoutes.json(store.receivedConsumption) }
         router.get("/sim/faults") { _, _ in try SimulatorAPIRoutes.json(faults.current) }
         router.put("/sim/faults") { request, context in

@@ -19,6 +19,7 @@ public final class SimulatorStore: Sendable {
         var extensions: [String: [Date]] = [:]  // originalTransactionId → extension dates
         var extensionRequests: [String: ExtendRenewalDateResponse] = [:]  // requestIdentifier → answer
         var consumption: [ReceivedConsumption] = []
+        var webhookURL: String?  // where TEST notifications are delivered
     }
 
     let state = Mutex(State())

@@ -14,13 +14,14 @@ let usage = """
       SIM_STATE_DIR  where the test CA (ca/*.pem) and the App Store Connect key (api-key.p8, api-key.json) are created on first start and reused [default: .local/appstore-sim]
       SIM_APPS       app Apple IDs to report, bundleId:appAppleId,… (optional)
       SIM_BUNDLE_ID  the app lifecycle runs play [default: com.example.entitlements]
+      SIM_WEBHOOK_URL  where TEST notifications (Request a Test Notification) are POSTed, the full URL as in App Store Connect, e.g. http://127.0.0.1:8080/v2/notifications (optional; PUT /sim/webhook changes it)
       HTTP_HOST      [default: 127.0.0.1]
       HTTP_PORT      [default: 8090]
       LOG_LEVEL      [default: info]
 
     API: /inApps/… as Apple's. Admin: GET /sim/ca/root.pem, GET /sim/api-key, POST /sim/transactions,
     PUT /sim/subscriptions/{originalTransactionId}, POST /sim/notifications, POST /sim/orders,
-    GET /sim/consumption, GET|PUT|DELETE /sim/faults, GET|DELETE /sim/stats, POST /sim/reset.
+    GET /sim/consumption, GET|PUT /sim/webhook {"url":…}, GET|PUT|DELETE /sim/faults, GET|DELETE /sim/stats, POST /sim/reset.
     Lifecycles: POST /sim/lifecycle {"customers":N,"webhook":"http://127.0.0.1:8080","monthSeconds":300,
     "duplicateRate":0.1,"maxDelayMs":500,"reorderWindow":8,"dropRate":0,"retries":true,"seed":1} plays N
     customers through renewals, plan changes, billing retry, refunds… to the webhook; GET /sim/lifecycle
@@ -57,6 +58,9 @@ do {
 } catch {
     FileHandle.standardError.write(Data("appstore-sim: cannot load or create its state in \(stateDirectory.path): \(error)\n".utf8))
     exit(1)
+}
+if let webhook = env["SIM_WEBHOOK_URL"], !webhook.isEmpty, !apple.store.setWebhookURL(webhook) {
+    fail("SIM_WEBHOOK_URL must be an http(s) URL")
 }
 logger.info("simulated Apple starting", metadata: [
     "sim.stateDir": "\(stateDirectory.path)", "sim.keyId": "\(apple.apiKey.keyID)", "sim.issuerId": "\(apple.apiKey.issuerID)",

@@ -8,7 +8,10 @@ struct AppStoreCtl: AsyncParsableCommand {
         commandName: "appstorectl",
         abstract: "Operator tool for the App Store entitlements pipeline.",
         discussion: "Exit status: 0 on success, 1 when the input is rejected or the job fails, 2 on bad usage.",
-        subcommands: [Inspect.self, Migrate.self, Replay.self, DeadLetters.self]
+        subcommands: [
+            Inspect.self, Migrate.self, Replay.self, DeadLetters.self, Backfill.self, Reconcile.self, LookupOrder.self,
+            TestNotification.self, Customer.self,
+        ]
     )
 
     /// ArgumentParser exits with 64 on usage errors; this tool promises 2, like most Unix tools.

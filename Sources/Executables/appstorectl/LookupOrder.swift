@@ -1,0 +1,79 @@
+import AppStore
+import AppStoreServerAPI
+import ArgumentParser
+import Foundation
+import KafkaClient
+import PipelineOperations
+import RecoveryJobs
+import StageRuntime
+
+/// `appstorectl lookup-order`: the purchase behind an order ID from a customer's receipt e-mail.
+struct LookupOrder: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lookup-order",
+        abstract: "Find the transactions behind an order ID, show the customer and entitlements, optionally feed them.",
+        discussion: """
+            Calls Look Up Order ID (Apple answers in Production only; the simulator in Sandbox), verifies every \
+            transaction, and prints them with the customer (appAccountToken) and what grant holds for that \
+            customer (skipped with a note when the database cannot be reached). --feed publishes each transaction \
+            to the verified topic (source reconcile) so enrich and grant process it. API from \
+            \(RecoveryEnvironment.apiVariables); database from \(RecoveryEnvironment.databaseVariables); broker from \
+            \(RecoveryEnvironment.brokerVariables). Exit status: 0 when found, 1 when unknown or failed, 2 on bad usage.
+            """)
+
+    @Argument(help: "The order ID from the customer's receipt e-mail.")
+    var orderID: String
+
+    @OptionGroup var app: AppOptions
+
+    @Flag(help: "Publish the transactions to the verified topic so the pipeline processes them.")
+    var feed = false
+
+    func validate() throws {
+        guard !orderID.isEmpty, orderID.utf8.count <= 64 else { throw ValidationError("ORDER_ID must be 1 to 64 characters") }
+    }
+
+    func run() async throws {
+        do {
+            let configuration = try RecoveryEnvironment.enrichConfiguration()
+            let target = try RecoveryEnvironment.target(app: app.app, environment: app.environment, configuration: configuration)
+            let job = OrderLookupJob(client: try RecoveryEnvironment.apiClient(configuration))
+            let result = try await job.lookUp(orderID, target: target)
+            print("order \(orderID) (\(target)): \(result.transactions.count) transaction(s)")
+            for t in result.transactions {
+                print("  " + (t.transactionId ?? "?").padded(20) + "original " + (t.originalTransactionId ?? "?").padded(20)
+                    + (t.productId ?? "?").padded(36) + (t.type?.rawValue ?? "?").padded(30)
+                    + "purchased " + (t.purchaseDate.map(Timestamp.iso8601) ?? "-")
+                    + (t.expiresDate.map { "  expires " + Timestamp.iso8601($0) } ?? "")
+                    + (t.revocationDate.map { "  REVOKED " + Timestamp.iso8601($0) } ?? "")
+                    + "  customer " + (t.appAccountToken?.uuidString.lowercased() ?? "(no appAccountToken)"))
+            }
+            let environment = target.environment.rawValue
+            for customer in result.customers {
+                print("")
+                do {
+                    let report = try await RecoveryEnvironment.withDatabase { database in
+                        try await CustomerReport.load(customerID: customer, environment: environment, database: database, logger: OperatorEnvironment.logger)
+                    }
+                    print(report.text)
+                } catch {
+                    print("customer \(customer.uuidString.lowercased()): entitlements unavailable (\(error))")
+                }
+            }
+            if result.customers.isEmpty { print("no transaction names a customer (appAccountToken)") }
+            if feed {
+                let producer = try RecoveryEnvironment.producer()
+                let topic = ProcessInfo.processInfo.environment["VERIFIED_TOPIC"] ?? Topics.verified
+                let keys = try await job.feed(result, target: target, producer: producer, verifiedTopic: topic)
+                await producer.close()
+                print("")
+                for key in keys { print("fed \(key) → \(topic)") }
+                print("\(keys.count) transaction(s) fed to the pipeline")
+            }
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            OperatorEnvironment.fail(error)
+        }
+    }
+}

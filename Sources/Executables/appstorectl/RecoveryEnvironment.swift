@@ -1,0 +1,127 @@
+import AppStore
+import AppStoreServerAPI
+import ArgumentParser
+import AsyncHTTPClient
+import EnrichService
+import EntitlementStore
+import Foundation
+import KafkaClient
+import PipelineOperations
+import PostgresNIO
+import RecoveryJobs
+import StageRuntime
+
+/// What the API- and database-facing subcommands share: the App Store Server API client built from
+/// enrich's variables (EnrichConfiguration), Postgres from grant's (StoreConfiguration), times and apps.
+enum RecoveryEnvironment {
+    static let apiVariables = "APPSTORE_APPS, APPSTORE_API_CREDENTIALS, APPSTORE_TRUSTED_ROOTS, APPSTORE_API_BASE_URL (as for enrich)"
+    static let databaseVariables = "POSTGRES_HOST, POSTGRES_PORT, POSTGRES_USER, POSTGRES_PASSWORD_FILE (or POSTGRES_PASSWORD), POSTGRES_DATABASE, POSTGRES_TLS (as for grant)"
+    static let brokerVariables = "KAFKA_BOOTSTRAP_SERVERS (and KAFKA_PROPERTIES_FILE / KAFKA_PROP_*, as for the stages)"
+
+    static func enrichConfiguration() throws -> EnrichConfiguration {
+        do {
+            return try EnrichConfiguration(environment: EnvironmentReader())
+        } catch {
+            throw OperationsError("configuration", "\(error.variable) \(error.problem)")
+        }
+    }
+
+    /// The API client over the shared HTTP client, every answer verified as enrich verifies it.
+    static func apiClient(_ configuration: EnrichConfiguration) throws -> AppStoreServerAPIClient {
+        do {
+            let verifier = try SignedDataVerifier(configuration: configuration.verifierConfiguration)
+            return try AppStoreServerAPIClient(
+                configuration: configuration.client, httpClient: HTTPClient.shared, verifier: verifier, logger: OperatorEnvironment.logger)
+        } catch let error as AppStoreAPIError {
+            throw OperationsError.api(error)
+        } catch {
+            throw OperationsError("configuration", "the App Store API client cannot be built: \(error)")
+        }
+    }
+
+    /// Which app and environment a command talks to Apple about: `--environment` when given, else
+    /// the only environment APPSTORE_APPS lists for the app, else Production.
+    static func target(app bundleID: String, environment: String?, configuration: EnrichConfiguration) throws -> AppStoreServerAPIClient.Target {
+        guard let app = configuration.apps.first(where: { $0.bundleID == bundleID }) else {
+            throw OperationsError("unknown_app", "\(bundleID) is not in APPSTORE_APPS (\(configuration.apps.map(\.bundleID).joined(separator: ", ")))")
+        }
+        if let environment {
+            guard let chosen = AppListParser.environment(environment) else {
+                throw ValidationError("--environment must be Sandbox or Production (got \(environment))")
+            }
+            return .init(bundleID: bundleID, environment: chosen)
+        }
+        let only = app.environments.count == 1 ? app.environments.first : nil
+        return .init(bundleID: bundleID, environment: only ?? .production)
+    }
+
+    /// Runs `body` with a Postgres client on grant's database, shut down afterwards.
+    static func withDatabase<T: Sendable>(_ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
+        let configuration: StoreConfiguration
+        do {
+            configuration = try StoreConfiguration(environment: EnvironmentReader())
+        } catch {
+            throw OperationsError("configuration", "\(error.variable) \(error.problem)")
+        }
+        let client = PostgresClient(configuration: configuration.clientConfiguration(), backgroundLogger: OperatorEnvironment.logger)
+        let target = "\(configuration.host):\(configuration.port)/\(configuration.database)"
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                await client.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            // The client retries an unreachable database forever; an operator wants an answer.
+            try await withThrowingTaskGroup(of: Void.self) { probe in
+                probe.addTask { _ = try await client.query("SELECT 1", logger: OperatorEnvironment.logger).collect() }
+                probe.addTask {
+                    try await Task.sleep(for: databasePatience)
+                    throw OperationsError("database_unavailable", "no connection to \(target) within \(databasePatience) (check POSTGRES_*)")
+                }
+                defer { probe.cancelAll() }
+                try await probe.next()
+            }
+            return try await body(client)
+        }
+    }
+
+    /// How long the subcommands wait for a first answer from Postgres.
+    static let databasePatience = Duration.seconds(15)
+
+    static func producer() throws -> KafkaProducer {
+        try KafkaProducer(
+            configuration: KafkaProducerConfiguration(client: try OperatorEnvironment.kafkaClient()), logger: OperatorEnvironment.logger)
+    }
+
+    static let timeSyntax = "an ISO 8601 time (2026-11-21T10:00:00Z) or an age: 90m, 36h, 7d"
+
+    /// An ISO 8601 time, or a duration before now (`90m`, `36h`, `7d`).
+    static func parseTime(_ text: String, now: Date = Date()) -> Date? {
+        if let date = Replay.parseTime(text) { return date }
+        guard let unit = text.last, let amount = Double(text.dropLast()), amount >= 0 else { return nil }
+        let seconds: Double
+        switch unit {
+        case "s": seconds = amount
+        case "m": seconds = amount * 60
+        case "h": seconds = amount * 3600
+        case "d": seconds = amount * 86_400
+        default: return nil
+        }
+        return now.addingTimeInterval(-seconds)
+    }
+}
+
+/// `--app` and `--environment`, shared by the subcommands that call Apple.
+struct AppOptions: ParsableArguments {
+    @Option(help: "The app's bundle ID (one of APPSTORE_APPS).")
+    var app: String
+
+    @Option(help: "Sandbox or Production; default: the only one APPSTORE_APPS lists for the app, else Production.")
+    var environment: String?
+
+    func validate() throws {
+        if let environment, AppListParser.environment(environment) == nil {
+            throw ValidationError("--environment must be Sandbox or Production (got \(environment))")
+        }
+    }
+}

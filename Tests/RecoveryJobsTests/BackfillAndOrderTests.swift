@@ -1,0 +1,107 @@
+import AppStore
+import AppStoreServerAPI
+import AppStoreSimulator
+import Crypto
+import Foundation
+import KafkaClient
+import PipelineOperations
+import PipelineRecords
+import RecoveryJobs
+import StageRuntime
+import Testing
+import TestSupport
+
+@Suite("backfill and lookup-order against the simulated Apple", .enabled(if: TestServices.brokerEnabled))
+struct BackfillAndOrderTests {
+    @Test("backfill writes the window's notification history to raw as ingest would; --only-failures filters")
+    func backfillWritesHistory() async throws {
+        try await RecoverySimulator.with { sim in
+            let now = Date()
+            try sim.apple.store.upsert([
+                RecoverySimulator.transaction(original: "3100", id: "3100", purchased: now.addingTimeInterval(-7200)),
+                RecoverySimulator.transaction(original: "3200", id: "3200", purchased: now.addingTimeInterval(-7200)),
+            ])
+            let notifications = sim.apple.notifications
+            let delivered = try notifications.record(.init(
+                bundleId: RecoverySimulator.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: "3100",
+                sentDate: now.addingTimeInterval(-3600)))
+            let failed = try notifications.record(.init(
+                bundleId: RecoverySimulator.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: "3200",
+                sentDate: now.addingTimeInterval(-1800), sendAttemptResults: ["TIMED_OUT", "NO_RESPONSE"]))
+            let outside = try notifications.record(.init(
+                bundleId: RecoverySimulator.bundleID, notificationType: .didRenew, transactionId: "3100", sentDate: now.addingTimeInterval(-86_400)))
+
+            let producer = try RecoverySimulator.producer()
+            let raw = try await TestServices.makeTopic("backfill-raw")
+            let report = try await NotificationBackfill(client: sim.client, producer: producer, rawTopic: raw).run(
+                target: RecoverySimulator.target, since: now.addingTimeInterval(-7200), until: now, onlyFailures: false)
+            #expect(report.fetched == 2)
+            #expect(report.written == 2)
+            #expect(report.undelivered == 1)
+            #expect(report.byType == ["SUBSCRIBED/INITIAL_BUY": 2])
+
+            let records = try await TopicReader.read(raw, timeout: .seconds(20)) { $0.count >= 2 }
+            #expect(records.count == 2)
+            let payloads = Set(records.map { String(decoding: $0.value, as: UTF8.self) })
+            #expect(payloads == Set([delivered, failed].map { #"{"signedPayload":"\#($0.signedPayload)"}"# }))
+            #expect(!payloads.contains { $0.contains(outside.signedPayload) })
+            for record in records {
+                let hex = SHA256.hash(data: record.value).map { String(format: "%02x", $0) }.joined()
+                #expect(record.keyString == hex)
+                #expect(record.headers.string(PipelineHeader.source) == "notification-history")
+                #expect(record.headers.string(PipelineHeader.schema) == Topics.raw)
+                #expect(record.headers.string(PipelineHeader.contentType) == "application/json")
+                #expect(record.headers.string(PipelineHeader.receivedAt).flatMap { try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse($0) } != nil)
+                #expect(record.headers.string(PipelineHeader.requestID).flatMap(UUID.init(uuidString:)) != nil)
+            }
+
+            let failuresTopic = try await TestServices.makeTopic("backfill-failures")
+            let onlyFailures = try await NotificationBackfill(client: sim.client, producer: producer, rawTopic: failuresTopic).run(
+                target: RecoverySimulator.target, since: now.addingTimeInterval(-7200), until: now, onlyFailures: true)
+            #expect(onlyFailures.fetched == 1)
+            let failureRecords = try await TopicReader.read(failuresTopic, timeout: .seconds(20)) { $0.count >= 1 }
+            #expect(failureRecords.map { String(decoding: $0.value, as: UTF8.self) } == [#"{"signedPayload":"\#(failed.signedPayload)"}"#])
+
+            await #expect(throws: OperationsError.self) {
+                try await NotificationBackfill(client: sim.client, producer: producer, rawTopic: raw).run(
+                    target: RecoverySimulator.target, since: now, until: now.addingTimeInterval(-60), onlyFailures: false)
+            }
+            await producer.close()
+        }
+    }
+
+    @Test("lookup-order finds an order's transactions and customer, feeds them, and refuses an unknown order")
+    func lookupOrder() async throws {
+        try await RecoverySimulator.with { sim in
+            let customer = UUID()
+            let now = Date()
+            try sim.apple.store.upsert([
+                RecoverySimulator.transaction(original: "4100", id: "4100", purchased: now.addingTimeInterval(-600), token: customer),
+                RecoverySimulator.transaction(
+                    original: "4200", id: "4200", purchased: now.addingTimeInterval(-600), token: customer, product: "com.example.coins.100",
+                    type: .consumable),
+                RecoverySimulator.transaction(original: "4300", id: "4300", purchased: now.addingTimeInterval(-600)),
+            ])
+            sim.apple.store.addOrder("MQ4X2Y7Z9", transactionIds: ["4100", "4200"])
+            let job = OrderLookupJob(client: sim.client)
+            let result = try await job.lookUp("MQ4X2Y7Z9", target: RecoverySimulator.target)
+            #expect(Set(result.transactions.compactMap(\.transactionId)) == ["4100", "4200"])
+            #expect(result.customers == [customer])
+
+            let verified = try await TestServices.makeTopic("order-verified")
+            let producer = try RecoverySimulator.producer()
+            let keys = try await job.feed(result, target: RecoverySimulator.target, producer: producer, verifiedTopic: verified)
+            await producer.close()
+            #expect(Set(keys) == ["Sandbox:4100", "Sandbox:4200"])
+            let records = try await TopicReader.read(verified, timeout: .seconds(20)) { $0.count >= 2 }
+            let decoded = try records.map { try VerifiedRecord.decode($0.value) }
+            #expect(Set(decoded.compactMap(\.transactionId)) == ["4100", "4200"])
+            #expect(decoded.allSatisfy { $0.kind == .transaction && $0.source == "reconcile" && $0.signedTransaction != nil })
+            #expect(records.allSatisfy { $0.headers.string(PipelineHeader.source) == "reconcile" && $0.headers.string(PipelineHeader.schema) == Topics.verified })
+
+            await #expect {
+                try await job.lookUp("UNKNOWN123", target: RecoverySimulator.target)
+            } throws: { ($0 as? OperationsError)?.code == "order_not_found" }
+        }
+    }
+}
