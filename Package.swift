@@ -517,7 +517,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "AppStore", "AppStoreSimulator", "SimulatorLifecycle", "LifecycleSimulation", "LifecyclePlayback", "EntitlementStore",
-                "GrantTestSupport", "KafkaClient", "StageRuntime", "TestSupport",
+                "GrantTestSupport", "KafkaClient", "StageRuntime", "TestSupport", "PipelineOperations",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -37,6 +37,13 @@ struct EndToEndTests {
             #expect(run.customers.count >= 500 || Self.customers < 500)
             #expect(report.duplicates > 0)
             #expect(mismatches.isEmpty, "\(mismatches.prefix(5).joined(separator: "\n"))")
+
+            // Replay: grant reset to the beginning of its input and run again changes nothing.
+            let before = try await pipeline.dump()
+            try await pipeline.replayGrant()
+            let after = try await pipeline.dump()
+            for (table, rows) in before { #expect(after[table] == rows, "table \(table) changed when grant replayed its input") }
+            print("replay: grant re-ran its whole input; \(before.count) tables unchanged: \(before == after)")
         } catch {
             await pipeline.stop()
             throw error

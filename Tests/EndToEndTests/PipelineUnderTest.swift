@@ -10,6 +10,7 @@ import LifecycleSimulation
 import Logging
 import NIOCore
 import NIOHTTP1
+import PipelineOperations
 import PostgresNIO
 import SimulatorLifecycle
 import StageRuntime
@@ -188,6 +189,46 @@ final class PipelineUnderTest: @unchecked Sendable {
             defer { group.cancelAll() }
             return try await body(client)
         }
+    }
+
+    /// Every row of every table grant writes, as sorted text: equal dumps mean an unchanged database.
+    func dump() async throws -> [String: String] {
+        try await withDatabase { client in
+            var out: [String: String] = [:]
+            for (table, columns) in ScratchDatabase.allTables {
+                let sql = "SELECT coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '') FROM (SELECT \(columns) FROM \(table)) AS t"
+                for try await text in try await client.query(PostgresQuery(unsafeSQL: sql), logger: ScratchDatabase.logger).decode(String.self) {
+                    out[table] = text
+                }
+            }
+            return out
+        }
+    }
+
+    /// Stops grant (SIGTERM), resets its consumer group to the beginning of its input, starts it
+    /// again and waits until it has processed at least as many records as before.
+    func replayGrant() async throws {
+        let processed = await metric(.grant, "pipeline_messages_processed_total")
+        await processes["grant"]?.terminate()
+        let env = environments["grant"]!
+        let stage = PipelineStageInfo(
+            name: "grant", groupID: env["KAFKA_GROUP_ID"]!, inputTopic: env["INPUT_TOPIC"]!, outputTopic: nil,
+            deadLetterTopic: env["DLQ_TOPIC"]!)
+        let replay = StageReplay(offsets: KafkaGroupOffsets(configuration: TestServices.clientConfiguration("e2e-replay")))
+        let plan = try await replay.plan(stage: stage, from: .earliest)
+        guard plan.recordsToReprocess >= Int64(processed) else {
+            throw TestSupportError("the replay would reprocess \(plan.recordsToReprocess) records, fewer than the \(processed) processed")
+        }
+        try await replay.apply(plan)
+        restarts["grant", default: 0] += 1
+        try launch("grant")
+        try await LocalHTTP.waitForPort(ports["grant"]!, timeout: .seconds(60))
+        let deadline = ContinuousClock.now + .seconds(300)
+        while await metric(.grant, "pipeline_messages_processed_total") < processed {
+            guard ContinuousClock.now < deadline else { throw TestSupportError("grant did not replay its input within 300 s") }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        try await Task.sleep(for: .seconds(2))
     }
 
     /// Distinct events grant recorded: notifications by UUID, uploads by transaction.
