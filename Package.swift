@@ -6,6 +6,26 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+// The external products targets use, named once.
+let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
+let asyncHTTPClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "async-http-client")
+let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto")
+let cryptoExtras: Target.Dependency = .product(name: "_CryptoExtras", package: "swift-crypto")
+let dequeModule: Target.Dependency = .product(name: "DequeModule", package: "swift-collections")
+let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
+let hummingbirdTesting: Target.Dependency = .product(name: "HummingbirdTesting", package: "hummingbird")
+let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
+let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
+let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
+let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio")
+let nioSSL: Target.Dependency = .product(name: "NIOSSL", package: "swift-nio-ssl")
+let postgresNIO: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
+let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
+let serviceLifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let swiftASN1: Target.Dependency = .product(name: "SwiftASN1", package: "swift-asn1")
+let unixSignals: Target.Dependency = .product(name: "UnixSignals", package: "swift-service-lifecycle")
+let x509: Target.Dependency = .product(name: "X509", package: "swift-certificates")
+
 let package = Package(
     name: "AppStoreEntitlements",
     platforms: [.macOS(.v15)],
@@ -48,11 +68,7 @@ let package = Package(
         // Swift wrapper over librdkafka: producer, consumer, admin.
         .target(
             name: "KafkaClient",
-            dependencies: [
-                "CRdKafka",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
+            dependencies: ["CRdKafka", logging, serviceLifecycle],
             swiftSettings: swiftSettings
         ),
         // The consume → process → produce → commit loop shared by every stage, with retries,
@@ -60,38 +76,22 @@ let package = Package(
         .target(
             name: "StageRuntime",
             dependencies: [
-                "KafkaClient",
-                .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "KafkaClient", dequeModule, logging, metrics, prometheus, serviceLifecycle, unixSignals,
+                hummingbird,
             ],
             swiftSettings: swiftSettings
         ),
         // Apple's signed data: typed models and the JWS / X.509 verifier.
         .target(
             name: "AppStore",
-            dependencies: [
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ],
+            dependencies: [x509, swiftASN1, crypto, cryptoExtras],
             swiftSettings: swiftSettings
         ),
         // A local App Store signing authority: creates a test CA (root and intermediate P-384, leaf
         // P-256, Apple's marker extensions) and signs JWS with it. Used by tests and the simulator.
         .target(
             name: "AppStoreSigning",
-            dependencies: [
-                "AppStore",
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
+            dependencies: ["AppStore", x509, swiftASN1, crypto],
             swiftSettings: swiftSettings
         ),
         // The bodies that travel between stages (verified, enriched), shared by their producers and
@@ -104,12 +104,7 @@ let package = Package(
         // The webhook front door: HTTP in, raw topic out.
         .target(
             name: "IngestService",
-            dependencies: [
-                "KafkaClient",
-                "StageRuntime",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
+            dependencies: ["KafkaClient", "StageRuntime", hummingbird, crypto],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -129,23 +124,13 @@ let package = Package(
         // HTTP load generator for the benchmarks and the crash test (closed- and open-loop).
         .executableTarget(
             name: "loadgen",
-            dependencies: [
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-            ],
+            dependencies: [asyncHTTPClient, argumentParser, nioCore, nioHTTP1],
             path: "Sources/Executables/loadgen",
             swiftSettings: swiftSettings
         ),
         .target(
             name: "TestSupport",
-            dependencies: [
-                "KafkaClient",
-                "StageRuntime",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["KafkaClient", "StageRuntime", serviceLifecycle, logging],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),
@@ -157,20 +142,16 @@ let package = Package(
         .testTarget(
             name: "StageRuntimeTests",
             dependencies: [
-                "StageRuntime", "KafkaClient", "TestSupport",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting, serviceLifecycle, prometheus,
+                metrics,
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "IngestTests",
             dependencies: [
-                "IngestService", "StageRuntime", "KafkaClient", "TestSupport",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "IngestService", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting,
+                asyncHTTPClient,
             ],
             swiftSettings: swiftSettings
         ),
@@ -178,11 +159,9 @@ let package = Package(
         .testTarget(
             name: "ResilienceTests",
             dependencies: [
-                "IngestService", "KafkaClient", "TestSupport",
-                "GrantService", "EntitlementStore", "GrantDecision", "GrantTestSupport", "PipelineRecords", "StageRuntime",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "IngestService", "KafkaClient", "TestSupport", "GrantService", "EntitlementStore",
+                "GrantDecision", "GrantTestSupport", "PipelineRecords", "StageRuntime", serviceLifecycle,
+                hummingbirdTesting, asyncHTTPClient,
             ],
             swiftSettings: swiftSettings
         ),
@@ -196,13 +175,7 @@ let package = Package(
         .target(
             name: "VerifyService",
             dependencies: [
-                "AppStore",
-                "PipelineRecords",
-                "StageRuntime",
-                "KafkaClient",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
+                "AppStore", "PipelineRecords", "StageRuntime", "KafkaClient", logging, x509, swiftASN1,
             ],
             swiftSettings: swiftSettings
         ),
@@ -224,12 +197,7 @@ let package = Package(
         // signed and POSTed to the webhook with Apple's retries, duplicates, delays, reordering, losses.
         .target(
             name: "LifecyclePlayback",
-            dependencies: [
-                "LifecycleSimulation",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-            ],
+            dependencies: ["LifecycleSimulation", asyncHTTPClient, nioCore, nioHTTP1],
             swiftSettings: swiftSettings
         ),
         // The simulated Apple plays lifecycles: the player's records over the simulator's store, and
@@ -237,10 +205,8 @@ let package = Package(
         .target(
             name: "SimulatorLifecycle",
             dependencies: [
-                "AppStore", "AppStoreSimulator", "LifecyclePlayback", "LifecycleSimulation",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                "AppStore", "AppStoreSimulator", "LifecyclePlayback", "LifecycleSimulation", asyncHTTPClient,
+                hummingbird, nioCore,
             ],
             swiftSettings: swiftSettings
         ),
@@ -248,12 +214,7 @@ let package = Package(
             name: "LifecycleSimulationTests",
             dependencies: [
                 "LifecycleSimulation", "LifecyclePlayback", "AppStore", "AppStoreSigning", "AppStoreSimulator",
-                "SimulatorLifecycle",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                "SimulatorLifecycle", asyncHTTPClient, crypto, hummingbird, hummingbirdTesting, nioCore,
             ],
             swiftSettings: swiftSettings
         ),
@@ -275,23 +236,17 @@ let package = Package(
         .target(
             name: "RecoveryJobs",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "PipelineOperations", "PipelineRecords", "KafkaClient", "StageRuntime",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
+                "AppStore", "AppStoreServerAPI", "PipelineOperations", "PipelineRecords", "KafkaClient",
+                "StageRuntime", postgresNIO, crypto, logging,
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RecoveryJobsTests",
             dependencies: [
-                "RecoveryJobs", "AppStore", "AppStoreServerAPI", "AppStoreSimulator", "AppStoreSigning", "PipelineRecords",
-                "KafkaClient", "StageRuntime", "TestSupport", "GrantTestSupport", "EntitlementStore",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
+                "RecoveryJobs", "AppStore", "AppStoreServerAPI", "AppStoreSimulator", "AppStoreSigning",
+                "PipelineRecords", "KafkaClient", "StageRuntime", "TestSupport", "GrantTestSupport",
+                "EntitlementStore", asyncHTTPClient, crypto, postgresNIO, serviceLifecycle, logging,
             ],
             swiftSettings: swiftSettings
         ),
@@ -300,18 +255,9 @@ let package = Package(
         .executableTarget(
             name: "appstorectl",
             dependencies: [
-                "RecoveryJobs", "EnrichService", "AppStoreServerAPI",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                "VerifyService",
-                "AppStore",
-                "PipelineOperations",
-                "KafkaClient",
-                "GrantService",
-                "EntitlementStore",
-                "StageRuntime",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
+                "VerifyService", "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
+                "EntitlementStore", "StageRuntime", argumentParser, logging,
             ],
             path: "Sources/Executables/appstorectl",
             swiftSettings: swiftSettings
@@ -319,12 +265,7 @@ let package = Package(
         // Verification throughput on one core, warm and cold chain cache (deploy/local/bench verify).
         .executableTarget(
             name: "verify-bench",
-            dependencies: [
-                "AppStore",
-                "AppStoreSigning",
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
+            dependencies: ["AppStore", "AppStoreSigning", x509, crypto],
             path: "Sources/Executables/verify-bench",
             swiftSettings: swiftSettings
         ),
@@ -334,15 +275,7 @@ let package = Package(
         // typed errors, a per-key rate limiter. Free of the stage runtime so the operator tool reuses it.
         .target(
             name: "AppStoreServerAPI",
-            dependencies: [
-                "AppStore",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-            ],
+            dependencies: ["AppStore", asyncHTTPClient, nioCore, nioHTTP1, crypto, logging, metrics],
             swiftSettings: swiftSettings
         ),
         // A simulated Apple (Sandbox only): the API's endpoints over an in-memory model of customers
@@ -350,17 +283,8 @@ let package = Package(
         .target(
             name: "AppStoreSimulator",
             dependencies: [
-                "AppStore",
-                "AppStoreSigning",
-                "AppStoreServerAPI",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                "AppStore", "AppStoreSigning", "AppStoreServerAPI", asyncHTTPClient, nioHTTP1, hummingbird,
+                x509, swiftASN1, crypto, logging, nioCore,
             ],
             swiftSettings: swiftSettings
         ),
@@ -375,15 +299,8 @@ let package = Package(
         .target(
             name: "EnrichService",
             dependencies: [
-                "AppStore",
-                "AppStoreServerAPI",
-                "PipelineRecords",
-                "StageRuntime",
-                "KafkaClient",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "AppStore", "AppStoreServerAPI", "PipelineRecords", "StageRuntime", "KafkaClient",
+                asyncHTTPClient, nioCore, logging, serviceLifecycle,
             ],
             swiftSettings: swiftSettings
         ),
@@ -399,11 +316,8 @@ let package = Package(
             name: "enrich-bench",
             dependencies: [
                 "EnrichService", "AppStoreSimulator", "AppStoreServerAPI", "AppStoreSigning", "AppStore",
-                "PipelineRecords", "StageRuntime", "KafkaClient",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
+                "PipelineRecords", "StageRuntime", "KafkaClient", asyncHTTPClient, crypto, serviceLifecycle,
+                logging,
             ],
             path: "Sources/Executables/enrich-bench",
             swiftSettings: swiftSettings
@@ -412,14 +326,8 @@ let package = Package(
             name: "EnrichTests",
             dependencies: [
                 "EnrichService", "AppStoreServerAPI", "AppStoreSimulator", "AppStoreSigning", "AppStore",
-                "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport", asyncHTTPClient, hummingbird,
+                nioCore, nioHTTP1, crypto, logging, serviceLifecycle,
             ],
             swiftSettings: swiftSettings
         ),
@@ -435,14 +343,8 @@ let package = Package(
         .target(
             name: "EntitlementStore",
             dependencies: [
-                "GrantDecision",
-                "AppStore",
-                "PipelineRecords",
-                "StageRuntime",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
+                "GrantDecision", "AppStore", "PipelineRecords", "StageRuntime", postgresNIO, nioSSL, crypto,
+                logging,
             ],
             swiftSettings: swiftSettings
         ),
@@ -450,23 +352,14 @@ let package = Package(
         .target(
             name: "GrantService",
             dependencies: [
-                "EntitlementStore",
-                "GrantDecision",
-                "PipelineRecords",
-                "StageRuntime",
-                "KafkaClient",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "EntitlementStore", "GrantDecision", "PipelineRecords", "StageRuntime", "KafkaClient",
+                postgresNIO, logging, serviceLifecycle,
             ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "grant",
-            dependencies: [
-                "GrantService", "EntitlementStore", "StageRuntime", "KafkaClient",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-            ],
+            dependencies: ["GrantService", "EntitlementStore", "StageRuntime", "KafkaClient", postgresNIO],
             path: "Sources/Executables/grant",
             swiftSettings: swiftSettings
         ),
@@ -476,8 +369,7 @@ let package = Package(
             name: "GrantTestSupport",
             dependencies: [
                 "GrantDecision", "EntitlementStore", "AppStore", "PipelineRecords", "StageRuntime",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                postgresNIO, logging,
             ],
             path: "Tests/GrantTestSupport",
             swiftSettings: swiftSettings
@@ -487,8 +379,7 @@ let package = Package(
             name: "grant-bench",
             dependencies: [
                 "EntitlementStore", "GrantDecision", "GrantTestSupport", "PipelineRecords", "StageRuntime",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                postgresNIO, logging,
             ],
             path: "Sources/Executables/grant-bench",
             swiftSettings: swiftSettings
@@ -503,11 +394,9 @@ let package = Package(
         .testTarget(
             name: "GrantStoreTests",
             dependencies: [
-                "GrantService", "EntitlementStore", "GrantDecision", "GrantTestSupport", "AppStore", "PipelineRecords",
-                "StageRuntime", "KafkaClient", "TestSupport",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "GrantService", "EntitlementStore", "GrantDecision", "GrantTestSupport", "AppStore",
+                "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport", postgresNIO, logging,
+                serviceLifecycle,
             ],
             swiftSettings: swiftSettings
         ),
@@ -516,26 +405,18 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "AppStore", "AppStoreSimulator", "SimulatorLifecycle", "LifecycleSimulation", "LifecyclePlayback", "EntitlementStore",
-                "GrantTestSupport", "KafkaClient", "StageRuntime", "TestSupport", "PipelineOperations",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                "AppStore", "AppStoreSimulator", "SimulatorLifecycle", "LifecycleSimulation",
+                "LifecyclePlayback", "EntitlementStore", "GrantTestSupport", "KafkaClient", "StageRuntime",
+                "TestSupport", "PipelineOperations", asyncHTTPClient, postgresNIO, nioCore, nioHTTP1, logging,
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "VerifyTests",
             dependencies: [
-                "VerifyService", "PipelineRecords", "AppStore", "AppStoreSigning", "StageRuntime", "KafkaClient", "TestSupport",
-                "IngestService",
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "VerifyService", "PipelineRecords", "AppStore", "AppStoreSigning", "StageRuntime",
+                "KafkaClient", "TestSupport", "IngestService", x509, swiftASN1, crypto, hummingbirdTesting,
+                serviceLifecycle,
             ],
             swiftSettings: swiftSettings
         ),
