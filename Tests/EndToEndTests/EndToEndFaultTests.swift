@@ -16,9 +16,7 @@ import Testing
 struct EndToEndFaultTests {
     @Test("each stage killed once, Postgres restarted, the API down for 20 s: still the ground truth, lost = 0")
     func faults() async throws {
-        let pipeline = PipelineUnderTest()
-        do {
-            try await pipeline.start()
+        try await PipelineUnderTest.with { pipeline in
             var request = LifecycleRunRequest(customers: EndToEndTests.customers, webhook: "")
             request.seed = 4242
             request.duplicateRate = 0.1
@@ -61,10 +59,6 @@ struct EndToEndFaultTests {
             #expect(lost == 0)
             #expect(report.undelivered == 0)
             #expect(mismatches.isEmpty, "\(mismatches.prefix(5).joined(separator: "\n"))")
-        } catch {
-            await pipeline.stop()
-            throw error
         }
-        await pipeline.stop()
     }
 }

@@ -16,9 +16,7 @@ struct EndToEndTests {
 
     @Test("≥ 500 customers with duplicated, delayed and reordered deliveries end exactly as the simulator says")
     func groundTruth() async throws {
-        let pipeline = PipelineUnderTest()
-        do {
-            try await pipeline.start()
+        try await PipelineUnderTest.with { pipeline in
             var request = LifecycleRunRequest(customers: Self.customers, webhook: "")
             request.seed = 2026
             request.duplicateRate = 0.15
@@ -44,10 +42,6 @@ struct EndToEndTests {
             let after = try await pipeline.dump()
             for (table, rows) in before { #expect(after[table] == rows, "table \(table) changed when grant replayed its input") }
             print("replay: grant re-ran its whole input; \(before.count) tables unchanged: \(before == after)")
-        } catch {
-            await pipeline.stop()
-            throw error
         }
-        await pipeline.stop()
     }
 }

@@ -44,10 +44,7 @@ final class PipelineUnderTest: @unchecked Sendable {
     /// Creates the topics and the database, starts the simulator and the four stages, and waits
     /// until every consuming stage is ready.
     func start() async throws {
-        for (name, partitions) in Topics.catalogue {
-            topics[name] = "\(name).e2e-\(id)"
-            _ = partitions
-        }
+        for (name, _) in Topics.catalogue { topics[name] = "\(name).e2e-\(id)" }
         try await KafkaAdmin(configuration: TestServices.clientConfiguration("e2e-admin")).createTopics(
             Topics.catalogue.map { .init(name: topics[$0.name]!, partitions: $0.partitions) })
         try await ScratchDatabase.admin("CREATE DATABASE \(database)")
@@ -102,6 +99,20 @@ final class PipelineUnderTest: @unchecked Sendable {
         }
         for stage in Stage.allCases { try await LocalHTTP.waitForPort(ports[stage.rawValue]!, timeout: .seconds(60)) }
         for stage in [Stage.verify, .enrich, .grant] { try await waitReady(stage) }
+    }
+
+    /// Starts a pipeline, runs `body` on it, and stops it (processes and database) whatever happens.
+    static func with<T>(_ body: (PipelineUnderTest) async throws -> T) async throws -> T {
+        let pipeline = PipelineUnderTest()
+        do {
+            try await pipeline.start()
+            let result = try await body(pipeline)
+            await pipeline.stop()
+            return result
+        } catch {
+            await pipeline.stop()
+            throw error
+        }
     }
 
     func launch(_ name: String) throws {

@@ -18,9 +18,7 @@ struct RecoveryToolTests {
 
     @Test("test-notification: the simulator POSTs the TEST notification to ingest and it arrives on the verified topic")
     func testNotificationArrives() async throws {
-        let pipeline = PipelineUnderTest()
-        do {
-            try await pipeline.start()
+        try await PipelineUnderTest.with { pipeline in
             let (refused, _) = try await Self.appstorectl(["test-notification", "--app", pipeline.bundleID, "--timeout", "3"], pipeline)
             #expect(refused == 1, "without a webhook the simulator delivers nothing, so nothing arrives")
             let code = try await pipeline.post(
@@ -30,18 +28,12 @@ struct RecoveryToolTests {
             #expect(status == 0, "\(output)")
             #expect(output.contains("arrived:"))
             #expect(output.contains("Apple's send attempts: SUCCESS"), "the simulator records its delivery as a send attempt")
-        } catch {
-            await pipeline.stop()
-            throw error
         }
-        await pipeline.stop()
     }
 
     @Test("10 % of notifications never delivered: backfill --only-failures and reconcile restore the ground truth")
     func recoveryAfterDrops() async throws {
-        let pipeline = PipelineUnderTest()
-        do {
-            try await pipeline.start()
+        try await PipelineUnderTest.with { pipeline in
             var request = LifecycleRunRequest(customers: Self.customers, webhook: "")
             request.seed = 61
             request.dropRate = 0.1
@@ -96,11 +88,7 @@ struct RecoveryToolTests {
             for key in customer.value.keys where !key.hasPrefix("units:") { #expect(customerOutput.contains(key)) }
             let (unknown, _) = try await Self.appstorectl(["customer", UUID().uuidString], pipeline)
             #expect(unknown == 1)
-        } catch {
-            await pipeline.stop()
-            throw error
         }
-        await pipeline.stop()
     }
 
     /// Runs `appstorectl` with the pipeline's settings (enrich's API and broker variables, grant's
