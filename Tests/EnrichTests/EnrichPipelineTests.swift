@@ -131,7 +131,7 @@ struct EnrichPipelineTests {
             input: topics.verified, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("enrich"), batchSize: 10,
             retry: RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .seconds(2)))
         let enriched = try await TopicReader.read(topics.enriched, timeout: .seconds(90)) { $0.count >= records.count - 1 }
-        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(20)) { $0.count >= 1 }
+        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(90)) { $0.count >= 1 }
         try await harness.stop()
         sim.apple.faults.set(.none)
         #expect(enriched.count == records.count - 1)

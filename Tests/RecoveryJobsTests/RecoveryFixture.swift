@@ -30,7 +30,7 @@ final class RecoverySimulator: Sendable {
         let group = ServiceGroup(
             services: [apple.makeApplication(host: "127.0.0.1", port: port, logger: TestServices.logger)], logger: TestServices.logger)
         let task = Task { try await group.run() }
-        try await LocalHTTP.waitForPort(port, timeout: .seconds(20))
+        try await LocalHTTP.waitForPort(port, timeout: .seconds(120))
         let verifier = try SignedDataVerifier(configuration: .init(
             apps: [try AppStoreApp(bundleID: bundleID, environments: [.sandbox])], additionalTrustedRoots: [authority.root]))
         let credentials = AppStoreAPICredentials(bundleID: bundleID, issuerID: apiKey.issuerID, keyID: apiKey.keyID, privateKey: apiKey.privateKey)

@@ -144,7 +144,7 @@ struct StageRunnerTests {
         let out = try await TopicReader.read(output) { $0.count >= 200 }
         // A fresh reader takes everything there is for a while (a loaded machine joins groups slowly);
         // a record processed twice would show up as a 201st.
-        let settled = try await TopicReader.read(output, timeout: .seconds(20)) { $0.count > 200 }
+        let settled = try await TopicReader.read(output, timeout: .seconds(90)) { $0.count > 200 }
         try await second.stop()
         #expect(Set(out.map(\.text)) == Set((0..<200).map(String.init)))
         #expect(settled.count == 200, "no record was processed twice")

@@ -74,7 +74,7 @@ final class RunningSimulator: Sendable {
         let app = apple.makeApplication(host: "127.0.0.1", port: port, logger: TestServices.logger)
         let group = ServiceGroup(services: [app], logger: TestServices.logger)
         let task = Task { try await group.run() }
-        try await LocalHTTP.waitForPort(port, timeout: .seconds(20))
+        try await LocalHTTP.waitForPort(port, timeout: .seconds(120))
         return RunningSimulator(apple: apple, port: port, group: group, task: task)
     }
 
