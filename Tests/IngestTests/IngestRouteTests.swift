@@ -122,7 +122,7 @@ struct IngestRouteTests {
             }
             // Generous: other suites load both cores meanwhile. The resilience suite, run alone, holds
             // ingest to its timeout plus half a second.
-            #expect(ContinuousClock.now - start < .seconds(4))
+            #expect(ContinuousClock.now - start < .seconds(10))
         }
     }
 }

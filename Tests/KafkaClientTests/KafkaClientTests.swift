@@ -180,7 +180,7 @@ struct KafkaClientTests {
             guard let error = error as? KafkaError else { return false }
             return error.code == .deliveryFailed && error.isRetriable
         }
-        #expect(ContinuousClock.now - start < .seconds(6))
+        #expect(ContinuousClock.now - start < .seconds(15), "bounded by the delivery timeout, not hanging (loaded machine: generous)")
         await producer.close()
     }
 
