@@ -244,8 +244,8 @@ let package = Package(
         .testTarget(
             name: "RecoveryJobsTests",
             dependencies: [
-                "RecoveryJobs", "AppStore", "AppStoreServerAPI", "AppStoreSimulator", "AppStoreSigning",
-                "PipelineRecords", "KafkaClient", "StageRuntime", "TestSupport", "GrantTestSupport",
+                "RecoveryJobs", "ConsumptionResponder", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
+                "AppStoreSigning", "PipelineRecords", "KafkaClient", "StageRuntime", "TestSupport", "GrantTestSupport",
                 "EntitlementStore", asyncHTTPClient, crypto, postgresNIO, serviceLifecycle, logging,
             ],
             swiftSettings: swiftSettings
@@ -357,9 +357,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Answers Apple's CONSUMPTION_REQUESTs from grant's records for the apps that opted in.
+        .target(
+            name: "ConsumptionResponder",
+            dependencies: [
+                "EntitlementStore", "AppStore", "AppStoreServerAPI", "EnrichService", "StageRuntime",
+                asyncHTTPClient, logging, metrics, serviceLifecycle,
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "grant",
-            dependencies: ["GrantService", "EntitlementStore", "StageRuntime", "KafkaClient", postgresNIO],
+            dependencies: [
+                "GrantService", "ConsumptionResponder", "EntitlementStore", "StageRuntime", "KafkaClient",
+                asyncHTTPClient, postgresNIO,
+            ],
             path: "Sources/Executables/grant",
             swiftSettings: swiftSettings
         ),
@@ -374,12 +386,13 @@ let package = Package(
             path: "Tests/GrantTestSupport",
             swiftSettings: swiftSettings
         ),
-        // Grant's database throughput with batching on and off (deploy/local/bench grant).
+        // Grant's database throughput with batching on and off (deploy/local/bench grant), and the
+        // enriched events bench e2e replays through the grant process.
         .executableTarget(
             name: "grant-bench",
             dependencies: [
                 "EntitlementStore", "GrantDecision", "GrantTestSupport", "PipelineRecords", "StageRuntime",
-                postgresNIO, logging,
+                "KafkaClient", "AppStore", postgresNIO, logging,
             ],
             path: "Sources/Executables/grant-bench",
             swiftSettings: swiftSettings

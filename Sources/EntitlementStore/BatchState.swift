@@ -74,12 +74,12 @@ struct BatchState {
             environment: event.environment, eventKey: event.eventKey, notificationUUID: event.notificationUUID,
             kind: event.kind.rawValue, source: event.source, type: event.typeName, subtype: event.subtype?.rawValue,
             originalTransactionId: event.purchaseKey?.originalTransactionId, transactionId: event.transaction?.transactionId,
-            signedDate: event.signedDate, receivedAt: event.verifiedAt, outcome: decision.outcome.rawValue, note: decision.note))
-        if event.notificationType == .consumptionRequest, let uuid = event.notificationUUID {
+            signedDate: event.signedDate, receivedAt: event.verifiedAt, ingestedAt: event.receivedAt, outcome: decision.outcome.rawValue, note: decision.note))
+        if let request = event.consumptionRequest, let uuid = event.notificationUUID {
             consumptionRequests.append(StoreRows.ConsumptionRequest(
-                environment: event.environment, notificationUUID: uuid, transactionId: event.transaction?.transactionId,
-                reason: event.consumptionRequestReason, signedDate: event.signedDate,
-                deadline: event.signedDate?.addingTimeInterval(12 * 3600)))
+                environment: event.environment, notificationUUID: uuid, bundleId: request.bundleId, transactionId: request.transactionId,
+                originalTransactionId: request.originalTransactionId, reason: request.reason, signedDate: event.signedDate,
+                deadline: (event.signedDate ?? event.verifiedAt).addingTimeInterval(ConsumptionRequestRecord.answerWindow)))
         }
         for change in decision.changes { noteCustomer(change.customer, externalUserId: nil) }
         changes += decision.changes

@@ -101,6 +101,7 @@ enum StoreRows {
         var transactionId: String?
         var signedDate: Date?
         var receivedAt: Date
+        var ingestedAt: Date?
         var outcome: String
         var note: String?
     }
@@ -108,10 +109,12 @@ enum StoreRows {
     struct ConsumptionRequest: Encodable {
         var environment: String
         var notificationUUID: String
+        var bundleId: String
         var transactionId: String?
+        var originalTransactionId: String?
         var reason: String?
         var signedDate: Date?
-        var deadline: Date?
+        var deadline: Date
     }
 
     struct Change: Encodable {

@@ -131,16 +131,17 @@ enum StoreStatements {
 
     static let insertNotifications = """
         INSERT INTO notifications (environment, event_key, notification_uuid, kind, source, notification_type, subtype,
-                                   original_transaction_id, transaction_id, signed_date, received_at, outcome, note)
+                                   original_transaction_id, transaction_id, signed_date, received_at, ingested_at, outcome, note)
         SELECT r->>'environment', r->>'eventKey', r->>'notificationUUID', r->>'kind', r->>'source', r->>'type', r->>'subtype',
                r->>'originalTransactionId', r->>'transactionId', ms_to_timestamptz(r->'signedDate'),
-               ms_to_timestamptz(r->'receivedAt'), r->>'outcome', r->>'note'
+               ms_to_timestamptz(r->'receivedAt'), ms_to_timestamptz(r->'ingestedAt'), r->>'outcome', r->>'note'
         \(rows) ON CONFLICT DO NOTHING
         """
 
     static let insertConsumptionRequests = """
-        INSERT INTO consumption_requests (environment, notification_uuid, transaction_id, reason, signed_date, deadline)
-        SELECT r->>'environment', r->>'notificationUUID', r->>'transactionId', r->>'reason',
+        INSERT INTO consumption_requests (environment, notification_uuid, bundle_id, transaction_id, original_transaction_id,
+            reason, signed_date, deadline)
+        SELECT r->>'environment', r->>'notificationUUID', r->>'bundleId', r->>'transactionId', r->>'originalTransactionId', r->>'reason',
                ms_to_timestamptz(r->'signedDate'), ms_to_timestamptz(r->'deadline')
         \(rows) ON CONFLICT DO NOTHING
         """

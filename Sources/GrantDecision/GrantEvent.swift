@@ -30,11 +30,15 @@ public struct GrantEvent: Hashable, Sendable {
     /// The customer the event names and whether Apple's signed data named it.
     public var claim: (customerId: UUID, verified: Bool)?
     public var externalUserId: String?
-    public var consumptionRequestReason: String?
+    /// What a `CONSUMPTION_REQUEST` asks about, for the consumption responder.
+    public var consumptionRequest: ConsumptionRequestFacts?
     public var version: EventVersion
     public var lookup: Enrichment.Lookup
     /// When verify accepted the record.
     public var verifiedAt: Date
+    /// When ingest (or the job that made the record) received it: the `received-at` header, set by
+    /// the grant stage; the start of the webhook-to-entitlement latency.
+    public var receivedAt: Date?
     /// The raw JWS of the event's own transaction, when the record kept it (app uploads).
     public var signedTransaction: String?
 
@@ -121,7 +125,15 @@ public struct GrantEvent: Hashable, Sendable {
             claim = nil
         }
         externalUserId = verified.hints?.userId
-        consumptionRequestReason = verified.notification?.data?.consumptionRequestReason?.rawValue
+        if notificationType == .consumptionRequest {
+            // The notification's own transaction is the one the customer wants refunded, not the newest.
+            consumptionRequest = ConsumptionRequestFacts(
+                bundleId: verified.bundleId, transactionId: verified.transaction?.transactionId ?? transaction?.transactionId,
+                originalTransactionId: verified.transaction?.originalTransactionId ?? purchaseKey?.originalTransactionId,
+                reason: verified.notification?.data?.consumptionRequestReason?.rawValue)
+        } else {
+            consumptionRequest = nil
+        }
 
         // History is the truth as of when the API answered; a transaction alone, as of its signing.
         let asOf: Date
@@ -130,6 +142,15 @@ public struct GrantEvent: Hashable, Sendable {
         case .transactionOnly, .none: asOf = transaction?.signedDate ?? signedDate ?? enrichment.fetchedAt
         }
         version = EventVersion(asOf: asOf, eventKey: eventKey)
+    }
+
+    /// The transaction and app a customer's refund request (`CONSUMPTION_REQUEST`) is about.
+    public struct ConsumptionRequestFacts: Hashable, Sendable {
+        public var bundleId: String
+        public var transactionId: String?
+        public var originalTransactionId: String?
+        /// Apple's `consumptionRequestReason`, raw.
+        public var reason: String?
     }
 
     /// Why this event changes nothing whatever the state, or nil when it must be decided.

@@ -37,7 +37,9 @@ public struct GrantStage: PipelineStage {
         for (i, message) in batch.enumerated() {
             do {
                 let record = try EnrichedRecord.decode(message.value)
-                events.append(try GrantEvent(record))
+                var event = try GrantEvent(record)
+                event.receivedAt = message.headers.string(PipelineHeader.receivedAt).flatMap(Self.parseTimestamp)
+                events.append(event)
                 positions.append(i)
             } catch let rejection as GrantRejection {
                 results[i] = .failure(StageError.permanent(rejection.code, rejection.message))
@@ -59,6 +61,11 @@ public struct GrantStage: PipelineStage {
         }
         if changed { committed() }
         return results.map { $0 ?? .success([]) }
+    }
+
+    /// ISO 8601 with or without fractional seconds, as `Timestamp.iso8601` writes it.
+    static func parseTimestamp(_ text: String) -> Date? {
+        (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)) ?? (try? Date.ISO8601FormatStyle().parse(text))
     }
 
     private func log(_ d: GrantDecision, _ message: KafkaMessage) {

@@ -36,6 +36,13 @@ struct EndToEndTests {
             #expect(report.duplicates > 0)
             #expect(mismatches.isEmpty, "\(mismatches.prefix(5).joined(separator: "\n"))")
 
+            // Every consumption request of the opted-in app answered once, from grant's records.
+            let consumption = try await pipeline.consumptionAnswers(timeout: .seconds(60))
+            print("consumption requests: \(consumption.requests.count), answered at Apple: \(consumption.answered.count)")
+            #expect(!consumption.requests.isEmpty, "the lifecycles include refund requests")
+            #expect(consumption.requests.values.allSatisfy { $0 == "sent" }, "\(consumption.requests.filter { $0.value != "sent" })")
+            #expect(consumption.answered == consumption.requests.keys.sorted())
+
             // Replay: grant reset to the beginning of its input and run again changes nothing.
             let before = try await pipeline.dump()
             try await pipeline.replayGrant()

@@ -88,6 +88,13 @@ final class PipelineUnderTest: @unchecked Sendable {
                 "APPSTORE_API_BASE_URL": simURL, "APPSTORE_API_RATE_SCALE": "20", "RETRY_MAX_MS": "2000",
             ]) { a, _ in a }
         environments["grant"] = stageEnvironment(.grant, input: Topics.enriched, output: Topics.entitlementChanges, dlq: Topics.grantDeadLetters)
+            .merging(apps) { a, _ in a }
+            .merging([
+                // The app opted in to answering Apple's consumption requests.
+                "CONSUMPTION_APPS": bundleID, "CONSUMPTION_POLL_MS": "500", "CONSUMPTION_REFUND_PREFERENCE": "DECLINE",
+                "APPSTORE_API_CREDENTIALS": "\(bundleID):\(key["issuerId"]!):\(key["keyId"]!):\(key["privateKeyPath"]!)",
+                "APPSTORE_API_BASE_URL": simURL, "APPSTORE_API_RATE_SCALE": "20",
+            ]) { a, _ in a }
             .merging([
                 "POSTGRES_HOST": ScratchDatabase.host, "POSTGRES_PORT": "\(ScratchDatabase.port)", "POSTGRES_DATABASE": database,
                 "POSTGRES_TLS": "disable", "ENTITLEMENTS_PRODUCTS_FILE": products.path, "GRANT_EXPIRY_LEEWAY_S": "\(leeway)",
@@ -241,6 +248,28 @@ final class PipelineUnderTest: @unchecked Sendable {
         }
         try await Task.sleep(for: .seconds(2))
     }
+
+    /// Waits until grant's consumption responder left no request pending, then returns each
+    /// request's transaction and status, and the transactions the simulated Apple received answers for.
+    func consumptionAnswers(timeout: Duration) async throws -> (requests: [String: String], answered: [String]) {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let requests = try await withDatabase { client in
+                var rows: [String: String] = [:]
+                let query = try await client.query(
+                    "SELECT coalesce(transaction_id, notification_uuid), status FROM consumption_requests", logger: ScratchDatabase.logger)
+                for try await (id, status) in query.decode((String, String).self) { rows[id] = status }
+                return rows
+            }
+            if !requests.values.contains("pending") || ContinuousClock.now > deadline {
+                let received = try JSONDecoder().decode([Received].self, from: try await get("/sim/consumption"))
+                return (requests, received.map(\.transactionId).sorted())
+            }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+    }
+
+    private struct Received: Decodable { var transactionId: String }
 
     /// Distinct events grant recorded: notifications by UUID, uploads by transaction.
     func loggedEvents() async throws -> Int {

@@ -104,7 +104,8 @@ public struct ScratchDatabase: Sendable {
     ].map { ($0, "*") }
 
     /// The state tables, without what depends on the order events arrived in (history, outbox,
-    /// sequence counters, the notification log's outcomes and processing times).
+    /// sequence counters, the notification log's outcomes and processing times, when a consumption
+    /// request was recorded).
     public static let stateTables: [(table: String, columns: String)] = [
         ("customers", "environment, customer_id"),
         ("transactions", "*"),
@@ -112,7 +113,7 @@ public struct ScratchDatabase: Sendable {
         ("ownership_claims", "*"),
         ("entitlements", "*"),
         ("consumable_grants", "*"),
-        ("consumption_requests", "*"),
+        ("consumption_requests", "environment, notification_uuid, bundle_id, transaction_id, original_transaction_id, reason, signed_date, deadline, status"),
         ("notifications", "environment, event_key, notification_type, subtype, signed_date"),
     ]
 

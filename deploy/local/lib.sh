@@ -68,3 +68,32 @@ for t in json.load(open(sys.argv[1]))["topics"]:
     print(t["name"], t["partitions"])
 PY
 }
+
+# start_process PIDFILE BIN_DIR NAME PORT [VAR=VALUE...]: starts BIN_DIR/NAME in its own session with
+# its HTTP port on 127.0.0.1:PORT and the given environment, logs to .local/logs/NAME.log (or
+# LOG_NAME.log), records "NAME PID" in PIDFILE and waits for the port. Does nothing when running.
+start_process() {
+  local pidfile="$1" bindir="$2" name="$3" port="$4" logname="${LOG_NAME:-$3}"; shift 4
+  if [[ -f "$pidfile" ]] && grep -q "^$name " "$pidfile" && kill -0 "$(grep "^$name " "$pidfile" | cut -d' ' -f2)" 2>/dev/null; then
+    log "$name already running"; return
+  fi
+  mkdir -p "$state_dir/logs"
+  env "$@" HTTP_HOST=127.0.0.1 HTTP_PORT="$port" setsid "$bindir/$name" >>"$state_dir/logs/$logname.log" 2>&1 </dev/null &
+  echo "$name $!" >>"$pidfile"
+  wait_for_port 127.0.0.1 "$port" 60 || die "$name did not open port $port (see .local/logs/$logname.log)"
+  log "started $name on :$port (log: .local/logs/$logname.log)"
+}
+
+# stop_processes PIDFILE: stops every process PIDFILE lists (SIGTERM, then SIGKILL after 15 s).
+stop_processes() {
+  [[ -f "$1" ]] || return 0
+  while read -r name pid; do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+      log "stopped $name"
+    fi
+  done <"$1"
+  rm -f "$1"
+}

@@ -111,6 +111,14 @@ def main():
     for r in [header] + rows:
         print("  ".join(r[i].ljust(widths[i]) for i in range(5)))
     print(f"{len(rows) - mismatches} of {len(rows)} customers match the ground truth")
+    # Refund requests (CONSUMPTION_REQUEST) grant's responder answered from our records.
+    time.sleep(3)
+    statuses = subprocess.run(shlex.split(args.psql) + ["-At", "-F", "\t", "-c",
+                              "select status, count(*) from consumption_requests group by status order by status"],
+                              check=True, capture_output=True, text=True).stdout.split()
+    answered = len(get_json(args.sim + "/sim/consumption"))
+    summary = ", ".join(f"{statuses[i + 1]} {statuses[i]}" for i in range(0, len(statuses), 2)) or "none"
+    print(f"consumption requests: {summary}; answers Apple received: {answered}")
     return 0 if mismatches == 0 else 1
 
 if __name__ == "__main__":

@@ -1,19 +1,23 @@
+import AsyncHTTPClient
+import ConsumptionResponder
 import EntitlementStore
 import GrantService
 import KafkaClient
 import PostgresNIO
 import StageRuntime
 
-/// The grant stage: enriched topic → entitlements in Postgres; changes published from the outbox.
+/// The grant stage: enriched topic → entitlements in Postgres; changes published from the outbox;
+/// Apple's consumption requests answered for the apps that opted in.
 await StageMain.run(
     name: "grant",
-    summary: "applies enriched App Store events to the entitlements database idempotently and order-safely, one transaction per batch, and publishes the committed entitlement changes from the outbox keyed by customer",
+    summary: "applies enriched App Store events to the entitlements database idempotently and order-safely, one transaction per batch, publishes the committed entitlement changes from the outbox keyed by customer, and answers Apple's consumption requests for the apps that opted in",
     defaults: .init(
         inputTopic: Topics.enriched, outputTopic: Topics.entitlementChanges, deadLetterTopic: Topics.grantDeadLetters,
         groupID: "appstore.grant", httpPort: 8083, batchSize: 200),
-    extraVariables: GrantConfiguration.variables
+    extraVariables: GrantConfiguration.variables + ConsumptionConfiguration.variables
 ) { config, env, logger in
     let grant = try GrantConfiguration(environment: env)
+    let consumption = try ConsumptionConfiguration.read(env)
     logger.info("database", metadata: ["postgres": "\(grant.store)", "products.file": "\(grant.productsFile ?? "(none)")"])
     try await DatabasePreparation.prepare(grant, logger: logger)
     let client = PostgresClient(configuration: grant.store.clientConfiguration(), backgroundLogger: logger)
@@ -23,5 +27,9 @@ await StageMain.run(
         store: store, producer: outboxProducer, topic: config.outputTopic,
         pollInterval: grant.outboxPollInterval, batchSize: grant.outboxBatchSize, logger: logger)
     let stage = GrantStage(store: store, policy: grant.policy, logger: logger) { publisher.notify() }
-    return (stage, [client, outboxProducer, publisher])
+    guard let consumption else { return (stage, [client, outboxProducer, publisher]) }
+    logger.info("answering consumption requests", metadata: ["apps": "\(consumption.policy.apps.sorted().joined(separator: ","))"])
+    let responder = ConsumptionResponder(
+        store: store, client: try consumption.makeClient(httpClient: HTTPClient.shared, logger: logger), policy: consumption.policy, pollInterval: consumption.pollInterval, logger: logger)
+    return (stage, [client, outboxProducer, publisher, responder])
 }

@@ -1,0 +1,128 @@
+import AppStore
+import AppStoreServerAPI
+import EntitlementStore
+import Foundation
+import Logging
+import Metrics
+import ServiceLifecycle
+
+/// Answers Apple's `CONSUMPTION_REQUEST`s for the apps that opted in: claims the pending requests
+/// grant recorded, earliest deadline first, sends Send Consumption Information built by the
+/// ``ConsumptionPolicy`` from our records, and records the outcome. Transient failures (429, 5xx,
+/// the network) are retried with backoff while the 12-hour deadline allows; a request whose
+/// deadline passed is marked expired and never sent late. Safe to run in every grant replica.
+public final class ConsumptionResponder: Service, Sendable {
+    let store: EntitlementStore
+    let client: AppStoreServerAPIClient
+    let policy: ConsumptionPolicy
+    let pollInterval: Duration
+    /// How long a claim keeps other responders away from a request.
+    let lease: Duration
+    let batchSize: Int
+    let clock: @Sendable () -> Date
+    let logger: Logger
+
+    public init(
+        store: EntitlementStore, client: AppStoreServerAPIClient, policy: ConsumptionPolicy, pollInterval: Duration = .seconds(2),
+        lease: Duration = .seconds(120), batchSize: Int = 50, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.store = store
+        self.client = client
+        self.policy = policy
+        self.pollInterval = pollInterval
+        self.lease = lease
+        self.batchSize = batchSize
+        self.logger = logger
+        self.clock = clock
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                var full = false
+                do {
+                    full = try await self.answerDue() == self.batchSize
+                } catch {
+                    self.logger.warning("consumption requests unavailable", metadata: ["error": "\(error)"])
+                }
+                if !full { try? await Task.sleep(for: self.pollInterval) }
+            }
+        }
+    }
+
+    /// Claims the due requests once and answers each. Returns how many were claimed.
+    @discardableResult
+    public func answerDue() async throws(StoreError) -> Int {
+        let claimed = try await store.claimConsumptionRequests(limit: batchSize, lease: lease)
+        for request in claimed {
+            let outcome = await answer(request)
+            try await store.finishConsumptionRequest(request, outcome)
+            record(outcome, request)
+        }
+        return claimed.count
+    }
+
+    func answer(_ request: ConsumptionRequestRecord) async -> ConsumptionRequestOutcome {
+        let now = clock()
+        if let deadline = request.deadline, deadline <= now {
+            return .expired(note: "Apple's deadline \(deadline) passed before an answer went out")
+        }
+        let transactionId: String, bundleId: String, body: ConsumptionRequest
+        switch policy.decide(request) {
+        case let .skip(reason): return .skipped(note: reason)
+        case let .send(tid, bundle, request): (transactionId, bundleId, body) = (tid, bundle, request)
+        }
+        let environment = AppStoreEnvironment(rawValue: request.environment)
+        guard environment == .sandbox || environment == .production else {
+            return .skipped(note: "environment \(request.environment) has no App Store Server API")
+        }
+        do {
+            try await client.sendConsumptionInformation(
+                transactionId: transactionId, body, target: .init(bundleID: bundleId, environment: environment))
+            let json = String(decoding: (try? AppStoreJSON.encoder.encode(body)) ?? Data("{}".utf8), as: UTF8.self)
+            return .sent(body: json, deliveryStatus: body.deliveryStatus ?? "", refundPreference: body.refundPreference)
+        } catch {
+            guard error.isTransient else { return .failed(error: error.description) }
+            return .retry(after: retryDelay(request, error: error, now: now), error: error.description)
+        }
+    }
+
+    /// Apple's Retry-After, else exponential from 5 s up to 5 minutes; never past half the time left.
+    func retryDelay(_ request: ConsumptionRequestRecord, error: AppStoreAPIError, now: Date) -> Duration {
+        let backoff = error.retryAfter ?? .seconds(min(300, 5 << min(max(request.attempts - 1, 0), 6)))
+        guard let deadline = request.deadline else { return backoff }
+        let half = Duration.milliseconds(Int64(max(0, deadline.timeIntervalSince(now)) * 500))
+        return min(backoff, max(half, .milliseconds(100)))
+    }
+
+    private func record(_ outcome: ConsumptionRequestOutcome, _ request: ConsumptionRequestRecord) {
+        let name: String
+        var metadata: Logger.Metadata = [
+            "notification.uuid": "\(request.notificationUUID)", "transaction": "\(request.transactionId ?? "-")",
+            "attempt": "\(request.attempts)",
+        ]
+        switch outcome {
+        case let .sent(_, delivery, preference):
+            name = "sent"
+            metadata["delivery"] = "\(delivery)"
+            metadata["refund.preference"] = "\(preference ?? "none")"
+            logger.info("consumption information sent", metadata: metadata)
+        case let .retry(after, error):
+            name = "retried"
+            metadata["error"] = "\(error)"
+            metadata["retry.in"] = "\(after)"
+            logger.warning("consumption answer failed; will retry", metadata: metadata)
+        case let .failed(error):
+            name = "failed"
+            metadata["error"] = "\(error)"
+            logger.error("Apple refused the consumption answer", metadata: metadata)
+        case let .expired(note):
+            name = "expired"
+            logger.error("consumption request expired unanswered", metadata: metadata.merging(["note": "\(note)"]) { $1 })
+        case let .skipped(note):
+            name = "skipped"
+            logger.info("consumption request not answered", metadata: metadata.merging(["note": "\(note)"]) { $1 })
+        }
+        Counter(label: "consumption_answers_total", dimensions: [("outcome", name)]).increment()
+    }
+}
