@@ -8,7 +8,7 @@ extension SimulatorStore {
     @discardableResult
     public func recordSendAttempt(notificationUUID: String, result: String, at date: Date) -> Bool {
         state.withLock { state in
-            guard let index = state.notifications.firstIndex(where: { $0.notificationUUID == notificationUUID }) else { return false }
+            guard let index = state.notificationIndexByUUID[notificationUUID] else { return false }
             state.notifications[index].sendAttempts.append(SendAttemptItem(attemptDate: date, sendAttemptResult: result))
             return true
         }

@@ -11,6 +11,10 @@ import Synchronization
 public final class SimulatorStore: Sendable {
     struct State {
         var transactions: [String: SimulatedTransaction] = [:]  // by transactionId
+        // Indexes, so lookups stay cheap with a lifecycle run's tens of thousands of transactions.
+        var transactionIDsByCustomer: [String: Set<String>] = [:]
+        var transactionIDsByOriginal: [String: Set<String>] = [:]
+        var notificationIndexByUUID: [String: Int] = [:]
         var sequence = 0
         var subscriptionOverrides: [String: SimulatedSubscriptionOverride] = [:]  // by originalTransactionId
         var notifications: [SimulatedNotification] = []
@@ -59,11 +63,18 @@ public final class SimulatorStore: Sendable {
                 if transaction.signedDate == nil { transaction.signedDate = now }
                 let id = transaction.transactionId!
                 let original = transaction.originalTransactionId!
-                let customer = customerID ?? state.transactions[id]?.customerID
-                    ?? state.transactions.values.first { $0.payload.originalTransactionId == original }?.customerID
+                let previous = state.transactions[id]
+                let customer = customerID ?? previous?.customerID
+                    ?? state.transactionIDsByOriginal[original]?.first.flatMap { state.transactions[$0]?.customerID }
                     ?? "customer-\(original)"
+                if let previous {
+                    state.transactionIDsByCustomer[previous.customerID]?.remove(id)
+                    if let old = previous.payload.originalTransactionId { state.transactionIDsByOriginal[old]?.remove(id) }
+                }
                 state.sequence += 1
                 state.transactions[id] = SimulatedTransaction(payload: transaction, customerID: customer, modifiedSequence: state.sequence)
+                state.transactionIDsByCustomer[customer, default: []].insert(id)
+                state.transactionIDsByOriginal[original, default: []].insert(id)
             }
         }
     }
@@ -94,7 +105,10 @@ public final class SimulatorStore: Sendable {
 
     /// Stores a signed notification for Get Notification History.
     func addNotification(_ notification: SimulatedNotification) {
-        state.withLock { $0.notifications.append(notification) }
+        state.withLock { state in
+            state.notificationIndexByUUID[notification.notificationUUID] = state.notifications.count
+            state.notifications.append(notification)
+        }
     }
 
     /// Forgets all data (not the CA or the key).
@@ -111,16 +125,20 @@ public final class SimulatorStore: Sendable {
     public func transaction(anyID id: String, bundleID: String) -> SimulatedTransaction? {
         state.withLock { state in
             if let direct = state.transactions[id], direct.payload.bundleId == bundleID { return direct }
-            return state.transactions.values
-                .filter { $0.payload.bundleId == bundleID && ($0.payload.originalTransactionId == id || $0.payload.appTransactionId == id) }
-                .min { $0.modifiedSequence < $1.modifiedSequence }
+            let byOriginal = (state.transactionIDsByOriginal[id] ?? []).compactMap { state.transactions[$0] }
+                .filter { $0.payload.bundleId == bundleID }
+            let candidates = byOriginal.isEmpty
+                ? state.transactions.values.filter { $0.payload.bundleId == bundleID && $0.payload.appTransactionId == id }
+                : byOriginal
+            return candidates.min { $0.modifiedSequence < $1.modifiedSequence }
         }
     }
 
     /// Every transaction of a customer in an app, in modification order.
     public func transactions(customerID: String, bundleID: String) -> [SimulatedTransaction] {
         state.withLock { state in
-            state.transactions.values.filter { $0.customerID == customerID && $0.payload.bundleId == bundleID }
+            (state.transactionIDsByCustomer[customerID] ?? []).compactMap { state.transactions[$0] }
+                .filter { $0.payload.bundleId == bundleID }
                 .sorted { $0.modifiedSequence < $1.modifiedSequence }
         }
     }
