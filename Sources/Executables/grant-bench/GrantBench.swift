@@ -11,6 +11,8 @@ import StageRuntime
 /// consumables…) applied through `EntitlementStore` into a scratch database of the local Postgres,
 /// with batching on (BENCH_BATCH_SIZE events per transaction) and off (one per transaction).
 /// Prints a human line per run and, last, one JSON object. Connection from POSTGRES_* variables.
+/// `grant-bench produce TOPIC COUNT` instead writes generated enriched events to a topic (see
+/// ``ReplayTopicWriter``).
 @main
 struct GrantBench {
     let base: StoreConfiguration
@@ -20,6 +22,13 @@ struct GrantBench {
 
     static func main() async throws {
         let env = ProcessInfo.processInfo.environment
+        let arguments = CommandLine.arguments.dropFirst()
+        if arguments.first == "produce" {
+            guard arguments.count == 3, let count = Int(arguments.last!), count > 0 else {
+                throw ConfigurationError(variable: "arguments", problem: "usage: grant-bench produce TOPIC COUNT")
+            }
+            return try await ReplayTopicWriter.run(topic: Array(arguments)[1], count: count, logger: Logger(label: "grant-bench"))
+        }
         let customers = Int(env["BENCH_CUSTOMERS"] ?? "") ?? 2000
         let batchSize = Int(env["BENCH_BATCH_SIZE"] ?? "") ?? 500
         let unbatchedEvents = Int(env["BENCH_UNBATCHED_EVENTS"] ?? "") ?? 3000

@@ -1,0 +1,41 @@
+import AppStore
+import Foundation
+import GrantTestSupport
+import KafkaClient
+import Logging
+import PipelineRecords
+import StageRuntime
+
+/// `grant-bench produce TOPIC COUNT`: writes COUNT generated enriched events (whole customer
+/// lifecycles, in signing order) to TOPIC as enrich would — keyed `<environment>:<originalTransactionId>`,
+/// with the `received-at` and `schema` headers — so `deploy/local/bench e2e` can time the real grant
+/// process replaying them. Broker from KAFKA_BOOTSTRAP_SERVERS.
+enum ReplayTopicWriter {
+    static func run(topic: String, count: Int, logger: Logger) async throws {
+        let generator = LifecycleGenerator(seed: 2027)
+        var records: [EnrichedRecord] = []
+        var customers = max(1, count / 10)
+        while records.count < count {
+            records = generator.stream(customers: customers)
+            customers *= 2
+        }
+        records = Array(records.prefix(count))
+        let kafka = try EnvironmentReader().kafkaClient(defaultClientID: "grant-bench")
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: kafka, linger: .milliseconds(5)), logger: logger)
+        let now = Timestamp.iso8601(Date())
+        var sent = 0
+        for chunk in stride(from: 0, to: records.count, by: 5000) {
+            let messages = try records[chunk..<min(chunk + 5000, records.count)].map { record in
+                let verified = record.verified
+                let key = "\(verified.environment.rawValue):\(verified.originalTransactionId ?? verified.transactionId ?? "-")"
+                return KafkaOutgoingMessage(topic: topic, key: key, value: try record.encoded(), headers: [
+                    KafkaHeader(key: PipelineHeader.receivedAt, string: now),
+                    KafkaHeader(key: PipelineHeader.schema, string: Topics.enriched),
+                ])
+            }
+            sent += try await producer.sendAll(messages).count
+        }
+        await producer.close()
+        print("grant-bench: wrote \(sent) enriched events to \(topic)")
+    }
+}
