@@ -17,7 +17,7 @@ enum StoreRows {
 
     struct Customer: Encodable, Hashable {
         var environment: String
-        var customerId: UUID
+        @UUIDField var customerId: UUID
         var externalUserId: String?
     }
 
@@ -29,13 +29,13 @@ enum StoreRows {
 
     struct Purchase: Encodable {
         var state: PurchaseState
-        var owner: UUID?
+        @OptionalUUIDField var owner: UUID?
     }
 
     struct Claim: Encodable {
         var environment: String
         var originalTransactionId: String
-        var customerId: UUID
+        @UUIDField var customerId: UUID
         var firstClaimedAt: Date
         var verified: Bool
         var status: String
@@ -44,7 +44,7 @@ enum StoreRows {
 
     struct Entitlement: Encodable {
         var environment: String
-        var customerId: UUID
+        @UUIDField var customerId: UUID
         var entitlementKey: String
         var sourceId: String
         var sourceKind: String
@@ -78,7 +78,7 @@ enum StoreRows {
     struct Consumable: Encodable {
         var environment: String
         var transactionId: String
-        var customerId: UUID?
+        @OptionalUUIDField var customerId: UUID?
         var productId: String
         var entitlementKeys: [String]
         var quantity: Int
@@ -119,7 +119,7 @@ enum StoreRows {
 
     struct Change: Encodable {
         var environment: String
-        var customerId: UUID
+        @UUIDField var customerId: UUID
         var seq: Int64
         var entitlementKey: String
         var sourceId: String
@@ -141,7 +141,7 @@ enum StoreRows {
 
     struct SeqAllocation: Encodable {
         var environment: String
-        var customerId: UUID
+        @UUIDField var customerId: UUID
         var nextSeq: Int64
     }
 }

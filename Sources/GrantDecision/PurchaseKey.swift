@@ -32,8 +32,13 @@ public struct CustomerKey: Hashable, Comparable, Codable, Sendable, CustomString
         self.customerId = customerId
     }
 
+    /// Environment, then the UUID's bytes: the order of its text and of Postgres's `uuid` (lock order),
+    /// without formatting a string per comparison.
     public static func < (a: CustomerKey, b: CustomerKey) -> Bool {
-        (a.environment, a.customerId.uuidString) < (b.environment, b.customerId.uuidString)
+        if a.environment != b.environment { return a.environment < b.environment }
+        return withUnsafeBytes(of: a.customerId.uuid) { x in
+            withUnsafeBytes(of: b.customerId.uuid) { y in x.lexicographicallyPrecedes(y) }
+        }
     }
 
     public var description: String { "\(environment):\(customerId.uuidString.lowercased())" }
