@@ -58,7 +58,9 @@ public final class OutboxPublisher: Service, Sendable {
                 failures = 0
                 if let count, count > 0 {
                     published.add(count, ordering: .relaxed)
-                    continue
+                    // A full round may have left more behind; a partial one took everything
+                    // committed before it began, and a commit since then has woken us.
+                    if count == batchSize { continue }
                 }
             } catch {
                 failures += 1
