@@ -8,29 +8,13 @@ import PostgresNIO
 /// applies pending migrations (unless `POSTGRES_MIGRATE=false`) and syncs the product mapping.
 /// Used by `grant` at start and by `appstorectl migrate`.
 public enum DatabasePreparation {
-    /// Runs `body` with a `PostgresClient` of its own that runs only meanwhile: for work that must
-    /// finish before the service group (and its long-lived client) starts.
-    public static func withTemporaryClient<T: Sendable>(
-        _ configuration: StoreConfiguration, logger: Logger, _ body: @Sendable (PostgresClient) async throws -> T
-    ) async throws -> T {
-        let client = PostgresClient(configuration: configuration.clientConfiguration(), backgroundLogger: logger)
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                await client.run()
-                return nil
-            }
-            defer { group.cancelAll() }
-            return try await body(client)
-        }
-    }
-
     /// Applies the migrations, retrying while the database is unreachable for up to `patience`.
     /// - Returns: the versions applied now.
     @discardableResult
     public static func migrate(_ configuration: StoreConfiguration, logger: Logger, patience: Duration = .seconds(60)) async throws -> [Int] {
         let directory = try Migration.locateDirectory(explicit: configuration.migrationsDirectory)
         let migrator = Migrator(migrations: try Migration.load(directory: directory))
-        return try await withTemporaryClient(configuration, logger: logger) { client in
+        return try await configuration.withTemporaryClient(logger: logger) { client in
             try await retrying(patience: patience, logger: logger) {
                 try await migrator.migrate(client: client, logger: logger)
             }
@@ -44,7 +28,7 @@ public enum DatabasePreparation {
             logger.info("schema ready", metadata: ["migrations.applied": "\(applied)"])
         }
         let catalog = configuration.policy.catalog
-        try await withTemporaryClient(configuration.store, logger: logger) { client in
+        try await configuration.store.withTemporaryClient(logger: logger) { client in
             let store = EntitlementStore(client: client, logger: logger)
             try await retrying(patience: .seconds(60), logger: logger) { try await store.syncProducts(catalog) }
         }

@@ -198,15 +198,7 @@ final class PipelineUnderTest: @unchecked Sendable {
     // MARK: The database
 
     func withDatabase<T: Sendable>(_ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
-        let client = PostgresClient(configuration: ScratchDatabase.configuration(database: database).clientConfiguration(), backgroundLogger: ScratchDatabase.logger)
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                await client.run()
-                return nil
-            }
-            defer { group.cancelAll() }
-            return try await body(client)
-        }
+        try await ScratchDatabase.configuration(database: database).withTemporaryClient(logger: ScratchDatabase.logger, body)
     }
 
     /// Every row of every table grant writes, as sorted text: equal dumps mean an unchanged database.

@@ -77,11 +77,8 @@ public struct ScratchDatabase: Sendable {
 
     /// Runs one statement on the `postgres` database.
     public static func admin(_ sql: String) async throws {
-        let client = PostgresClient(configuration: configuration(database: "postgres").clientConfiguration(), backgroundLogger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+        try await configuration(database: "postgres").withTemporaryClient(logger: logger) { client in
+            _ = try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger)
         }
     }
 

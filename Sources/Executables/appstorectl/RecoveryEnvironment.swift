@@ -63,14 +63,8 @@ enum RecoveryEnvironment {
         } catch {
             throw OperationsError("configuration", "\(error.variable) \(error.problem)")
         }
-        let client = PostgresClient(configuration: configuration.clientConfiguration(), backgroundLogger: OperatorEnvironment.logger)
         let target = "\(configuration.host):\(configuration.port)/\(configuration.database)"
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                await client.run()
-                return nil
-            }
-            defer { group.cancelAll() }
+        return try await configuration.withTemporaryClient(logger: OperatorEnvironment.logger) { client in
             // The client retries an unreachable database forever; an operator wants an answer.
             try await withThrowingTaskGroup(of: Void.self) { probe in
                 probe.addTask { _ = try await client.query("SELECT 1", logger: OperatorEnvironment.logger).collect() }

@@ -55,17 +55,16 @@ struct GrantBench {
         config.database = name
         config.maximumConnections = max(2, concurrency)
         let logger = self.logger
-        let client = PostgresClient(configuration: config.clientConfiguration(), backgroundLogger: logger)
-        let result: Result<T, any Error> = await withTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            do {
-                let dir = try Migration.locateDirectory(explicit: config.migrationsDirectory)
+        let database = config
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await database.withTemporaryClient(logger: logger) { client in
+                let dir = try Migration.locateDirectory(explicit: database.migrationsDirectory)
                 try await Migrator(migrations: try Migration.load(directory: dir)).migrate(client: client, logger: logger)
-                return .success(try await body(EntitlementStore(client: client, logger: logger)))
-            } catch {
-                return .failure(error)
-            }
+                return try await body(EntitlementStore(client: client, logger: logger))
+            })
+        } catch {
+            result = .failure(error)
         }
         try? await run(adminConfig, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
         return try result.get()
@@ -73,11 +72,8 @@ struct GrantBench {
 
     func run(_ config: StoreConfiguration, _ sql: String) async throws {
         let logger = self.logger
-        let client = PostgresClient(configuration: config.clientConfiguration(), backgroundLogger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+        try await config.withTemporaryClient(logger: logger) { client in
+            _ = try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger)
         }
     }
 
