@@ -59,28 +59,31 @@ extension EntitlementStore {
     /// next attempt `lease` into the future, so a responder that dies mid-answer only delays them.
     /// Replicas never take the same request at once (`SKIP LOCKED`).
     public func claimConsumptionRequests(limit: Int, lease: Duration) async throws(StoreError) -> [ConsumptionRequestRecord] {
-        let leaseSeconds = Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18
+        let leaseSeconds = Self.seconds(lease)
         do {
             return try await StoreDeadline.run(operationTimeout, "claiming consumption requests") {
+                // `t` is the requested transaction as grant stored it (its type, its purchase).
                 let rows = try await self.client.query(
                     """
                     WITH due AS (
                         SELECT environment, notification_uuid FROM consumption_requests
                         WHERE status = 'pending' AND next_attempt_at <= now()
-                        ORDER BY deadline NULLS LAST LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-                    UPDATE consumption_requests c
-                    SET attempts = c.attempts + 1, next_attempt_at = now() + make_interval(secs => \(leaseSeconds))
-                    FROM due WHERE c.environment = due.environment AND c.notification_uuid = due.notification_uuid
-                    RETURNING c.environment, c.notification_uuid, c.bundle_id, c.transaction_id,
-                        coalesce(c.original_transaction_id, (SELECT t.original_transaction_id FROM transactions t
-                            WHERE t.environment = c.environment AND t.transaction_id = c.transaction_id)),
-                        c.reason, c.deadline, c.attempts,
-                        (SELECT t.product_type FROM transactions t WHERE t.environment = c.environment AND t.transaction_id = c.transaction_id),
+                        ORDER BY deadline NULLS LAST LIMIT \(limit) FOR UPDATE SKIP LOCKED),
+                    claimed AS (
+                        UPDATE consumption_requests c
+                        SET attempts = c.attempts + 1, next_attempt_at = now() + make_interval(secs => \(leaseSeconds))
+                        FROM due WHERE c.environment = due.environment AND c.notification_uuid = due.notification_uuid
+                        RETURNING c.*)
+                    SELECT c.environment, c.notification_uuid, c.bundle_id, c.transaction_id, p.original_transaction_id,
+                        c.reason, c.deadline, c.attempts, t.product_type,
                         EXISTS (SELECT 1 FROM consumable_grants g WHERE g.environment = c.environment
                                 AND g.transaction_id = c.transaction_id AND g.customer_id IS NOT NULL)
                         OR EXISTS (SELECT 1 FROM entitlements e WHERE e.environment = c.environment
-                                AND e.source_id = coalesce(c.original_transaction_id, (SELECT t.original_transaction_id FROM transactions t
-                                    WHERE t.environment = c.environment AND t.transaction_id = c.transaction_id)))
+                                AND e.source_id = p.original_transaction_id)
+                    FROM claimed c
+                    LEFT JOIN transactions t ON t.environment = c.environment AND t.transaction_id = c.transaction_id
+                    CROSS JOIN LATERAL (SELECT coalesce(c.original_transaction_id, t.original_transaction_id) AS original_transaction_id) p
+                    ORDER BY c.deadline NULLS LAST
                     """, logger: self.logger)
                 var claimed: [ConsumptionRequestRecord] = []
                 for try await (env, uuid, bundle, tid, otid, reason, deadline, attempts, type, delivered) in rows.decode(
@@ -90,11 +93,15 @@ extension EntitlementStore {
                         environment: env, notificationUUID: uuid, bundleId: bundle, transactionId: tid, originalTransactionId: otid,
                         reason: reason, deadline: deadline, attempts: attempts, productType: type, delivered: delivered))
                 }
-                return claimed.sorted { ($0.deadline ?? .distantFuture) < ($1.deadline ?? .distantFuture) }
+                return claimed
             }
         } catch {
             throw StoreError.classify(error)
         }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// Records how the responder left `request`.
@@ -110,9 +117,8 @@ extension EntitlementStore {
                 WHERE environment = \(env) AND notification_uuid = \(uuid)
                 """
         case let .retry(after, error):
-            let seconds = Double(after.components.seconds) + Double(after.components.attoseconds) / 1e18
             query = """
-                UPDATE consumption_requests SET next_attempt_at = now() + make_interval(secs => \(seconds)), last_error = \(error)
+                UPDATE consumption_requests SET next_attempt_at = now() + make_interval(secs => \(Self.seconds(after))), last_error = \(error)
                 WHERE environment = \(env) AND notification_uuid = \(uuid) AND status = 'pending'
                 """
         case let .failed(error):
