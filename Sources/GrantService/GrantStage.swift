@@ -65,8 +65,10 @@ public struct GrantStage: PipelineStage {
 
     /// ISO 8601 with or without fractional seconds, as `Timestamp.iso8601` writes it.
     static func parseTimestamp(_ text: String) -> Date? {
-        (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)) ?? (try? Date.ISO8601FormatStyle().parse(text))
+        (try? withFraction.parse(text)) ?? (try? withoutFraction.parse(text))
     }
+    private static let withFraction = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+    private static let withoutFraction = Date.ISO8601FormatStyle()
 
     private func log(_ d: GrantDecision, _ message: KafkaMessage) {
         guard logger.logLevel <= .debug || !d.changes.isEmpty || !d.refusedClaims.isEmpty else { return }
