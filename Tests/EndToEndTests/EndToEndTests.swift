@@ -2,6 +2,7 @@ import AppStoreSimulator
 import Foundation
 import GrantTestSupport
 import LifecyclePlayback
+import PostgresNIO
 import SimulatorLifecycle
 import TestSupport
 import Testing
@@ -42,6 +43,17 @@ struct EndToEndTests {
             #expect(!consumption.requests.isEmpty, "the lifecycles include refund requests")
             #expect(consumption.requests.values.allSatisfy { $0 == "sent" }, "\(consumption.requests.filter { $0.value != "sent" })")
             #expect(consumption.answered == consumption.requests.keys.sorted())
+
+            // Every event carries ingest's received-at through the stages: the latency's start.
+            let untimed = try await pipeline.withDatabase { client in
+                var count = -1
+                let rows = try await client.query(
+                    "SELECT count(*)::int FROM notifications WHERE ingested_at IS NULL OR ingested_at > processed_at",
+                    logger: ScratchDatabase.logger)
+                for try await n in rows.decode(Int.self) { count = n }
+                return count
+            }
+            #expect(untimed == 0, "events without ingest's time, or written before it")
 
             // Replay: grant reset to the beginning of its input and run again changes nothing.
             let before = try await pipeline.dump()
