@@ -101,7 +101,7 @@ struct DirectDecodingTests {
         for json in originals where !Self.agree(json) {
             disagreements.append(String(decoding: json, as: UTF8.self))
         }
-        var random = SeededGenerator(seed: 99)
+        var random = SplitMix64(seed: 99)
         let alphabet = Array(#"{}[]":,.-+eE0123456789 tfnul"\/abcAB"#.utf8) + [0x00, 0x0A, 0xC3, 0xA9, 0xFF]
         for round in 0..<30_000 {
             var bytes = originals[round % originals.count]
@@ -121,7 +121,7 @@ struct DirectDecodingTests {
 
     @Test("the canonical UUID reader agrees with UUID(uuidString:)")
     func uuids() {
-        var random = SeededGenerator(seed: 5)
+        var random = SplitMix64(seed: 5)
         let characters = Array("0123456789abcdefABCDEFgG-{} ".utf8)
         for _ in 0..<20_000 {
             var text = Array(UUID().uuidString.utf8)
@@ -170,7 +170,7 @@ extension DirectDecodingTests {
     /// Notifications, transactions and renewal infos with random fields, encoded as Apple does, some
     /// with their keys reordered, spaced, repeated or unknown ones added.
     static func generated(count: Int, seed: UInt64) -> [[UInt8]] {
-        var random = SeededGenerator(seed: seed)
+        var random = SplitMix64(seed: seed)
         return (0..<count).map { index in
             let model: any Encodable
             switch index % 3 {
@@ -188,26 +188,26 @@ extension DirectDecodingTests {
         }
     }
 
-    static func maybe<T>(_ value: T, _ random: inout SeededGenerator) -> T? {
+    static func maybe<T>(_ value: T, _ random: inout SplitMix64) -> T? {
         Int.random(in: 0..<4, using: &random) == 0 ? nil : value
     }
 
-    static func date(_ random: inout SeededGenerator) -> Date {
+    static func date(_ random: inout SplitMix64) -> Date {
         let milliseconds = Double(Int64.random(in: 0...4_000_000_000_000, using: &random))
         return Date(timeIntervalSince1970: (Bool.random(using: &random) ? milliseconds + 0.25 : milliseconds) / 1000)
     }
 
     static func transaction(index: Int) -> JWSTransactionDecodedPayload {
-        var random = SeededGenerator(seed: UInt64(index))
+        var random = SplitMix64(seed: UInt64(index))
         return transaction(index: index, random: &random)
     }
 
     static func renewal(index: Int) -> JWSRenewalInfoDecodedPayload {
-        var random = SeededGenerator(seed: UInt64(index))
+        var random = SplitMix64(seed: UInt64(index))
         return renewal(index: index, random: &random)
     }
 
-    static func transaction(index: Int, random: inout SeededGenerator) -> JWSTransactionDecodedPayload {
+    static func transaction(index: Int, random: inout SplitMix64) -> JWSTransactionDecodedPayload {
         JWSTransactionDecodedPayload(
             originalTransactionId: maybe(String(2_000_000_000_000_000 + index), &random),
             transactionId: maybe("t\(index)", &random), webOrderLineItemId: maybe("w", &random),
@@ -232,7 +232,7 @@ extension DirectDecodingTests {
             commitmentInfo: Int.random(in: 0..<8, using: &random) == 0 ? TransactionCommitmentInfo() : nil)
     }
 
-    static func renewal(index: Int, random: inout SeededGenerator) -> JWSRenewalInfoDecodedPayload {
+    static func renewal(index: Int, random: inout SplitMix64) -> JWSRenewalInfoDecodedPayload {
         JWSRenewalInfoDecodedPayload(
             expirationIntent: maybe(.unknown(42), &random), originalTransactionId: maybe("\(index)", &random),
             autoRenewProductId: maybe("p", &random), productId: maybe("p", &random), autoRenewStatus: maybe(.on, &random),
@@ -249,7 +249,7 @@ extension DirectDecodingTests {
             renewalBillingPlanType: maybe(.unknown("X"), &random))
     }
 
-    static func notification(index: Int, random: inout SeededGenerator) -> ResponseBodyV2DecodedPayload {
+    static func notification(index: Int, random: inout SplitMix64) -> ResponseBodyV2DecodedPayload {
         ResponseBodyV2DecodedPayload(
             notificationType: maybe([.didRenew, .test, .unknown("NEW")].randomElement(using: &random)!, &random),
             subtype: maybe(.unknown("SUB"), &random), notificationUUID: maybe(UUID().uuidString, &random),
@@ -264,15 +264,3 @@ extension DirectDecodingTests {
     }
 }
 
-/// A small deterministic generator (SplitMix64), so failures reproduce.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

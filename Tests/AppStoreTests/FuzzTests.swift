@@ -3,9 +3,13 @@ import AppStoreSigning
 import Foundation
 import Testing
 
-/// SplitMix64: a tiny deterministic generator so every run mutates the same way.
+/// SplitMix64: a tiny deterministic generator so every run mutates the same way (the fuzz and
+/// decoding tests of this target share it).
 struct SplitMix64: RandomNumberGenerator {
     var state: UInt64
+
+    init(state: UInt64) { self.state = state }
+    init(seed: UInt64) { state = seed }
 
     mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
