@@ -36,7 +36,8 @@ struct ClientFailureTests {
                 #expect(error.errorCode == 4_290_000)
                 #expect(error.isTransient)
                 let wait = try #require(error.retryAfter)
-                #expect(wait > .zero && wait <= .milliseconds(700))
+                // Apple's UNIX-ms time less now: at most 700 ms; 0 when the answer arrived after it (a loaded machine).
+                #expect(wait >= .zero && wait <= .milliseconds(700))
                 waits.append(wait)
                 // What the stage runtime does with a transient error: back off, at least as long as asked.
                 try await Task.sleep(for: RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .seconds(5)).delay(afterAttempt: attempts, retryAfter: wait))

@@ -43,7 +43,7 @@ struct StageRunnerTests {
         let harness = try StageHarness(
             stage: ScriptedStage(output: output, maxDelayMs: 3), input: input, deadLetters: dlq,
             groupID: TestServices.uniqueGroup("order"))
-        let out = try await TopicReader.read(output, timeout: .seconds(60)) { $0.count >= 400 }
+        let out = try await TopicReader.read(output, timeout: .seconds(150)) { $0.count >= 400 }
         try await harness.stop()
         #expect(out.count == 400)
         for (key, records) in Dictionary(grouping: out, by: { $0.keyString ?? "" }) {
