@@ -38,7 +38,7 @@ struct EndToEndTests {
             #expect(mismatches.isEmpty, "\(mismatches.prefix(5).joined(separator: "\n"))")
 
             // Every consumption request of the opted-in app answered once, from grant's records.
-            let consumption = try await pipeline.consumptionAnswers(timeout: .seconds(60))
+            let consumption = try await pipeline.consumptionAnswers(timeout: .seconds(120))
             print("consumption requests: \(consumption.requests.count), answered at Apple: \(consumption.answered.count)")
             #expect(!consumption.requests.isEmpty, "the lifecycles include refund requests")
             #expect(consumption.requests.values.allSatisfy { $0 == "sent" }, "\(consumption.requests.filter { $0.value != "sent" })")

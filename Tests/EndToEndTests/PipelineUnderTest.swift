@@ -104,7 +104,7 @@ final class PipelineUnderTest: @unchecked Sendable {
             ports[stage.rawValue] = Int(environments[stage.rawValue]!["HTTP_PORT"]!)
             try launch(stage.rawValue)
         }
-        for stage in Stage.allCases { try await LocalHTTP.waitForPort(ports[stage.rawValue]!, timeout: .seconds(60)) }
+        for stage in Stage.allCases { try await LocalHTTP.waitForPort(ports[stage.rawValue]!, timeout: .seconds(120)) }
         for stage in [Stage.verify, .enrich, .grant] { try await waitReady(stage) }
     }
 
@@ -132,7 +132,7 @@ final class PipelineUnderTest: @unchecked Sendable {
         processes[stage.rawValue]?.kill9()
         restarts[stage.rawValue, default: 0] += 1
         try launch(stage.rawValue)
-        try await LocalHTTP.waitForPort(ports[stage.rawValue]!, timeout: .seconds(60))
+        try await LocalHTTP.waitForPort(ports[stage.rawValue]!, timeout: .seconds(120))
     }
 
     func waitReady(_ stage: Stage, timeout: Duration = .seconds(90)) async throws {
@@ -232,7 +232,7 @@ final class PipelineUnderTest: @unchecked Sendable {
         try await replay.apply(plan)
         restarts["grant", default: 0] += 1
         try launch("grant")
-        try await LocalHTTP.waitForPort(ports["grant"]!, timeout: .seconds(60))
+        try await LocalHTTP.waitForPort(ports["grant"]!, timeout: .seconds(120))
         let deadline = ContinuousClock.now + .seconds(300)
         while await metric(.grant, "pipeline_messages_processed_total") < processed {
             guard ContinuousClock.now < deadline else { throw TestSupportError("grant did not replay its input within 300 s") }

@@ -45,7 +45,7 @@ struct EnrichPipelineTests {
         let harness = try StageHarness(
             stage: try EnrichFixture.stage(sim, outputTopic: topics.enriched), input: topics.verified, deadLetters: topics.deadLetters,
             groupID: TestServices.uniqueGroup("enrich"), batchSize: 50)
-        let enriched = try await TopicReader.read(topics.enriched, timeout: .seconds(60)) { $0.count >= 3 }
+        let enriched = try await TopicReader.read(topics.enriched, timeout: .seconds(120)) { $0.count >= 3 }
         try await harness.stop()
         let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(3)) { $0.count > 0 }
         #expect(letters.isEmpty)
@@ -91,7 +91,7 @@ struct EnrichPipelineTests {
             stage: try EnrichFixture.stage(sim, outputTopic: topics.enriched), input: topics.verified, deadLetters: topics.deadLetters,
             groupID: TestServices.uniqueGroup("enrich"), batchSize: 10,
             retry: RetryPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(2)))
-        let enriched = try await TopicReader.read(topics.enriched, timeout: outage + .seconds(60)) { $0.count >= records.count }
+        let enriched = try await TopicReader.read(topics.enriched, timeout: outage + .seconds(120)) { $0.count >= records.count }
         try await harness.stop()
         let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(3)) { $0.count > 0 }
         #expect(letters.isEmpty, "\(letters.compactMap { $0.headers.string(DeadLetterHeader.errorCode) })")

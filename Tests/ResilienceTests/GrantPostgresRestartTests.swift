@@ -87,7 +87,7 @@ extension Resilience {
                 #expect(gaps == 0)
 
                 // Every committed change is on the changes topic, and nothing else is.
-                let published = try await TopicReader.read(changes, timeout: .seconds(60)) { Set($0.map(Self.identity)).count >= outboxCount }
+                let published = try await TopicReader.read(changes, timeout: .seconds(120)) { Set($0.map(Self.identity)).count >= outboxCount }
                 #expect(Set(published.map(Self.identity)).count == outboxCount)
                 #expect(published.allSatisfy { $0.headers.string("seq") != nil })
                 let letters = try await TopicReader.read(dlq, timeout: .seconds(3)) { _ in false }

@@ -75,7 +75,7 @@ public enum TopicReader {
     /// records so far (asked when the topic goes quiet, and at most every 200 ms while records
     /// flow), or `timeout` passes. Returns what was read.
     public static func read(
-        _ topic: String, timeout: Duration = .seconds(30), until: ([KafkaMessage]) -> Bool
+        _ topic: String, timeout: Duration = .seconds(120), until: ([KafkaMessage]) -> Bool
     ) async throws -> [KafkaMessage] {
         let consumer = try KafkaConsumer(
             configuration: TestServices.consumerConfiguration(group: TestServices.uniqueGroup("reader"), topics: [topic]),

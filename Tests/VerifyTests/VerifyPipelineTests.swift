@@ -56,7 +56,7 @@ struct VerifyPipelineTests {
         try await produceRaw(topics.raw, all)
 
         let harness = try StageHarness(stage: try makeStage(topics), input: topics.raw, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("verify"))
-        let verified = try await TopicReader.read(topics.verified, timeout: .seconds(60)) { $0.count >= inputs.count }
+        let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { $0.count >= inputs.count }
         let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(30)) { $0.count >= forged.count }
         try await harness.stop()
         // Nothing more arrived (no duplicates): a fresh reader finds exactly as many.
@@ -131,7 +131,7 @@ struct VerifyPipelineTests {
         await producer.close()
 
         let harness = try StageHarness(stage: try makeStage(topics), input: topics.raw, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("verify"))
-        let verified = try await TopicReader.read(topics.verified, timeout: .seconds(60)) { $0.count >= 2 }
+        let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { $0.count >= 2 }
         let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(30)) { !$0.isEmpty }
         try await harness.stop()
 
@@ -170,7 +170,7 @@ struct VerifyPipelineTests {
             (TestCA.webhookBody(token), "apple-webhook"),
             (TestCA.webhookBody(try TestCA.notification(originalTransactionId: "200000000000889", signer: TestCA.forger)), "apple-webhook"),
         ])
-        let verified = try await TopicReader.read(topics.verified, timeout: .seconds(60)) { !$0.isEmpty }
+        let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { !$0.isEmpty }
         let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(30)) { !$0.isEmpty }
         let status = await stage.terminate()
         #expect(status == 0, "\(stage.output)")
