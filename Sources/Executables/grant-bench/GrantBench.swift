@@ -20,6 +20,11 @@ struct GrantBench {
     let concurrency: Int
     let logger: Logger
 
+    /// One grant process works every partition it is assigned at once, each in its own database
+    /// transaction: the bench's lanes default to the enriched topic's partition count, as one grant
+    /// replica consuming the whole topic would run them.
+    static let enrichedPartitions = Topics.catalogue.first { $0.name == Topics.enriched }?.partitions ?? 8
+
     static func main() async throws {
         let env = ProcessInfo.processInfo.environment
         let arguments = CommandLine.arguments.dropFirst()
@@ -36,7 +41,7 @@ struct GrantBench {
         logger.logLevel = .warning
         let bench = GrantBench(
             base: try StoreConfiguration(environment: EnvironmentReader()),
-            concurrency: Int(env["BENCH_CONCURRENCY"] ?? "") ?? 2, logger: logger)
+            concurrency: Int(env["BENCH_CONCURRENCY"] ?? "") ?? Self.enrichedPartitions, logger: logger)
         let events = try LifecycleGenerator(seed: 2026).stream(customers: customers).map { try GrantEvent($0) }
         let batched = try await bench.measure(events, size: batchSize)
         print("grant-bench: batching on (\(batchSize) events per transaction, \(bench.concurrency) lanes): \(Int(batched)) events/s over \(events.count) events")
