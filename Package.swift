@@ -197,7 +197,7 @@ let package = Package(
         // signed and POSTed to the webhook with Apple's retries, duplicates, delays, reordering, losses.
         .target(
             name: "LifecyclePlayback",
-            dependencies: ["LifecycleSimulation", asyncHTTPClient, nioCore, nioHTTP1],
+            dependencies: ["AppStore", "LifecycleSimulation", asyncHTTPClient, nioCore, nioHTTP1],
             swiftSettings: swiftSettings
         ),
         // The simulated Apple plays lifecycles: the player's records over the simulator's store, and

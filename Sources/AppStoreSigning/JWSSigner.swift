@@ -8,8 +8,8 @@ import X509
 /// `base64url(header).base64url(payload).base64url(r‖s)`.
 ///
 /// The header is encoded once per signer, so signing in a load generator costs one JSON encoding and
-/// one ECDSA signature per payload. Payloads are encoded with ``AppStoreJSON/encoder`` (dates in
-/// milliseconds), exactly like Apple's.
+/// one ECDSA signature per payload. Payloads are encoded with ``StreamingJSONEncoder`` (dates in
+/// milliseconds, like Apple's; members in declaration order, as Apple's order is no contract either).
 public struct JWSSigner: Sendable {
     /// The key that signs (the leaf's).
     public let key: P256.Signing.PrivateKey
@@ -37,7 +37,7 @@ public struct JWSSigner: Sendable {
 
     /// Signs an Encodable payload (a model or any JSON-shaped value).
     public func sign(_ payload: some Encodable) throws -> String {
-        try sign(payloadJSON: AppStoreJSON.encoder.encode(payload))
+        try sign(payloadJSON: StreamingJSONEncoder.encode(payload))
     }
 
     /// Signs payload bytes as they are (tests use this for non-JSON payloads).

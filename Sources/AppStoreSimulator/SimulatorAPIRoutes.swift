@@ -68,7 +68,7 @@ struct SimulatorAPIRoutes: Sendable {
     }
 
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
-        let data = try AppStoreJSON.encoder.encode(value)
+        let data = try StreamingJSONEncoder.encode(value)
         return Response(
             status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }

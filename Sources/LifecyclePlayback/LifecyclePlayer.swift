@@ -1,3 +1,4 @@
+import AppStore
 import AsyncHTTPClient
 import Foundation
 import LifecycleSimulation
@@ -68,7 +69,7 @@ public final class LifecyclePlayer: Sendable {
                 report.withLock { $0.steps += 1 }
                 if let spec = step.notification {
                     let (uuid, signedPayload) = try await records.sign(spec, signedAt: step.time)
-                    let body = try JSONSerialization.data(withJSONObject: ["signedPayload": signedPayload])
+                    let body = try StreamingJSONEncoder.encode(["signedPayload": signedPayload])
                     let delivery = Delivery(
                         notificationUUID: uuid, body: ByteBuffer(bytes: body),
                         delay: Self.fraction(random.unit(), of: options.maxDelay),
@@ -79,7 +80,7 @@ public final class LifecyclePlayer: Sendable {
                 }
                 if let upload = step.upload {
                     let signed = try await records.signedTransaction(upload.transactionId)
-                    let body = try JSONSerialization.data(withJSONObject: [
+                    let body = try StreamingJSONEncoder.encode([
                         "signedTransaction": signed, "appAccountToken": upload.appAccountToken.uuidString.lowercased(),
                     ])
                     window.append(.upload(body: ByteBuffer(bytes: body)))

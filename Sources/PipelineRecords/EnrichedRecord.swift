@@ -22,9 +22,10 @@ public struct EnrichedRecord: Codable, Hashable, Sendable {
     /// The partition key: the verified record's (`<environment>:<originalTransactionId>`, …).
     public var key: String? { verified.key }
 
-    /// The JSON body as published: ``AppStoreJSON/encoder`` (dates in milliseconds, sorted keys).
+    /// The JSON body as published, by ``StreamingJSONEncoder`` (dates in milliseconds, members in
+    /// declaration order): one pass, where Foundation's encoder built and sorted a tree per record.
     public func encoded() throws -> [UInt8] {
-        Array(try AppStoreJSON.encoder.encode(self))
+        try StreamingJSONEncoder.encode(self)
     }
 
     /// Decodes a published body.

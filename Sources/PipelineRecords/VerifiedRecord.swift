@@ -101,9 +101,10 @@ public struct VerifiedRecord: Codable, Hashable, Sendable {
         return nil
     }
 
-    /// The JSON body as published: ``AppStoreJSON/encoder`` (dates in milliseconds, sorted keys).
+    /// The JSON body as published, by ``StreamingJSONEncoder`` (dates in milliseconds, members in
+    /// declaration order): one pass, where Foundation's encoder built and sorted a tree per record.
     public func encoded() throws -> [UInt8] {
-        Array(try AppStoreJSON.encoder.encode(self))
+        try StreamingJSONEncoder.encode(self)
     }
 
     /// Decodes a published body.

@@ -3,9 +3,11 @@ import Foundation
 /// The one JSON coder pair for everything Apple signs.
 ///
 /// Apple writes every date as milliseconds since 1970 (Xcode-signed data even uses fractional
-/// milliseconds). Sharing one configured pair keeps decoding (the verifier) and encoding (the verify
-/// stage's output, the local signing authority) symmetric, so a model round-trips byte-stable.
-/// Both coders are configured once and must not be reconfigured by callers.
+/// milliseconds). Sharing one configured pair keeps decoding (the verifier) and encoding symmetric,
+/// so a model round-trips byte-stable. The hot paths (the stages' published bodies, grant's batch
+/// rows, the local signing authority) encode with ``StreamingJSONEncoder`` instead, which keeps the
+/// same conventions but not the sorted keys. Both coders are configured once and must not be
+/// reconfigured by callers.
 public enum AppStoreJSON {
     /// Decodes Apple payloads: dates in milliseconds, unknown keys ignored (the default).
     public static let decoder: JSONDecoder = {
