@@ -55,7 +55,7 @@ extension EntitlementStore {
             var bindings = PostgresBindings()
             bindings.append(keys)
             try await connection.query(PostgresQuery(unsafeSQL: """
-                UPDATE outbox o SET published_at = now() FROM jsonb_array_elements($1::text::jsonb) AS r
+                UPDATE outbox o SET published_at = now() FROM batch_rows($1::text::jsonb) AS r
                 WHERE o.environment = r->>'environment' AND o.customer_id = (r->>'customerId')::uuid AND o.seq = (r->>'nextSeq')::bigint
                 """, binds: bindings), logger: logger)
             return entries.count
@@ -77,7 +77,7 @@ extension EntitlementStore {
                 try await connection.query(PostgresQuery(unsafeSQL: """
                     INSERT INTO product_entitlements (product_id, entitlement_key, duration_days)
                     SELECT r->>'productId', r->>'entitlementKey', (r->>'durationDays')::integer
-                    FROM jsonb_array_elements($1::text::jsonb) AS r
+                    FROM batch_rows($1::text::jsonb) AS r
                     """, binds: bindings), logger: logger)
             }
         } catch {

@@ -3,8 +3,8 @@ import Foundation
 import GrantDecision
 
 /// The JSON shapes the store sends to Postgres as one `jsonb` parameter per statement and unpacks
-/// with `jsonb_to_recordset` / `jsonb_array_elements`: a whole batch in a handful of statements,
-/// absent members read as null. Dates travel as milliseconds since 1970 (Apple's unit), so they are
+/// with `batch_rows` (see ``StoreStatements``): a whole batch in a handful of statements, absent
+/// members read as null. Dates travel as milliseconds since 1970 (Apple's unit), so they are
 /// exact; UUIDs as upper-case text. Written by ``StreamingJSONEncoder``: Foundation's encoder was
 /// most of grant's CPU.
 enum StoreRows {

@@ -1,8 +1,9 @@
 /// The SQL of the store. Each batch statement takes one `jsonb` array (`$1`) of ``StoreRows`` and
-/// unpacks it with `jsonb_array_elements`, so a batch of any size is a fixed number of round trips.
+/// unpacks it with `batch_rows` (migration 0003: the array's elements, estimated as a handful so the
+/// planner looks each row up by its key), so a batch of any size is a fixed number of round trips.
 enum StoreStatements {
     /// `r` is one element of the `$1` array.
-    private static let rows = "FROM jsonb_array_elements($1::text::jsonb) AS r"
+    private static let rows = "FROM batch_rows($1::text::jsonb) AS r"
 
     /// Serialises concurrent writers of one purchase (a partition moving between consumers):
     /// transaction-scoped advisory locks on every key of the batch, taken in sorted order.
@@ -103,7 +104,7 @@ enum StoreStatements {
         ])
 
     static let deleteEntitlements = """
-        DELETE FROM entitlements en USING jsonb_array_elements($1::text::jsonb) AS r
+        DELETE FROM entitlements en USING batch_rows($1::text::jsonb) AS r
         WHERE en.environment = r->>'environment' AND en.customer_id = (r->>'customerId')::uuid
           AND en.entitlement_key = r->>'entitlementKey' AND en.source_id = r->>'sourceId'
         """
