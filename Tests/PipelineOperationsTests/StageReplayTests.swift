@@ -31,7 +31,7 @@ struct StageReplayTests {
             configuration: TestServices.consumerConfiguration(group: stage.groupID, topics: [stage.inputTopic]),
             logger: TestServices.logger)
         var seen: [KafkaMessage] = []
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(120)
         while seen.count < count, ContinuousClock.now < deadline {
             if let message = await consumer.poll(timeout: .milliseconds(100)) {
                 seen.append(message)
@@ -125,7 +125,7 @@ struct StageReplayTests {
             logger: TestServices.logger)
         // Joined once it has read something.
         var read = 0
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(120)
         while read < 3, ContinuousClock.now < deadline {
             if await consumer.poll(timeout: .milliseconds(100)) != nil { read += 1 }
         }

@@ -82,7 +82,7 @@ public enum LocalHTTP {
     }
 
     /// Waits until `127.0.0.1:port` accepts connections.
-    public static func waitForPort(_ port: Int, timeout: Duration = .seconds(30)) async throws {
+    public static func waitForPort(_ port: Int, timeout: Duration = .seconds(120)) async throws {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if TestServices.portOpen("127.0.0.1:\(port)") { return }

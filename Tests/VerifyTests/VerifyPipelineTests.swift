@@ -57,7 +57,7 @@ struct VerifyPipelineTests {
 
         let harness = try StageHarness(stage: try makeStage(topics), input: topics.raw, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("verify"))
         let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { $0.count >= inputs.count }
-        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(30)) { $0.count >= forged.count }
+        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(120)) { $0.count >= forged.count }
         try await harness.stop()
         // Nothing more arrived (no duplicates): a fresh reader finds exactly as many.
         let verifiedAgain = try await TopicReader.read(topics.verified, timeout: .seconds(10)) { $0.count > inputs.count }
@@ -132,7 +132,7 @@ struct VerifyPipelineTests {
 
         let harness = try StageHarness(stage: try makeStage(topics), input: topics.raw, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("verify"))
         let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { $0.count >= 2 }
-        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(30)) { !$0.isEmpty }
+        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(120)) { !$0.isEmpty }
         try await harness.stop()
 
         #expect(verified.count == 2)
@@ -171,7 +171,7 @@ struct VerifyPipelineTests {
             (TestCA.webhookBody(try TestCA.notification(originalTransactionId: "200000000000889", signer: TestCA.forger)), "apple-webhook"),
         ])
         let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { !$0.isEmpty }
-        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(30)) { !$0.isEmpty }
+        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(120)) { !$0.isEmpty }
         let status = await stage.terminate()
         #expect(status == 0, "\(stage.output)")
         #expect(verified.first?.keyString == "Sandbox:200000000000888")
