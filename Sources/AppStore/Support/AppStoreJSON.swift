@@ -59,16 +59,27 @@ public enum AppStoreJSON {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            let milliseconds = date.timeIntervalSince1970 * 1000
-            let rounded = milliseconds.rounded()
-            if abs(milliseconds - rounded) < 0.001, let whole = Int64(exactly: rounded) {
-                try container.encode(whole)
-            } else {
-                try container.encode(milliseconds)
+            switch AppStoreJSON.encodedMilliseconds(of: date) {
+            case .whole(let milliseconds): try container.encode(milliseconds)
+            case .fractional(let milliseconds): try container.encode(milliseconds)
             }
         }
         return encoder
     }()
+
+    /// A date as Apple writes it: whole milliseconds since 1970 when it falls on one (within a
+    /// microsecond), fractional ones otherwise (Xcode-signed data). Both encoders follow this.
+    enum EncodedMilliseconds: Equatable {
+        case whole(Int64)
+        case fractional(Double)
+    }
+
+    static func encodedMilliseconds(of date: Date) -> EncodedMilliseconds {
+        let milliseconds = date.timeIntervalSince1970 * 1000
+        let rounded = milliseconds.rounded()
+        if abs(milliseconds - rounded) < 0.001, let whole = Int64(exactly: rounded) { return .whole(whole) }
+        return .fractional(milliseconds)
+    }
 
     /// Milliseconds since 1970 for a date, as Apple writes it.
     public static func milliseconds(since1970 date: Date) -> Int64 {

@@ -41,7 +41,7 @@ final class StreamingEncoder: Encoder {
 }
 
 /// The key of a `super` member or of an array element in a coding path.
-private struct StreamingIndexKey: CodingKey {
+private struct StreamingCodingKey: CodingKey {
     var stringValue: String
     var intValue: Int?
     init(stringValue: String) { self.stringValue = stringValue }
@@ -103,7 +103,7 @@ struct StreamingKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 
     mutating func superEncoder() -> any Encoder {
-        superEncoder(named: StreamingIndexKey(stringValue: "super"))
+        superEncoder(named: StreamingCodingKey(stringValue: "super"))
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
@@ -129,7 +129,7 @@ struct StreamingUnkeyedContainer: UnkeyedEncodingContainer {
         self.codingPath = codingPath
     }
 
-    private var elementKey: StreamingIndexKey { StreamingIndexKey(intValue: count) }
+    private var elementKey: StreamingCodingKey { StreamingCodingKey(intValue: count) }
     private var elementPath: [any CodingKey] { codingPath + [elementKey] }
 
     private mutating func beginSlot() throws {

@@ -171,14 +171,11 @@ final class StreamingJSONWriter {
         }
     }
 
-    /// Apple's milliseconds since 1970: whole when whole, as ``AppStoreJSON/encoder`` writes them.
+    /// Apple's milliseconds since 1970, by ``AppStoreJSON/encodedMilliseconds(of:)``.
     func writeDate(_ date: Date, _ codingPath: @autoclosure () -> [any CodingKey]) throws {
-        let milliseconds = date.timeIntervalSince1970 * 1000
-        let rounded = milliseconds.rounded()
-        if abs(milliseconds - rounded) < 0.001, let whole = Int64(exactly: rounded) {
-            writeInteger(whole)
-        } else {
-            try writeDouble(milliseconds, codingPath())
+        switch AppStoreJSON.encodedMilliseconds(of: date) {
+        case .whole(let milliseconds): writeInteger(milliseconds)
+        case .fractional(let milliseconds): try writeDouble(milliseconds, codingPath())
         }
     }
 
