@@ -49,35 +49,40 @@ public struct ScratchDatabase: Sendable {
         return l
     }
 
-    /// Creates, migrates and hands out a scratch database; drops it when `body` returns.
-    public static func with<T: Sendable>(migrate: Bool = true, _ body: @Sendable (ScratchDatabase) async throws -> T) async throws -> T {
-        let name = "grant_test_\(UUID().uuidString.prefix(8).lowercased())"
-        try await admin("CREATE DATABASE \(name)")
-        let configuration = configuration(database: name)
-        let client = PostgresClient(configuration: configuration.clientConfiguration(), backgroundLogger: logger)
-        let db = ScratchDatabase(name: name, configuration: configuration, client: client, store: EntitlementStore(client: client, logger: logger))
-        let result: Result<T, any Error> = await withTaskGroup(of: Result<T, any Error>?.self) { group in
-            group.addTask {
-                await client.run()
-                return nil
-            }
-            defer { group.cancelAll() }
-            do {
+    /// Creates, migrates and hands out a scratch database on `server` (its host, credentials, pool
+    /// size and migrations; by default the local Postgres with the repository's migrations); drops
+    /// it when `body` returns.
+    public static func with<T: Sendable>(
+        on server: StoreConfiguration = configuration(database: "postgres"), migrate: Bool = true,
+        _ body: @Sendable (ScratchDatabase) async throws -> T
+    ) async throws -> T {
+        let name = "grant_scratch_\(UUID().uuidString.prefix(8).lowercased())"
+        try await admin("CREATE DATABASE \(name)", on: server)
+        var configuration = server
+        configuration.database = name
+        let database = configuration
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await database.withTemporaryClient(logger: logger) { client in
                 if migrate {
-                    try await Migrator(migrations: try Migration.load(directory: migrationsDirectory)).migrate(client: client, logger: logger)
+                    let directory = try Migration.locateDirectory(explicit: database.migrationsDirectory)
+                    try await Migrator(migrations: try Migration.load(directory: directory)).migrate(client: client, logger: logger)
                 }
-                return .success(try await body(db))
-            } catch {
-                return .failure(error)
-            }
+                return try await body(ScratchDatabase(
+                    name: name, configuration: database, client: client, store: EntitlementStore(client: client, logger: logger)))
+            })
+        } catch {
+            result = .failure(error)
         }
-        try? await admin("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        try? await admin("DROP DATABASE IF EXISTS \(name) WITH (FORCE)", on: server)
         return try result.get()
     }
 
-    /// Runs one statement on the `postgres` database.
-    public static func admin(_ sql: String) async throws {
-        try await configuration(database: "postgres").withTemporaryClient(logger: logger) { client in
+    /// Runs one statement on `server`'s `postgres` database.
+    public static func admin(_ sql: String, on server: StoreConfiguration = configuration(database: "postgres")) async throws {
+        var maintenance = server
+        maintenance.database = "postgres"
+        try await maintenance.withTemporaryClient(logger: logger) { client in
             _ = try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger)
         }
     }

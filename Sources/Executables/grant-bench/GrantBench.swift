@@ -4,7 +4,6 @@ import GrantDecision
 import GrantTestSupport
 import Logging
 import PipelineRecords
-import PostgresNIO
 import StageRuntime
 
 /// Grant's database throughput: generated lifecycles (purchases, renewals, upgrades, refunds,
@@ -51,35 +50,11 @@ struct GrantBench {
         print(#"{"scenario": "grant", "events": \#(events.count), "batch_size": \#(batchSize), "lanes": \#(bench.concurrency), "batched_events_per_s": \#(Int(batched)), "unbatched_events_per_s": \#(Int(unbatched)), "target_events_per_s": 3000}"#)
     }
 
+    /// A scratch database on the configured server, with one connection per lane.
     func withDatabase<T: Sendable>(_ body: @Sendable (EntitlementStore) async throws -> T) async throws -> T {
-        let name = "grant_bench_\(UUID().uuidString.prefix(8).lowercased())"
-        var adminConfig = base
-        adminConfig.database = "postgres"
-        try await run(adminConfig, "CREATE DATABASE \(name)")
-        var config = base
-        config.database = name
-        config.maximumConnections = max(2, concurrency)
-        let logger = self.logger
-        let database = config
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await database.withTemporaryClient(logger: logger) { client in
-                let dir = try Migration.locateDirectory(explicit: database.migrationsDirectory)
-                try await Migrator(migrations: try Migration.load(directory: dir)).migrate(client: client, logger: logger)
-                return try await body(EntitlementStore(client: client, logger: logger))
-            })
-        } catch {
-            result = .failure(error)
-        }
-        try? await run(adminConfig, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-        return try result.get()
-    }
-
-    func run(_ config: StoreConfiguration, _ sql: String) async throws {
-        let logger = self.logger
-        try await config.withTemporaryClient(logger: logger) { client in
-            _ = try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger)
-        }
+        var server = base
+        server.maximumConnections = max(2, concurrency)
+        return try await ScratchDatabase.with(on: server) { try await body($0.store) }
     }
 
     /// Applies `events` split by purchase into `concurrency` lanes (as the stage's partitions would
