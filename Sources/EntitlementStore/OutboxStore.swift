@@ -54,10 +54,7 @@ extension EntitlementStore {
             let keys = try StoreRows.json(entries.map { StoreRows.SeqAllocation(environment: $0.environment, customerId: $0.customerId, nextSeq: $0.seq) })
             var bindings = PostgresBindings()
             bindings.append(keys)
-            try await connection.query(PostgresQuery(unsafeSQL: """
-                UPDATE outbox o SET published_at = now() FROM batch_rows($1::text::jsonb) AS r
-                WHERE o.environment = r->>'environment' AND o.customer_id = (r->>'customerId')::uuid AND o.seq = (r->>'nextSeq')::bigint
-                """, binds: bindings), logger: logger)
+            try await connection.query(PostgresQuery(unsafeSQL: StoreStatements.markPublished, binds: bindings), logger: logger)
             return entries.count
         }
     }
@@ -74,11 +71,7 @@ extension EntitlementStore {
                 try await connection.query("DELETE FROM product_entitlements", logger: logger)
                 var bindings = PostgresBindings()
                 bindings.append(json)
-                try await connection.query(PostgresQuery(unsafeSQL: """
-                    INSERT INTO product_entitlements (product_id, entitlement_key, duration_days)
-                    SELECT r->>'productId', r->>'entitlementKey', (r->>'durationDays')::integer
-                    FROM batch_rows($1::text::jsonb) AS r
-                    """, binds: bindings), logger: logger)
+                try await connection.query(PostgresQuery(unsafeSQL: StoreStatements.insertProducts, binds: bindings), logger: logger)
             }
         } catch {
             throw StoreError.classify(error)

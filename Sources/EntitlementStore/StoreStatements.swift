@@ -162,6 +162,17 @@ enum StoreStatements {
         SELECT r->>'environment', (r->>'customerId')::uuid, (r->>'seq')::bigint, r->'body' \(rows)
         """
 
+    /// Marks published outbox rows (``StoreRows/SeqAllocation`` rows: customer and `seq`).
+    static let markPublished = """
+        UPDATE outbox o SET published_at = now() \(rows)
+        WHERE o.environment = r->>'environment' AND o.customer_id = (r->>'customerId')::uuid AND o.seq = (r->>'nextSeq')::bigint
+        """
+
+    static let insertProducts = """
+        INSERT INTO product_entitlements (product_id, entitlement_key, duration_days)
+        SELECT r->>'productId', r->>'entitlementKey', (r->>'durationDays')::integer \(rows)
+        """
+
     /// `INSERT … SELECT … ON CONFLICT (key) DO UPDATE SET (every other column) = ROW(EXCLUDED.…)`.
     private static func upsert(table: String, from: String, key: [String], columns: [(String, String)], updateWhere: String? = nil) -> String {
         let names = columns.map(\.0)

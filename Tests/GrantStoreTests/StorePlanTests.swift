@@ -1,0 +1,58 @@
+import Foundation
+import GrantTestSupport
+import PostgresNIO
+import Testing
+
+@testable import EntitlementStore
+
+/// How Postgres runs the store's batch statements once tables hold a few thousand rows: every row of
+/// a small batch found through its key's index, never by reading the whole table.
+@Suite("Store statements' query plans", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(5)))
+struct StorePlanTests {
+    /// A one-row batch with every member the statements below read.
+    static let batch = #"""
+        [{"e":"Sandbox","k":"2000000000000001","environment":"Sandbox","customerId":"6F9619FF-8B86-D011-B42D-00CF4FC964FF",
+          "nextSeq":3,"entitlementKey":"premium","sourceId":"2000000000000001"}]
+        """#
+
+    /// The plan of `sql` for ``batch``, one line per node.
+    static func plan(_ sql: String, _ db: ScratchDatabase) async throws -> String {
+        var bindings = PostgresBindings()
+        bindings.append(batch)
+        let rows = try await db.client.query(PostgresQuery(unsafeSQL: "EXPLAIN " + sql, binds: bindings), logger: ScratchDatabase.logger)
+        var lines: [String] = []
+        for try await line in rows.decode(String.self) { lines.append(line) }
+        return lines.joined(separator: "\n")
+    }
+
+    @Test("a one-row batch is looked up by key in every table a batch reads or updates")
+    func keyedLookups() async throws {
+        try await ScratchDatabase.with { db in
+            try await db.store.syncProducts(LifecycleGenerator.catalog)
+            try await applyAll(LifecycleGenerator(seed: 7).stream(customers: 1_500), db.store, policy: generatorPolicy, batchSize: 500)
+            _ = try await db.client.query("ANALYZE", logger: ScratchDatabase.logger).collect()
+            #expect(try await db.count("SELECT count(*) FROM customers") >= 1_500)
+
+            // The control: with jsonb_array_elements' fixed estimate of 100 rows, the planner reads
+            // the whole customers table for this one-row batch; so the data is large enough to tell.
+            let control = StoreStatements.lockSequences.replacingOccurrences(of: "batch_rows(", with: "jsonb_array_elements(")
+            #expect(try await Self.plan(control, db).contains("Seq Scan on customers"))
+
+            let statements: [(name: String, sql: String, table: String)] = [
+                ("loadApplied", StoreStatements.loadApplied, "notifications"),
+                ("loadPurchases", StoreStatements.loadPurchases, "subscriptions"),
+                ("loadEntitlements", StoreStatements.loadEntitlements, "entitlements"),
+                ("loadConsumables", StoreStatements.loadConsumables, "consumable_grants"),
+                ("lockSequences", StoreStatements.lockSequences, "customers"),
+                ("updateSequences", StoreStatements.updateSequences, "customers"),
+                ("deleteEntitlements", StoreStatements.deleteEntitlements, "entitlements"),
+                ("markPublished", StoreStatements.markPublished, "outbox"),
+            ]
+            for (name, sql, table) in statements {
+                let plan = try await Self.plan(sql, db)
+                #expect(!plan.contains("Seq Scan"), "\(name) scans a whole table:\n\(plan)")
+                #expect(plan.contains("Index") && plan.contains(table), "\(name) finds its \(table) rows by index:\n\(plan)")
+            }
+        }
+    }
+}
