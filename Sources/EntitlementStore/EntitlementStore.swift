@@ -43,10 +43,10 @@ public final class EntitlementStore: Sendable {
         let purchaseKeys = Set(events.compactMap(\.purchaseKey)).sorted()
         let keyJSON = try StoreRows.json(purchaseKeys.map { StoreRows.Key(e: $0.environment, k: $0.originalTransactionId) })
         let eventJSON = try StoreRows.json(events.map { StoreRows.Key(e: $0.environment, k: $0.eventKey) })
-        if !purchaseKeys.isEmpty { try await run(StoreStatements.lockKeys, keyJSON, connection) }
+        if !purchaseKeys.isEmpty { try await run(StoreStatements.LockKeys.self, keyJSON, connection) }
 
         var batch = BatchState()
-        for try await (env, key) in try await query(StoreStatements.loadApplied, eventJSON, connection).decode((String, String).self) {
+        for try await (env, key) in try await query(StoreStatements.LoadApplied.self, eventJSON, connection).decode((String, String).self) {
             batch.applied.insert(BatchState.appliedKey(env, key))
         }
         if !purchaseKeys.isEmpty { try await load(into: &batch, keyJSON: keyJSON, connection) }
@@ -66,11 +66,11 @@ public final class EntitlementStore: Sendable {
     }
 
     private func load(into batch: inout BatchState, keyJSON: String, _ connection: PostgresConnection) async throws {
-        for try await text in try await query(StoreStatements.loadPurchases, keyJSON, connection).decode(String.self) {
+        for try await text in try await query(StoreStatements.LoadPurchases.self, keyJSON, connection).decode(String.self) {
             let state = try AppStoreJSON.decoder.decode(PurchaseState.self, from: Data(text.utf8))
             batch.purchases[state.key] = state
         }
-        let rows = try await query(StoreStatements.loadEntitlements, keyJSON, connection)
+        let rows = try await query(StoreStatements.LoadEntitlements.self, keyJSON, connection)
         for try await (env, customer, key, source, kind, product, active, from, until, reason) in rows.decode(
             (String, UUID, String, String, String, String, Bool, Date?, Date?, String).self
         ) {
@@ -80,7 +80,7 @@ public final class EntitlementStore: Sendable {
                 activeFrom: from, activeUntil: until, reason: reason)
             batch.entitlements[PurchaseKey(environment: env, originalTransactionId: source), default: []].append(grant)
         }
-        let consumables = try await query(StoreStatements.loadConsumables, keyJSON, connection)
+        let consumables = try await query(StoreStatements.LoadConsumables.self, keyJSON, connection)
         for try await (env, tid, customer, product, keys, quantity, purchased, revoked, reason, asOf, eventKey) in consumables.decode(
             (String, String, UUID?, String, [String], Int32, Date?, Date?, Int16?, Date, String).self
         ) {
@@ -97,16 +97,16 @@ public final class EntitlementStore: Sendable {
             let rows = batch.customers.sorted { $0.key < $1.key }.map {
                 StoreRows.Customer(environment: $0.key.environment, customerId: $0.key.customerId, externalUserId: $0.value)
             }
-            try await run(StoreStatements.upsertCustomers, try StoreRows.json(rows), connection)
+            try await run(StoreStatements.UpsertCustomers.self, try StoreRows.json(rows), connection)
         }
         if !batch.transactions.isEmpty {
             let rows = batch.transactions.sorted { $0.key < $1.key }.map(\.value)
-            try await run(StoreStatements.upsertTransactions, try StoreRows.json(rows), connection)
+            try await run(StoreStatements.UpsertTransactions.self, try StoreRows.json(rows), connection)
         }
         if !batch.dirtyPurchases.isEmpty {
             let states = batch.dirtyPurchases.sorted().compactMap { batch.purchases[$0] }
             let rows = states.map { StoreRows.Purchase(state: $0, owner: $0.owner(policy: policy.transferPolicy)) }
-            try await run(StoreStatements.upsertPurchases, try StoreRows.json(rows), connection)
+            try await run(StoreStatements.UpsertPurchases.self, try StoreRows.json(rows), connection)
             let claims = states.flatMap { state -> [StoreRows.Claim] in
                 let owner = state.owner(policy: policy.transferPolicy)
                 return state.claims.map { claim in
@@ -117,7 +117,7 @@ public final class EntitlementStore: Sendable {
                         causeEventKey: claim.eventKey)
                 }
             }
-            if !claims.isEmpty { try await run(StoreStatements.upsertClaims, try StoreRows.json(claims), connection) }
+            if !claims.isEmpty { try await run(StoreStatements.UpsertClaims.self, try StoreRows.json(claims), connection) }
         }
         let writes = batch.entitlementWrites.sorted { $0.key < $1.key }
         let deletions = writes.filter { $0.value == nil }.map {
@@ -125,8 +125,8 @@ public final class EntitlementStore: Sendable {
                                     entitlementKey: $0.key.entitlementKey, sourceId: $0.key.sourceId)
         }
         let upserts = writes.compactMap { $0.value.map(StoreRows.Entitlement.init) }
-        if !deletions.isEmpty { try await run(StoreStatements.deleteEntitlements, try StoreRows.json(deletions), connection) }
-        if !upserts.isEmpty { try await run(StoreStatements.upsertEntitlements, try StoreRows.json(upserts), connection) }
+        if !deletions.isEmpty { try await run(StoreStatements.DeleteEntitlements.self, try StoreRows.json(deletions), connection) }
+        if !upserts.isEmpty { try await run(StoreStatements.UpsertEntitlements.self, try StoreRows.json(upserts), connection) }
         if !batch.dirtyConsumables.isEmpty {
             let rows = batch.dirtyConsumables.sorted().compactMap { batch.consumables[$0] }.map { c in
                 StoreRows.Consumable(
@@ -134,11 +134,11 @@ public final class EntitlementStore: Sendable {
                     productId: c.productId, entitlementKeys: c.entitlementKeys, quantity: c.quantity, purchasedAt: c.purchasedAt,
                     revokedAt: c.revokedAt, revocationReason: c.revocationReason, asOf: c.version.asOf, eventKey: c.version.eventKey)
             }
-            try await run(StoreStatements.upsertConsumables, try StoreRows.json(rows), connection)
+            try await run(StoreStatements.UpsertConsumables.self, try StoreRows.json(rows), connection)
         }
-        if !batch.notifications.isEmpty { try await run(StoreStatements.insertNotifications, try StoreRows.json(batch.notifications), connection) }
+        if !batch.notifications.isEmpty { try await run(StoreStatements.InsertNotifications.self, try StoreRows.json(batch.notifications), connection) }
         if !batch.consumptionRequests.isEmpty {
-            try await run(StoreStatements.insertConsumptionRequests, try StoreRows.json(batch.consumptionRequests), connection)
+            try await run(StoreStatements.InsertConsumptionRequests.self, try StoreRows.json(batch.consumptionRequests), connection)
         }
         if !batch.changes.isEmpty { try await writeChanges(batch.changes, connection) }
     }
@@ -150,7 +150,7 @@ public final class EntitlementStore: Sendable {
         let customers = Set(changes.map(\.customer)).sorted()
         let keys = try StoreRows.json(customers.map { StoreRows.Key(e: $0.environment, k: $0.customerId.uuidString) })
         var next: [CustomerKey: Int64] = [:]
-        for try await (env, id, seq) in try await query(StoreStatements.lockSequences, keys, connection).decode((String, UUID, Int64).self) {
+        for try await (env, id, seq) in try await query(StoreStatements.LockSequences.self, keys, connection).decode((String, UUID, Int64).self) {
             next[CustomerKey(environment: env, customerId: id)] = seq
         }
         var rows: [StoreRows.Change] = []
@@ -168,19 +168,19 @@ public final class EntitlementStore: Sendable {
                 causeLookup: c.lookup, causeAsOf: c.asOf, causeSignedDate: c.signedDate, body: ChangeEvent(change, seq: seq)))
         }
         let json = try StoreRows.json(rows)
-        try await run(StoreStatements.insertChanges, json, connection)
-        try await run(StoreStatements.insertOutbox, json, connection)
+        try await run(StoreStatements.InsertChanges.self, json, connection)
+        try await run(StoreStatements.InsertOutbox.self, json, connection)
         let counters = next.sorted { $0.key < $1.key }.map { StoreRows.SeqAllocation(environment: $0.key.environment, customerId: $0.key.customerId, nextSeq: $0.value) }
-        try await run(StoreStatements.updateSequences, try StoreRows.json(counters), connection)
+        try await run(StoreStatements.UpdateSequences.self, try StoreRows.json(counters), connection)
     }
 
-    private func query(_ sql: String, _ json: String, _ connection: PostgresConnection) async throws -> PostgresRowSequence {
-        var bindings = PostgresBindings()
-        bindings.append(json)
-        return try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger)
+    private func query<S: BatchStatement>(
+        _ statement: S.Type, _ json: String, _ connection: PostgresConnection
+    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, PostgresRow> {
+        try await connection.execute(statement, json, logger: logger)
     }
 
-    private func run(_ sql: String, _ json: String, _ connection: PostgresConnection) async throws {
-        _ = try await query(sql, json, connection).collect()
+    private func run<S: BatchStatement>(_ statement: S.Type, _ json: String, _ connection: PostgresConnection) async throws {
+        for try await _ in try await query(statement, json, connection) {}
     }
 }

@@ -52,9 +52,7 @@ extension EntitlementStore {
             guard !entries.isEmpty else { return 0 }
             try await publish(entries)
             let keys = try StoreRows.json(entries.map { StoreRows.SeqAllocation(environment: $0.environment, customerId: $0.customerId, nextSeq: $0.seq) })
-            var bindings = PostgresBindings()
-            bindings.append(keys)
-            try await connection.query(PostgresQuery(unsafeSQL: StoreStatements.markPublished, binds: bindings), logger: logger)
+            for try await _ in try await connection.execute(StoreStatements.MarkPublished.self, keys, logger: logger) {}
             return entries.count
         }
     }

@@ -55,4 +55,39 @@ struct StorePlanTests {
             }
         }
     }
+
+    @Test("statements prepared while the tables were empty still find rows by key once they hold thousands")
+    func preparedOnEmptyTables() async throws {
+        // One connection, so every batch runs on the connection where the statements were prepared.
+        var server = ScratchDatabase.configuration(database: "postgres")
+        server.maximumConnections = 1
+        try await ScratchDatabase.with(on: server) { db in
+            try await db.store.syncProducts(LifecycleGenerator.catalog)
+            // No statistics but the tables' sizes: an ANALYZE would make Postgres plan them again.
+            for table in ["notifications", "subscriptions", "customers"] {
+                _ = try await db.client.query(
+                    PostgresQuery(unsafeSQL: "ALTER TABLE \(table) SET (autovacuum_enabled = false)"), logger: ScratchDatabase.logger
+                ).collect()
+            }
+            // One event per batch: each statement is prepared and run a dozen times on tiny tables,
+            // where every index that leads with the environment looks as good as the key.
+            let early = LifecycleGenerator(seed: 31).stream(customers: 4)
+            _ = try await applyAll(early, db.store, policy: generatorPolicy, batchSize: 1)
+            try #require(early.count >= 6)
+            try await applyAll(LifecycleGenerator(seed: 37).stream(customers: 1_500), db.store, policy: generatorPolicy, batchSize: 500)
+
+            let statements: [(name: String, index: String)] = [
+                ("LoadApplied", "notifications_pkey"), ("LoadPurchases", "subscriptions_pkey"),
+                ("LockSequences", "customers_pkey"),
+            ]
+            for (name, index) in statements {
+                let rows = try await db.client.query(
+                    PostgresQuery(unsafeSQL: "EXPLAIN EXECUTE \"appstore.\(name)\"('\(Self.batch.replacingOccurrences(of: "\n", with: " "))')"),
+                    logger: ScratchDatabase.logger)
+                var plan: [String] = []
+                for try await line in rows.decode(String.self) { plan.append(line) }
+                #expect(plan.joined().contains(index), "\(name) does not use \(index):\n\(plan.joined(separator: "\n"))")
+            }
+        }
+    }
 }
