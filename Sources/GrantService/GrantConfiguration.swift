@@ -14,6 +14,9 @@ public struct GrantConfiguration: Sendable {
     public var outboxPollInterval: Duration
     /// How many outbox rows one publish round takes.
     public var outboxBatchSize: Int
+    /// How many transactions apply batches at once; batches arriving meanwhile share the next one
+    /// (``TransactionMerger``).
+    public var concurrentTransactions: Int
 
     public static let variables: [(name: String, default: String, meaning: String)] = StoreConfiguration.variables + [
         ("ENTITLEMENTS_PRODUCTS_FILE", "", "JSON product → entitlement mapping; an unmapped product grants the entitlement named by its product ID"),
@@ -21,15 +24,17 @@ public struct GrantConfiguration: Sendable {
         ("GRANT_TRANSFER_POLICY", "refuse", "refuse (first customer keeps a purchase) or allow (latest claim takes it over)"),
         ("OUTBOX_POLL_MS", "500", "outbox publisher poll interval"),
         ("OUTBOX_BATCH_SIZE", "500", "changes published per round"),
+        ("GRANT_CONCURRENT_TRANSACTIONS", "2", "transactions applying batches at once; batches arriving meanwhile share the next one"),
     ]
 
     public init(store: StoreConfiguration, policy: GrantPolicy, productsFile: String? = nil,
-                outboxPollInterval: Duration = .milliseconds(500), outboxBatchSize: Int = 500) {
+                outboxPollInterval: Duration = .milliseconds(500), outboxBatchSize: Int = 500, concurrentTransactions: Int = 2) {
         self.store = store
         self.policy = policy
         self.productsFile = productsFile
         self.outboxPollInterval = outboxPollInterval
         self.outboxBatchSize = outboxBatchSize
+        self.concurrentTransactions = concurrentTransactions
     }
 
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
@@ -51,5 +56,6 @@ public struct GrantConfiguration: Sendable {
         policy = GrantPolicy(catalog: catalog, expiryLeeway: TimeInterval(leeway), transferPolicy: transfer)
         outboxPollInterval = try env.milliseconds("OUTBOX_POLL_MS", default: .milliseconds(500), in: 10...60_000)
         outboxBatchSize = try env.int("OUTBOX_BATCH_SIZE", default: 500, in: 1...10_000)
+        concurrentTransactions = try env.int("GRANT_CONCURRENT_TRANSACTIONS", default: 2, in: 1...64)
     }
 }

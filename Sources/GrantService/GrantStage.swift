@@ -7,19 +7,25 @@ import PipelineRecords
 import StageRuntime
 
 /// The grant stage: enriched records → Postgres, a whole batch of one partition in one database
-/// transaction. It produces no records itself: changes leave through the outbox, published by
+/// transaction, shared with the batches of other partitions that arrive while the store is busy
+/// (``TransactionMerger``). It produces no records itself: changes leave through the outbox, published by
 /// ``OutboxPublisher`` after the commit. The runtime stores a record's offset only after `process`
 /// returned, i.e. after the commit, so a crash before it means redelivery, which the store ignores.
 public struct GrantStage: PipelineStage {
     public let name = "grant"
-    let store: EntitlementStore
+    let merger: TransactionMerger
     let policy: GrantPolicy
     let committed: @Sendable () -> Void
     let logger: Logger
 
-    /// - Parameter committed: called after every commit that may have written outbox rows (wakes the publisher).
-    public init(store: EntitlementStore, policy: GrantPolicy, logger: Logger, committed: @escaping @Sendable () -> Void = {}) {
-        self.store = store
+    /// - Parameters:
+    ///   - concurrentTransactions: how many transactions apply batches at once.
+    ///   - committed: called after every commit that may have written outbox rows (wakes the publisher).
+    public init(
+        store: EntitlementStore, policy: GrantPolicy, concurrentTransactions: Int = 2, logger: Logger,
+        committed: @escaping @Sendable () -> Void = {}
+    ) {
+        self.merger = TransactionMerger(store: store, maximumConcurrentTransactions: concurrentTransactions)
         self.policy = policy
         self.logger = logger
         self.committed = committed
@@ -47,7 +53,7 @@ public struct GrantStage: PipelineStage {
                 results[i] = .failure(StageError.permanent("grant.malformed_record", "the enriched record could not be decoded: \(error)"))
             }
         }
-        let decisions = try await store.apply(events, policy: policy)
+        let decisions = try await merger.apply(events, policy: policy)
         var changed = false
         for (position, decision) in zip(positions, decisions) {
             switch decision {

@@ -26,7 +26,7 @@ await StageMain.run(
     let publisher = OutboxPublisher(
         store: store, producer: outboxProducer, topic: config.outputTopic,
         pollInterval: grant.outboxPollInterval, batchSize: grant.outboxBatchSize, logger: logger)
-    let stage = GrantStage(store: store, policy: grant.policy, logger: logger) { publisher.notify() }
+    let stage = GrantStage(store: store, policy: grant.policy, concurrentTransactions: grant.concurrentTransactions, logger: logger) { publisher.notify() }
     guard let consumption else { return (stage, [client, outboxProducer, publisher]) }
     logger.info("answering consumption requests", metadata: ["apps": "\(consumption.policy.apps.sorted().joined(separator: ","))"])
     let responder = ConsumptionResponder(

@@ -1,0 +1,120 @@
+import GrantDecision
+import Synchronization
+
+/// Group commit for grant: the batches that partition workers hand in while the store is busy are
+/// applied together, in one transaction.
+///
+/// Each partition's batch is small when records arrive at a few hundred a second over eight
+/// partitions, and a transaction costs about twenty statements however few events it carries. At
+/// most ``maximumConcurrentTransactions`` run at once; a batch that arrives meanwhile waits and
+/// joins the next one. An idle store therefore starts a batch at once, and a busy one makes fewer,
+/// larger transactions. Every batch keeps its own order, and the batches of one transaction are
+/// applied in the order they arrived, so each partition's order holds.
+///
+/// A merged transaction that fails with a transient error fails every batch in it (each is retried
+/// by its worker, as it would have been alone). One that fails otherwise is run again batch by batch,
+/// so the error reaches only the batch that caused it.
+public final class TransactionMerger: Sendable {
+    public typealias Decisions = [Result<GrantDecision, GrantRejection>]
+
+    struct Waiter {
+        let events: [GrantEvent]
+        let policy: GrantPolicy
+        let continuation: CheckedContinuation<Result<Decisions, StoreError>, Never>
+    }
+
+    struct State {
+        var queue: [Waiter] = []
+        var running = 0
+    }
+
+    let store: EntitlementStore
+    /// How many transactions may run at once.
+    public let maximumConcurrentTransactions: Int
+    /// The most events one merged transaction takes (a single larger batch still runs whole).
+    public let maximumEvents: Int
+    private let state = Mutex(State())
+    private let transactions = Atomic<Int>(0)
+
+    public init(store: EntitlementStore, maximumConcurrentTransactions: Int = 2, maximumEvents: Int = 1_000) {
+        self.store = store
+        self.maximumConcurrentTransactions = max(1, maximumConcurrentTransactions)
+        self.maximumEvents = max(1, maximumEvents)
+    }
+
+    /// How many transactions this merger ran (a failed merged one run again batch by batch counts each time).
+    public var transactionCount: Int { transactions.load(ordering: .relaxed) }
+
+    /// Applies `events` in order, in a transaction possibly shared with other batches.
+    /// - Returns: each event's decision, as ``EntitlementStore/apply(_:policy:)``.
+    /// - Throws: ``StoreError`` when the transaction that carried these events failed.
+    public func apply(_ events: [GrantEvent], policy: GrantPolicy) async throws(StoreError) -> Decisions {
+        guard !events.isEmpty else { return [] }
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Decisions, StoreError>, Never>) in
+            let lead = state.withLock { state -> Bool in
+                state.queue.append(Waiter(events: events, policy: policy, continuation: continuation))
+                guard state.running < maximumConcurrentTransactions else { return false }
+                state.running += 1
+                return true
+            }
+            if lead { Task { await self.drain() } }
+        }
+        return try outcome.get()
+    }
+
+    /// Runs rounds until nothing waits.
+    private func drain() async {
+        while let round = nextRound() {
+            await run(round)
+        }
+    }
+
+    /// The waiting batches for one transaction: in arrival order, with the first one's policy, up to
+    /// ``maximumEvents`` events. Nil (and one runner fewer) when nothing waits.
+    private func nextRound() -> [Waiter]? {
+        state.withLock { state -> [Waiter]? in
+            guard let first = state.queue.first else {
+                state.running -= 1
+                return nil
+            }
+            var round: [Waiter] = []
+            var events = 0
+            var rest: [Waiter] = []
+            for waiter in state.queue {
+                if waiter.policy == first.policy && (round.isEmpty || events + waiter.events.count <= maximumEvents) && rest.isEmpty {
+                    round.append(waiter)
+                    events += waiter.events.count
+                } else {
+                    rest.append(waiter)
+                }
+            }
+            state.queue = rest
+            return round
+        }
+    }
+
+    private func run(_ round: [Waiter]) async {
+        let merged = await transaction(round.flatMap(\.events), policy: round[0].policy)
+        switch merged {
+        case .success(let decisions):
+            var start = 0
+            for waiter in round {
+                waiter.continuation.resume(returning: .success(Array(decisions[start..<start + waiter.events.count])))
+                start += waiter.events.count
+            }
+        case .failure(let error) where round.count == 1 || error.isTransient:
+            for waiter in round { waiter.continuation.resume(returning: .failure(error)) }
+        case .failure:
+            for waiter in round { waiter.continuation.resume(returning: await transaction(waiter.events, policy: waiter.policy)) }
+        }
+    }
+
+    private func transaction(_ events: [GrantEvent], policy: GrantPolicy) async -> Result<Decisions, StoreError> {
+        transactions.add(1, ordering: .relaxed)
+        do {
+            return .success(try await store.apply(events, policy: policy))
+        } catch {
+            return .failure(error)
+        }
+    }
+}
