@@ -66,6 +66,7 @@ public final class AppStoreServerAPIClient: Sendable {
     let logger: Logger
     let clock: @Sendable () -> Date
     private let sent = Atomic<Int>(0)
+    private let tokens = RequestTokenCache()
 
     /// - Parameters:
     ///   - httpClient: The transport; the caller owns it and shuts it down.
@@ -97,6 +98,9 @@ public final class AppStoreServerAPIClient: Sendable {
     /// Requests sent so far (every page and every retry counts once).
     public var requestsSent: Int { sent.load(ordering: .relaxed) }
 
+    /// Request tokens signed so far: one serves many requests (see ``RequestTokenCache``).
+    public var tokensSigned: Int { tokens.signed }
+
     /// The bundle IDs the client holds credentials for.
     public var bundleIDs: [String] { credentialsByBundleID.keys.sorted() }
 
@@ -123,7 +127,7 @@ public final class AppStoreServerAPIClient: Sendable {
         }
         var request = HTTPClientRequest(url: base + path + Self.queryString(query))
         request.method = method
-        request.headers.add(name: "Authorization", value: "Bearer \(try RequestToken.make(credentials: credentials, now: clock(), lifetime: configuration.tokenLifetime))")
+        request.headers.add(name: "Authorization", value: "Bearer \(try tokens.token(for: credentials, now: clock(), lifetime: configuration.tokenLifetime))")
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "User-Agent", value: "appstore-entitlements/1")
         if let body {
@@ -154,6 +158,7 @@ public final class AppStoreServerAPIClient: Sendable {
         guard (200..<300).contains(status) else {
             let error = AppStoreAPIError.fromResponse(
                 status: status, body: bytes, retryAfterHeader: retryAfter, endpoint: endpoint.rawValue, now: clock())
+            if error.kind == .unauthorized { tokens.discard(credentials) }
             if error.kind == .rateLimited {
                 rateLimiter.holdOff(
                     keyID: credentials.keyID, bundleID: target.bundleID, environment: target.environment, endpoint: endpoint,

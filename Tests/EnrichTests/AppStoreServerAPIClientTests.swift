@@ -8,6 +8,7 @@ import NIOHTTP1
 import Foundation
 import StageRuntime
 import TestSupport
+import Synchronization
 import Testing
 
 /// The client against the simulated Apple on loopback: every endpoint, paging, Apple's token
@@ -200,5 +201,31 @@ struct AppStoreServerAPIClientTests {
         let claims = try JSONDecoder().decode(RequestToken.Claims.self, from: Data(Base64.decodeURL(parts[1])!))
         #expect(header == RequestToken.Header(alg: "ES256", kid: key.keyID, typ: "JWT"))
         #expect(claims == RequestToken.Claims(iss: key.issuerID, iat: 1_800_000_000, exp: 1_800_000_300, aud: "appstoreconnect-v1", bid: SimFixture.bundleID))
+    }
+
+    @Test("one request token serves many requests for half its lifetime; a refused one is replaced")
+    func tokenReuse() async throws {
+        let sim = try await RunningSimulator.start()
+        defer { Task { await sim.stop() } }
+        _ = try Self.seedSubscription(sim, original: "2000000000400000", count: 1)
+        let skew = Atomic<Int>(0)
+        let client = try AppStoreServerAPIClient(
+            configuration: .init(credentials: [SimFixture.credentials], baseURLOverride: sim.baseURL, rateLimits: RateLimitPolicy(scale: 1000)),
+            httpClient: HTTPClient.shared, verifier: SimFixture.verifier(), logger: TestServices.logger,
+            clock: { Date().addingTimeInterval(Double(skew.load(ordering: .relaxed))) })
+        let id = "2000000000400000000"
+        for _ in 0..<5 { _ = try await client.transactionInfo(transactionId: id, target: SimFixture.target) }
+        #expect(client.tokensSigned == 1)
+        #expect(client.requestsSent == 5)
+
+        // 151 s later (past half of the 300 s lifetime) a new token is signed. This client's clock
+        // runs ahead of Apple's by more than Apple's 60 s leeway, so Apple refuses it.
+        skew.store(151, ordering: .relaxed)
+        await #expect(throws: AppStoreAPIError.self) { try await client.transactionInfo(transactionId: id, target: SimFixture.target) }
+        #expect(client.tokensSigned == 2)
+        // The refused token is not used again: the next request signs a new one, which Apple accepts.
+        skew.store(0, ordering: .relaxed)
+        _ = try await client.transactionInfo(transactionId: id, target: SimFixture.target)
+        #expect(client.tokensSigned == 3)
     }
 }
