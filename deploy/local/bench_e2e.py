@@ -4,7 +4,7 @@
 Plays simulated customers through the running pipeline with the simulated Apple's lifecycle player
 (POST /sim/lifecycle) and measures, from grant's own rows in Postgres:
   - latency: for each notification, ingest's received-at (notifications.ingested_at) to grant's
-    write (notifications.processed_at), at a paced rate (p50, p99, max);
+    write (notifications.processed_at), at a paced rate and at half of it (p50, p99, max);
   - throughput: the same with the player unpaced: notifications per second from the first
     webhook delivery to the last commit, and the commit rate over the busiest stretch.
 Prints one human line per phase and, last, one JSON object per phase on stdout.
@@ -101,6 +101,8 @@ def main():
     phase(args, psql, "warm-up", 40, None, seed=10)
     results = [
         phase(args, psql, "paced", args.latency_customers, args.latency_rate, seed=11),
+        # Half the rate: where the latency stands when the two cores are not saturated.
+        phase(args, psql, "paced at half the rate", args.latency_customers, args.latency_rate / 2, seed=13),
         phase(args, psql, "unpaced", args.throughput_customers, None, seed=12),
     ]
     for result in results:
