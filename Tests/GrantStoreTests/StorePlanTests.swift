@@ -56,7 +56,7 @@ struct StorePlanTests {
         }
     }
 
-    @Test("statements prepared while the tables were empty still find rows by key once they hold thousands")
+    @Test("statements prepared while the tables were empty still find rows by key once they hold thousands of rows")
     func preparedOnEmptyTables() async throws {
         // One connection, so every batch runs on the connection where the statements were prepared.
         var server = ScratchDatabase.configuration(database: "postgres")
@@ -74,7 +74,7 @@ struct StorePlanTests {
             let early = LifecycleGenerator(seed: 31).stream(customers: 4)
             _ = try await applyAll(early, db.store, policy: generatorPolicy, batchSize: 1)
             try #require(early.count >= 6)
-            try await applyAll(LifecycleGenerator(seed: 37).stream(customers: 1_500), db.store, policy: generatorPolicy, batchSize: 500)
+            try await applyAll(LifecycleGenerator(seed: 37).stream(customers: 400), db.store, policy: generatorPolicy, batchSize: 500)
 
             let statements: [(name: String, index: String)] = [
                 ("LoadApplied", "notifications_pkey"), ("LoadPurchases", "subscriptions_pkey"),
