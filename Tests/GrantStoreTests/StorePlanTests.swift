@@ -7,7 +7,7 @@ import Testing
 
 /// How Postgres runs the store's batch statements once tables hold a few thousand rows: every row of
 /// a small batch found through its key's index, never by reading the whole table.
-@Suite("Store statements' query plans", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(5)))
+@Suite("Store statements' query plans", .serialized, .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(5)))
 struct StorePlanTests {
     /// A one-row batch with every member the statements below read.
     static let batch = #"""
@@ -29,7 +29,8 @@ struct StorePlanTests {
     func keyedLookups() async throws {
         try await ScratchDatabase.with { db in
             try await db.store.syncProducts(LifecycleGenerator.catalog)
-            try await applyAll(LifecycleGenerator(seed: 7).stream(customers: 1_500), db.store, policy: generatorPolicy, batchSize: 500)
+            let stream = try await offCooperativePool { LifecycleGenerator(seed: 7).stream(customers: 1_500) }
+            try await applyAll(stream, db.store, policy: generatorPolicy, batchSize: 500)
             _ = try await db.client.query("ANALYZE", logger: ScratchDatabase.logger).collect()
             #expect(try await db.count("SELECT count(*) FROM customers") >= 1_500)
 
@@ -74,7 +75,8 @@ struct StorePlanTests {
             let early = LifecycleGenerator(seed: 31).stream(customers: 4)
             _ = try await applyAll(early, db.store, policy: generatorPolicy, batchSize: 1)
             try #require(early.count >= 6)
-            try await applyAll(LifecycleGenerator(seed: 37).stream(customers: 400), db.store, policy: generatorPolicy, batchSize: 500)
+            let later = try await offCooperativePool { LifecycleGenerator(seed: 37).stream(customers: 400) }
+            try await applyAll(later, db.store, policy: generatorPolicy, batchSize: 500)
 
             let statements: [(name: String, index: String)] = [
                 ("LoadApplied", "notifications_pkey"), ("LoadPurchases", "subscriptions_pkey"),

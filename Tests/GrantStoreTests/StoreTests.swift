@@ -45,20 +45,23 @@ struct StoreTests {
 
     @Test("1,000 customers' lifecycles shuffled (1,000 shuffles) end in the same state as in order")
     func shuffled() async throws {
-        let generator = LifecycleGenerator(seed: 2026)
-        let lifecycles = (0..<1000).map { generator.lifecycle($0) }
-        let inOrder = lifecycles.flatMap { $0 }.sorted {
-            ($0.verified.notification?.signedDate ?? .distantPast, $0.verified.notificationUUID ?? "")
-                < ($1.verified.notification?.signedDate ?? .distantPast, $1.verified.notificationUUID ?? "")
-        }
-        var rng = SeededGenerator(seed: 99)
-        var queues = lifecycles.map { $0.shuffled(using: &rng) }  // one shuffle per customer
-        var shuffled: [EnrichedRecord] = []
-        shuffled.reserveCapacity(inOrder.count)
-        while !queues.isEmpty {  // and the customers interleaved at random
-            let i = Int(rng.next() % UInt64(queues.count))
-            shuffled.append(queues[i].removeFirst())
-            if queues[i].isEmpty { queues.remove(at: i) }
+        let (inOrder, shuffled) = try await offCooperativePool { () -> ([EnrichedRecord], [EnrichedRecord]) in
+            let generator = LifecycleGenerator(seed: 2026)
+            let lifecycles = (0..<1000).map { generator.lifecycle($0) }
+            let inOrder = lifecycles.flatMap { $0 }.sorted {
+                ($0.verified.notification?.signedDate ?? .distantPast, $0.verified.notificationUUID ?? "")
+                    < ($1.verified.notification?.signedDate ?? .distantPast, $1.verified.notificationUUID ?? "")
+            }
+            var rng = SeededGenerator(seed: 99)
+            var queues = lifecycles.map { $0.shuffled(using: &rng) }  // one shuffle per customer
+            var shuffled: [EnrichedRecord] = []
+            shuffled.reserveCapacity(inOrder.count)
+            while !queues.isEmpty {  // and the customers interleaved at random
+                let i = Int(rng.next() % UInt64(queues.count))
+                shuffled.append(queues[i].removeFirst())
+                if queues[i].isEmpty { queues.remove(at: i) }
+            }
+            return (inOrder, shuffled)
         }
         #expect(shuffled.count == inOrder.count && inOrder.count > 5000)
         let expected = try await ScratchDatabase.with { db in
