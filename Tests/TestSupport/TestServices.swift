@@ -74,8 +74,10 @@ public enum TopicReader {
     /// Reads `topic` from the beginning in a fresh group until `until` returns true for the
     /// records so far (asked when the topic goes quiet, and at most every 200 ms while records
     /// flow), or `timeout` passes. Returns what was read.
+    ///   - settle: after `until` holds, how long to keep reading, so records beyond the condition
+    ///     (duplicates) are seen too.
     public static func read(
-        _ topic: String, timeout: Duration = .seconds(120), until: ([KafkaMessage]) -> Bool
+        _ topic: String, timeout: Duration = .seconds(120), settle: Duration = .zero, until: ([KafkaMessage]) -> Bool
     ) async throws -> [KafkaMessage] {
         let consumer = try KafkaConsumer(
             configuration: TestServices.consumerConfiguration(group: TestServices.uniqueGroup("reader"), topics: [topic]),
@@ -91,6 +93,10 @@ public enum TopicReader {
                 done = until(seen)
                 lastCheck = .now
             }
+        }
+        let settled = ContinuousClock.now + settle
+        while done, ContinuousClock.now < settled {
+            if let next = await consumer.poll(timeout: .milliseconds(100)) { seen.append(next) }
         }
         await consumer.close()
         return seen
