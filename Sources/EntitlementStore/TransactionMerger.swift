@@ -8,7 +8,8 @@ import Synchronization
 /// partitions, and a transaction costs about twenty statements however few events it carries. At
 /// most ``maximumConcurrentTransactions`` run at once; a batch that arrives meanwhile waits and
 /// joins the next one. An idle store therefore starts a batch at once, and a busy one makes fewer,
-/// larger transactions. Every batch keeps its own order, and the batches of one transaction are
+/// larger transactions. A batch of ``soloBatchSize`` events or more (a backlog, a replay) gains
+/// nothing from company and starts a transaction of its own at once, as every batch did before. Every batch keeps its own order, and the batches of one transaction are
 /// applied in the order they arrived, so each partition's order holds.
 ///
 /// A merged transaction that fails with a transient error fails every batch in it (each is retried
@@ -33,13 +34,16 @@ public final class TransactionMerger: Sendable {
     public let maximumConcurrentTransactions: Int
     /// The most events one merged transaction takes (a single larger batch still runs whole).
     public let maximumEvents: Int
+    /// A batch at least this large starts its own transaction however many are running.
+    public let soloBatchSize: Int
     private let state = Mutex(State())
     private let transactions = Atomic<Int>(0)
 
-    public init(store: EntitlementStore, maximumConcurrentTransactions: Int = 2, maximumEvents: Int = 1_000) {
+    public init(store: EntitlementStore, maximumConcurrentTransactions: Int = 2, maximumEvents: Int = 1_000, soloBatchSize: Int = 100) {
         self.store = store
         self.maximumConcurrentTransactions = max(1, maximumConcurrentTransactions)
         self.maximumEvents = max(1, maximumEvents)
+        self.soloBatchSize = max(1, soloBatchSize)
     }
 
     /// How many transactions this merger ran (a failed merged one run again batch by batch counts each time).
@@ -53,7 +57,7 @@ public final class TransactionMerger: Sendable {
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Decisions, StoreError>, Never>) in
             let lead = state.withLock { state -> Bool in
                 state.queue.append(Waiter(events: events, policy: policy, continuation: continuation))
-                guard state.running < maximumConcurrentTransactions else { return false }
+                guard state.running < maximumConcurrentTransactions || events.count >= soloBatchSize else { return false }
                 state.running += 1
                 return true
             }
