@@ -142,14 +142,30 @@ public final class KafkaConsumer: Service, Sendable {
 
     /// Commits stored offsets, leaves the group (handing partitions to the others) and frees the
     /// handle. ``messages`` ends afterwards.
+    ///
+    /// Returns after at most ``closeTimeout``: librdkafka has been seen to never answer the
+    /// `rd_kafka_assign` of a leaving eager-protocol member, and a caller (a stage shutting down,
+    /// a test) must not wait for ever on it. The handle is then left to librdkafka, and logged.
     public func close() async {
+        let once = ResumeOnce()
+        let logger = self.logger
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             pollQueue.async { [self] in
                 closeOnPollQueue()
+                if once.claim() { done.resume() }
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(Self.closeTimeout.components.seconds))) {
+                guard once.claim() else { return }
+                logger.error("the consumer did not close in time; carrying on without it", metadata: [
+                    "kafka.close_timeout_s": "\(Self.closeTimeout.components.seconds)",
+                ])
                 done.resume()
             }
         }
     }
+
+    /// The longest ``close()`` waits: the final commit, then up to 30 s of leaving the group.
+    public static let closeTimeout: Duration = .seconds(45)
 
     // MARK: Polling (always on `pollQueue`)
 
@@ -322,4 +338,11 @@ public struct KafkaMessageSequence: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(consumer: consumer) }
+}
+
+/// Lets the first of two racing paths resume a continuation, and only the first.
+final class ResumeOnce: Sendable {
+    private let taken = Atomic<Bool>(false)
+
+    func claim() -> Bool { !taken.exchange(true, ordering: .acquiringAndReleasing) }
 }
