@@ -79,12 +79,13 @@ struct StorePlanTests {
             try await applyAll(later, db.store, policy: generatorPolicy, batchSize: 500)
 
             let statements: [(name: String, index: String)] = [
-                ("LoadApplied", "notifications_pkey"), ("LoadPurchases", "subscriptions_pkey"),
-                ("LockSequences", "customers_pkey"),
+                (PreparedBatch<StoreStatements.LoadApplied>.name, "notifications_pkey"),
+                (PreparedBatch<StoreStatements.LoadPurchases>.name, "subscriptions_pkey"),
+                (PreparedBatch<StoreStatements.LockSequences>.name, "customers_pkey"),
             ]
             for (name, index) in statements {
                 let rows = try await db.client.query(
-                    PostgresQuery(unsafeSQL: "EXPLAIN EXECUTE \"appstore.\(name)\"('\(Self.batch.replacingOccurrences(of: "\n", with: " "))')"),
+                    PostgresQuery(unsafeSQL: "EXPLAIN EXECUTE \"\(name)\"('\(Self.batch.replacingOccurrences(of: "\n", with: " "))')"),
                     logger: ScratchDatabase.logger)
                 var plan: [String] = []
                 for try await line in rows.decode(String.self) { plan.append(line) }
