@@ -10,7 +10,7 @@ import Synchronization
 final class RequestTokenCache: Sendable {
     struct Entry {
         let token: String
-        let replaceAfter: Date
+        let issuedAt: Date
     }
 
     private let entries = Mutex<[String: Entry]>([:])
@@ -18,14 +18,17 @@ final class RequestTokenCache: Sendable {
 
     var signed: Int { signedCount.load(ordering: .relaxed) }
 
+    /// The cached token while `now` is within the first half of its lifetime (and not before it
+    /// was issued: a clock set back), else a new one.
     func token(for credentials: AppStoreAPICredentials, now: Date, lifetime: Duration) throws(AppStoreAPIError) -> String {
         let key = Self.key(credentials)
-        if let entry = entries.withLock({ $0[key] }), now >= entry.replaceAfter.addingTimeInterval(-Self.halfLife(lifetime)), now < entry.replaceAfter {
+        let halfLife = Double(min(lifetime, RequestToken.maximumLifetime).components.seconds) / 2
+        if let entry = entries.withLock({ $0[key] }), now >= entry.issuedAt, now < entry.issuedAt.addingTimeInterval(halfLife) {
             return entry.token
         }
         let token = try RequestToken.make(credentials: credentials, now: now, lifetime: lifetime)
         signedCount.add(1, ordering: .relaxed)
-        entries.withLock { $0[key] = Entry(token: token, replaceAfter: now.addingTimeInterval(Self.halfLife(lifetime))) }
+        entries.withLock { $0[key] = Entry(token: token, issuedAt: now) }
         return token
     }
 
@@ -36,9 +39,5 @@ final class RequestTokenCache: Sendable {
 
     private static func key(_ credentials: AppStoreAPICredentials) -> String {
         "\(credentials.issuerID)\u{0}\(credentials.keyID)\u{0}\(credentials.bundleID)"
-    }
-
-    private static func halfLife(_ lifetime: Duration) -> TimeInterval {
-        Double(min(lifetime, RequestToken.maximumLifetime).components.seconds) / 2
     }
 }
