@@ -81,18 +81,16 @@ public final class TransactionMerger: Sendable {
                 state.running -= 1
                 return nil
             }
-            var round: [Waiter] = []
+            // The longest prefix of one policy within the event budget (the first always fits).
+            var count = 0
             var events = 0
-            var rest: [Waiter] = []
             for waiter in state.queue {
-                if waiter.policy == first.policy && (round.isEmpty || events + waiter.events.count <= maximumEvents) && rest.isEmpty {
-                    round.append(waiter)
-                    events += waiter.events.count
-                } else {
-                    rest.append(waiter)
-                }
+                guard waiter.policy == first.policy, count == 0 || events + waiter.events.count <= maximumEvents else { break }
+                count += 1
+                events += waiter.events.count
             }
-            state.queue = rest
+            let round = Array(state.queue.prefix(count))
+            state.queue.removeFirst(count)
             return round
         }
     }
