@@ -290,7 +290,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "appstore-sim",
-            dependencies: ["AppStoreSimulator", "SimulatorLifecycle"],
+            dependencies: ["AppStoreSimulator", "SimulatorLifecycle", asyncHTTPClient, nioSSL],
             path: "Sources/Executables/appstore-sim",
             swiftSettings: swiftSettings
         ),

@@ -31,6 +31,15 @@ public struct SimulatorAPIKey: Sendable {
         self.privateKeyPath = privateKeyPath
     }
 
+    /// A key chosen by whoever runs the simulator (`SIM_API_KEY_FILE`, `SIM_API_ISSUER_ID`,
+    /// `SIM_API_KEY_ID`): a deployment's secrets can then hold one key that both the simulator and
+    /// the pipeline's credentials name, instead of one the simulator made at random.
+    public static func load(privateKeyFile path: String, issuerID: String, keyID: String) throws -> SimulatorAPIKey {
+        let pem = try String(contentsOfFile: path, encoding: .utf8)
+        return SimulatorAPIKey(
+            issuerID: issuerID, keyID: keyID, privateKey: try P256.Signing.PrivateKey(pemRepresentation: pem), privateKeyPath: path)
+    }
+
     /// Loads the key from `directory`, or creates and saves one there.
     public static func loadOrCreate(at directory: URL) throws -> SimulatorAPIKey {
         let descriptorURL = directory.appendingPathComponent(descriptorFileName)

@@ -25,11 +25,17 @@ public struct SimulatedApple: Sendable {
     public let faults: FaultInjector
     let signing: SimulatorSigning
 
-    /// Loads or creates the CA (in `<stateDirectory>/ca`) and the key (in `stateDirectory`).
-    public init(stateDirectory: URL, appAppleIDs: [String: Int64] = [:], clock: @escaping @Sendable () -> Date = { Date() }) throws {
+    /// Loads or creates the CA (in `<stateDirectory>/ca`) and, unless `apiKey` is given, the key (in
+    /// `stateDirectory`).
+    public init(
+        stateDirectory: URL, apiKey: SimulatorAPIKey? = nil, appAppleIDs: [String: Int64] = [:],
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
         let authority = try SigningAuthority.loadOrCreate(
             at: stateDirectory.appendingPathComponent("ca"), options: SigningAuthorityOptions(name: "Simulated App Store"))
-        try self.init(authority: authority, apiKey: try SimulatorAPIKey.loadOrCreate(at: stateDirectory), appAppleIDs: appAppleIDs, clock: clock)
+        try self.init(
+            authority: authority, apiKey: try apiKey ?? SimulatorAPIKey.loadOrCreate(at: stateDirectory), appAppleIDs: appAppleIDs,
+            clock: clock)
     }
 
     /// A simulator with the given CA and key (tests build both in memory).

@@ -51,11 +51,15 @@ public final class LifecycleRuns: Sendable {
     private let apple: SimulatedApple
     /// The app a run plays unless its request names another.
     public let defaultBundleID: String
+    /// Delivers to the webhook: the shared client, or one that also trusts a gateway's own
+    /// certificate (`SIM_WEBHOOK_CA_FILE`).
+    private let client: HTTPClient
     private let state = Mutex(LifecycleRunStatus(state: "idle", customers: []))
 
-    public init(apple: SimulatedApple, defaultBundleID: String) {
+    public init(apple: SimulatedApple, defaultBundleID: String, client: HTTPClient = .shared) {
         self.apple = apple
         self.defaultBundleID = defaultBundleID
+        self.client = client
     }
 
     public var status: LifecycleRunStatus { state.withLock { $0 } }
@@ -89,7 +93,7 @@ public final class LifecycleRuns: Sendable {
         }
         let player = LifecyclePlayer(
             records: SimulatorLifecycleRecords(apple: apple, bundleID: bundleID), webhook: request.webhook, options: options,
-            seed: (request.seed ?? 1) &+ 1, client: .shared)
+            seed: (request.seed ?? 1) &+ 1, client: client)
         Task {
             do {
                 let report = try await player.play(customers)

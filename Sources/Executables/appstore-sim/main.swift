@@ -1,7 +1,9 @@
 import AppStoreSimulator
+import AsyncHTTPClient
 import Foundation
 import Hummingbird
 import Logging
+import NIOSSL
 import SimulatorLifecycle
 
 /// `appstore-sim`: a simulated App Store Server API (Sandbox data only) for local runs and tests.
@@ -14,6 +16,8 @@ let usage = """
       SIM_STATE_DIR  where the test CA (ca/*.pem) and the App Store Connect key (api-key.p8, api-key.json) are created on first start and reused [default: .local/appstore-sim]
       SIM_APPS       app Apple IDs to report, bundleId:appAppleId,… (optional)
       SIM_BUNDLE_ID  the app lifecycle runs play [default: com.example.entitlements]
+      SIM_API_KEY_FILE, SIM_API_ISSUER_ID, SIM_API_KEY_ID  the App Store Connect key to accept instead of one made in SIM_STATE_DIR: a PKCS#8 PEM file, its issuer ID and key ID (all three or none)
+      SIM_WEBHOOK_CA_FILE  PEM certificates trusted, besides the system's, when lifecycle runs deliver to an https webhook (a gateway's self-signed certificate) (optional)
       SIM_WEBHOOK_URL  where TEST notifications (Request a Test Notification) are POSTed, the full URL as in App Store Connect, e.g. http://127.0.0.1:8080/v2/notifications (optional; PUT /sim/webhook changes it)
       HTTP_HOST      [default: 127.0.0.1]
       HTTP_PORT      [default: 8090]
@@ -52,9 +56,21 @@ LoggingSystem.bootstrap { label in
 }
 let logger = Logger(label: "appstore.sim")
 let stateDirectory = URL(fileURLWithPath: env["SIM_STATE_DIR"] ?? ".local/appstore-sim")
+let keyVariables = ["SIM_API_KEY_FILE", "SIM_API_ISSUER_ID", "SIM_API_KEY_ID"].map { env[$0].flatMap { $0.isEmpty ? nil : $0 } }
+if keyVariables.contains(where: { $0 != nil }), keyVariables.contains(where: { $0 == nil }) {
+    fail("SIM_API_KEY_FILE, SIM_API_ISSUER_ID and SIM_API_KEY_ID are set together or not at all")
+}
+let configuredKey: SimulatorAPIKey?
+if let file = keyVariables[0], let issuer = keyVariables[1], let keyID = keyVariables[2] {
+    do { configuredKey = try SimulatorAPIKey.load(privateKeyFile: file, issuerID: issuer, keyID: keyID) } catch {
+        fail("SIM_API_KEY_FILE must name a readable PKCS#8 P-256 key in PEM (\(file)): \(error)")
+    }
+} else {
+    configuredKey = nil
+}
 let apple: SimulatedApple
 do {
-    apple = try SimulatedApple(stateDirectory: stateDirectory, appAppleIDs: appAppleIDs)
+    apple = try SimulatedApple(stateDirectory: stateDirectory, apiKey: configuredKey, appAppleIDs: appAppleIDs)
 } catch {
     FileHandle.standardError.write(Data("appstore-sim: cannot load or create its state in \(stateDirectory.path): \(error)\n".utf8))
     exit(1)
@@ -66,9 +82,17 @@ logger.info("simulated Apple starting", metadata: [
     "sim.stateDir": "\(stateDirectory.path)", "sim.keyId": "\(apple.apiKey.keyID)", "sim.issuerId": "\(apple.apiKey.issuerID)",
     "http.port": "\(port)",
 ])
+var webhookClient = HTTPClient.shared
+if let caFile = env["SIM_WEBHOOK_CA_FILE"], !caFile.isEmpty {
+    guard FileManager.default.isReadableFile(atPath: caFile) else { fail("SIM_WEBHOOK_CA_FILE must name a readable PEM file (\(caFile))") }
+    var tls = TLSConfiguration.makeClientConfiguration()
+    tls.additionalTrustRoots = [.file(caFile)]
+    webhookClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+}
 let router = apple.makeRouter()
-LifecycleRoutes(runs: LifecycleRuns(apple: apple, defaultBundleID: env["SIM_BUNDLE_ID"] ?? "com.example.entitlements"))
-    .register(on: router)
+LifecycleRoutes(
+    runs: LifecycleRuns(apple: apple, defaultBundleID: env["SIM_BUNDLE_ID"] ?? "com.example.entitlements", client: webhookClient)
+).register(on: router)
 let app = Application(
     router: router,
     configuration: .init(address: .hostname(env["HTTP_HOST"] ?? "127.0.0.1", port: port), serverName: "appstore-sim"),
