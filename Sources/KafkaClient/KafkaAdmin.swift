@@ -2,17 +2,22 @@ import CRdKafka
 import Foundation
 import Logging
 
-/// Topic administration: create topics with their partition counts (idempotently) and list them.
+/// Topic administration: create topics with their partition counts and configs (idempotently) and
+/// list them; reading and changing topic configs is in KafkaAdmin+Configs.swift.
 public struct KafkaAdmin: Sendable {
     /// A topic to create.
     public struct TopicSpec: Sendable, Hashable {
         public var name: String
         public var partitions: Int
         public var replicationFactor: Int
-        public init(name: String, partitions: Int, replicationFactor: Int = 1) {
+        /// Broker-side topic configs set at creation (`retention.ms`, `min.insync.replicas`, …);
+        /// the broker validates them.
+        public var configs: [String: String]
+        public init(name: String, partitions: Int, replicationFactor: Int = 1, configs: [String: String] = [:]) {
             self.name = name
             self.partitions = partitions
             self.replicationFactor = replicationFactor
+            self.configs = configs
         }
     }
 
@@ -28,15 +33,9 @@ public struct KafkaAdmin: Sendable {
     /// - Returns: the names that were created by this call.
     @discardableResult
     public func createTopics(_ topics: [TopicSpec]) async throws -> [String] {
-        let props = configuration.baseProperties.merging(configuration.properties) { _, o in o }
-        let timeoutMs = Int32(clamping: timeout.milliseconds)
-        return try await Blocking.run { () -> Result<[String], KafkaError> in
-            Result { () throws(KafkaError) in
-                try Self.withHandle(props) { (rk) throws(KafkaError) -> [String] in
-                    try Self.createTopics(rk, topics, timeoutMs: timeoutMs)
-                }
-            }
-        }.get()
+        try await onHandle { (rk, timeoutMs) throws(KafkaError) -> [String] in
+            try Self.createTopics(rk, topics, timeoutMs: timeoutMs)
+        }
     }
 
     /// The names of the topics the cluster has (internal topics excluded).
@@ -46,31 +45,10 @@ public struct KafkaAdmin: Sendable {
 
     /// Every topic's partition count.
     public func describeTopics() async throws -> [String: Int] {
-        let props = configuration.baseProperties.merging(configuration.properties) { _, o in o }
-        let timeoutMs = Int32(clamping: timeout.milliseconds)
-        return try await Blocking.run { () -> Result<[String: Int], KafkaError> in
-            Result { () throws(KafkaError) in
-                try Self.withHandle(props) { (rk) throws(KafkaError) -> [String: Int] in
-                    var md: UnsafePointer<rd_kafka_metadata>?
-                    let err = rd_kafka_metadata(rk, 1, nil, &md, timeoutMs)
-                    guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let md else {
-                        throw .rdKafka(.metadata, err, context: "read metadata")
-                    }
-                    defer { rd_kafka_metadata_destroy(md) }
-                    var result: [String: Int] = [:]
-                    for i in 0..<Int(md.pointee.topic_cnt) {
-                        let t = md.pointee.topics[i]
-                        let name = String(cString: t.topic)
-                        guard t.err == RD_KAFKA_RESP_ERR_NO_ERROR, !name.hasPrefix("__") else { continue }
-                        result[name] = Int(t.partition_cnt)
-                    }
-                    return result
-                }
-            }
-        }.get()
+        try await clusterLayout().topics.mapValues(\.partitions)
     }
 
-    private static func withHandle<T>(_ props: [String: String], _ body: (OpaquePointer) throws(KafkaError) -> T) throws(KafkaError) -> T {
+    static func withHandle<T>(_ props: [String: String], _ body: (OpaquePointer) throws(KafkaError) -> T) throws(KafkaError) -> T {
         let conf = try RDKafkaConfig.make(props)
         let rk = try RDKafkaConfig.newHandle(type: RD_KAFKA_PRODUCER, conf: conf)
         defer { rd_kafka_destroy(rk) }
@@ -88,21 +66,17 @@ public struct KafkaAdmin: Sendable {
                 throw KafkaError(code: .admin, reason: "topic \(spec.name): \(reason)")
             }
             newTopics.append(t)
+            for (key, value) in spec.configs.sorted(by: { $0.key < $1.key }) {
+                let err = rd_kafka_NewTopic_set_config(t, key, value)
+                guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(.admin, err, context: "topic \(spec.name): config \(key)") }
+            }
         }
-        let queue = rd_kafka_queue_new(rk)!
-        defer { rd_kafka_queue_destroy(queue) }
-        let options = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS)
-        defer { rd_kafka_AdminOptions_destroy(options) }
-        _ = rd_kafka_AdminOptions_set_operation_timeout(options, timeoutMs, &errstr, errstr.count)
-        _ = rd_kafka_AdminOptions_set_request_timeout(options, timeoutMs, &errstr, errstr.count)
-        rd_kafka_CreateTopics(rk, &newTopics, newTopics.count, options, queue)
-        guard let event = rd_kafka_queue_poll(queue, timeoutMs + 1000) else {
-            throw KafkaError(code: .timedOut, reason: "create topics: no answer", isRetriable: true)
+        let event = try adminRequest(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeoutMs: timeoutMs, context: "create topics") {
+            rd_kafka_CreateTopics(rk, &newTopics, newTopics.count, $0, $1)
         }
         defer { rd_kafka_event_destroy(event) }
-        let err = rd_kafka_event_error(event)
-        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let result = rd_kafka_event_CreateTopics_result(event) else {
-            throw .rdKafka(.admin, err, context: "create topics")
+        guard let result = rd_kafka_event_CreateTopics_result(event) else {
+            throw KafkaError(code: .admin, reason: "create topics: the answer was not a CreateTopics result")
         }
         var count = 0
         guard let results = rd_kafka_CreateTopics_result_topics(result, &count) else { return [] }

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Checks schemas/: every JSON Schema is valid, every example validates against its schema, and
-the topic catalogue (topics.json) matches the constants in Sources/StageRuntime/Topics.swift."""
+"""Checks schemas/: every JSON Schema is valid, every example validates against its schema, the
+topic catalogue (topics.json) matches the constants in Sources/StageRuntime/Topics.swift, and its
+replication and configs keep the promises of the design (DLQs kept, raw replayable for a month,
+the changes topic never compacted, min.insync.replicas within the replication factor)."""
 import json
 import pathlib
 import re
@@ -41,11 +43,61 @@ for schema_path in sorted(schemas.glob("*.schema.json")):
             failures.append(f"{bad.relative_to(root)}: an invalid example validated")
 
 catalogue = json.loads((schemas / "topics.json").read_text())["topics"]
+known_keys = {"name", "key", "partitions", "replicationFactor", "configs", "producer", "consumerGroup", "dlq", "schema", "body"}
+# Topic configs whose values must be whole numbers (-1: unlimited).
+numeric_configs = {"retention.ms", "retention.bytes", "min.insync.replicas", "segment.ms", "segment.bytes",
+                   "max.message.bytes", "min.compaction.lag.ms", "delete.retention.ms"}
+
+
+def is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 for topic in catalogue:
+    name = topic.get("name", "?")
+    if set(topic) - known_keys:
+        failures.append(f"topics.json: {name} has unknown keys {sorted(set(topic) - known_keys)}")
     if "schema" in topic and not (schemas / topic["schema"]).exists():
-        failures.append(f"topics.json: {topic['name']} names a missing schema {topic['schema']}")
+        failures.append(f"topics.json: {name} names a missing schema {topic['schema']}")
     if topic.get("dlq") and topic["dlq"] not in {t["name"] for t in catalogue}:
-        failures.append(f"topics.json: {topic['name']} names a missing DLQ {topic['dlq']}")
+        failures.append(f"topics.json: {name} names a missing DLQ {topic['dlq']}")
+    # What `appstorectl topics apply` reads: a layout and Kafka topic configs (strings, as Kafka takes them).
+    partitions, replication, configs = topic.get("partitions"), topic.get("replicationFactor"), topic.get("configs")
+    if not is_int(partitions) or partitions < 1:
+        failures.append(f"topics.json: {name}: partitions must be a whole number >= 1 (got {partitions!r})")
+    if not is_int(replication) or replication < 1:
+        failures.append(f"topics.json: {name}: replicationFactor must be a whole number >= 1 (got {replication!r})")
+        replication = None
+    if not isinstance(configs, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in configs.items()):
+        failures.append(f"topics.json: {name}: configs must be an object of string values (got {configs!r})")
+        continue
+    for key in sorted(numeric_configs & set(configs)):
+        if not re.fullmatch(r"-?[0-9]+", configs[key]):
+            failures.append(f"topics.json: {name}: {key} must be a whole number (got {configs[key]!r})")
+    for key in ("min.insync.replicas", "retention.ms", "cleanup.policy"):
+        if key not in configs:
+            failures.append(f"topics.json: {name}: configs lacks {key}")
+    min_insync = configs.get("min.insync.replicas", "")
+    if re.fullmatch(r"[0-9]+", min_insync) and replication is not None:
+        if not 1 <= int(min_insync) <= replication:
+            failures.append(f"topics.json: {name}: min.insync.replicas {min_insync} must be between 1 and the replication factor {replication}")
+        if replication < 3 or int(min_insync) < 2:
+            failures.append(f"topics.json: {name}: production needs replication factor >= 3 and min.insync.replicas >= 2 (got {replication}, {min_insync})")
+    policies = set(configs.get("cleanup.policy", "").split(","))
+    if not policies <= {"delete", "compact"}:
+        failures.append(f"topics.json: {name}: cleanup.policy {configs.get('cleanup.policy')!r} is not delete, compact or both")
+    retention = configs.get("retention.ms", "")
+    if name.endswith(".dlq.v1"):
+        # Dead letters are kept until an operator dealt with them.
+        if retention != "-1" or configs.get("retention.bytes") != "-1" or policies != {"delete"}:
+            failures.append(f"topics.json: {name}: a DLQ keeps everything: retention.ms -1, retention.bytes -1, cleanup.policy delete")
+    elif re.fullmatch(r"[0-9]+", retention) and int(retention) < 7 * 24 * 3600 * 1000:
+        failures.append(f"topics.json: {name}: retention.ms {retention} is under 7 days")
+    if name == "appstore.notifications.raw.v1" and not (retention == "-1" or (retention.isdigit() and int(retention) >= 31 * 24 * 3600 * 1000)):
+        failures.append(f"topics.json: {name}: raw must keep at least a month for replays (retention.ms {retention})")
+    if name == "entitlements.changes.v1" and "compact" in policies:
+        # Consumers rely on the gap-free per-customer seq: compaction would remove changes.
+        failures.append(f"topics.json: {name}: must never be compacted (cleanup.policy {configs.get('cleanup.policy')!r})")
 
 swift = (root / "Sources/StageRuntime/Topics.swift").read_text()
 constants = dict(re.findall(r'static let (\w+) = "([^"]+)"', swift))
