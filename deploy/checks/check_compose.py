@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Checks deploy/compose/compose.yaml and deploy/docker/Dockerfile against the repository: every
-service's build (context, Dockerfile, target), command or entrypoint executable (an executable
-product of Package.swift, or a tool the image installs), environment (env files exist, variables
-are ones the sources read), secrets, mounts and health checks refer to things that exist.
+"""Checks deploy/compose (compose.yaml with compose.demo.yaml merged in) and deploy/docker/Dockerfile
+against the repository: every service's build (context, Dockerfile, target), command or entrypoint
+executable (an executable product of Package.swift, or a tool the image installs), environment
+(env files exist, variables are ones the sources read), secrets, mounts and health checks refer to
+things that exist, and the demo's settings agree with each other.
 
-Docker is not available here, so images are not built: external images are checked for a pinned
-tag, and the tools their commands use against what those official images are documented to ship."""
+These are the cheap static checks; deploy/containers/test builds the images and runs the cluster.
+External images are checked for a pinned tag, and the tools their commands use against what those
+official images are documented to ship."""
 import os
 import re
 import shlex
@@ -54,7 +56,7 @@ def parse_dockerfile(path):
             stages[m.group(2)] = cur
         elif cur is None:
             continue
-        elif word == "COPY" and "--from=build" in rest and "/usr/local/bin/" in rest:
+        elif word == "COPY" and "--from=binaries" in rest and "/usr/local/bin/" in rest:
             cur["execs"].add(os.path.basename(rest.split()[-2]))
         elif word == "RUN" and "apt-get install" in rest:
             pkgs = rest.split("apt-get install", 1)[1].split("&&")[0].split()
@@ -77,20 +79,25 @@ def check_dockerfile(args, stages, products):
     missing = [p for p in listed if p not in products]
     checks.check("Dockerfile: every executable in PRODUCTS is an executable product of Package.swift",
                  not missing, f"missing executable products: {', '.join(missing)}")
-    build = stages.get("build", {})
-    checks.check("Dockerfile: build stage is an official Swift image on Ubuntu 24.04 (noble) with librdkafka-dev",
+    build = stages.get("compile", {})
+    checks.check("Dockerfile: the compile stage is an official Swift image on Ubuntu 24.04 (noble) with librdkafka-dev",
                  re.match(r"swift:[\d.]+-noble$", build.get("base", "")) is not None and "librdkafka-dev" in build.get("apt", ()),
                  build.get("base", ""))
+    checks.check("Dockerfile: binaries compiled by default (BINARIES=compile), or prebuilt from .local/image-staging",
+                 args.get("BINARIES") == "compile" and stages.get("binaries", {}).get("base") == "compile"
+                 and stages.get("prebuilt", {}).get("base") == "scratch")
     runtime = stages.get("runtime", {})
     checks.check("Dockerfile: runtime is ubuntu:24.04 with librdkafka1, as a non-root user",
                  runtime.get("base") == "ubuntu:24.04" and "librdkafka1" in runtime.get("apt", ())
                  and runtime.get("user") not in (None, "root", "0", "0:0"), str(runtime.get("base")))
     text = open(DOCKERFILE).read()
-    checks.check("Dockerfile: builds with `swift build -c release`", "swift build -c release" in text)
+    checks.check("Dockerfile: builds with `swift build -c release --static-swift-stdlib`, as deploy/local/lib.sh does",
+                 "swift build -c release --static-swift-stdlib" in text
+                 and "release_flags=(-c release --static-swift-stdlib)" in open(os.path.join(REPO, "deploy", "local", "lib.sh")).read())
     secretish = re.findall(r"^(?:ARG|ENV)\s+\S*(?:PASSWORD|SECRET|TOKEN|PRIVATE)\S*", text, re.M | re.I)
     checks.check("Dockerfile: no secrets as ARG or ENV", not secretish, str(secretish))
     for name, st in stages.items():
-        if name in ("build", "runtime"):
+        if name in ("compile", "prebuilt", "binaries", "runtime"):
             continue
         copied = sorted(st["execs"] - stages.get("runtime", {}).get("execs", set()))
         checks.check(f"Dockerfile target {name}: copies only executables from PRODUCTS",
@@ -102,9 +109,14 @@ def check_dockerfile(args, stages, products):
             checks.check(f"Dockerfile target {name}: HEALTHCHECK GETs /health on HTTP_PORT with curl",
                          "/health" in hc and "${HTTP_PORT}" in hc and "curl" in st["apt"] and st["env"].get("HTTP_PORT", "").isdigit(), hc)
     ignore = open(DOCKERFILE + ".dockerignore").read()
-    checks.check("Dockerfile.dockerignore: lets in Package.swift, Sources, Tests and schemas, nothing else",
-                 ignore.splitlines()[[l.strip() for l in ignore.splitlines()].index("*")] == "*"
-                 and all(f"!{p}" in ignore for p in ("Package.swift", "Sources/**", "Tests/**", "schemas/**")))
+    allowed = [l.strip() for l in ignore.splitlines() if l.strip().startswith("!")]
+    checks.check("Dockerfile.dockerignore: lets in the sources, schemas and the staged build, nothing else",
+                 "*" in [l.strip() for l in ignore.splitlines()] and sorted(allowed) == sorted(
+                     ["!Package.swift", "!Package.resolved", "!Sources/**", "!Tests/**", "!schemas/**",
+                      "!deploy/docker/stage-binaries", "!.local/image-staging/**"]), str(allowed))
+    for target in ("grant", "appstorectl"):
+        copied = re.search(rf"FROM runtime AS {target}\n(?:(?!FROM ).*\n)*?COPY --from=binaries /staging/share/appstore-entitlements /usr/share/appstore-entitlements", text)
+        checks.check(f"Dockerfile target {target}: carries the migrations and the topic catalogue", copied is not None)
 
 
 # ---- compose.yaml -------------------------------------------------------------------------------
@@ -224,12 +236,13 @@ def check_health(name, svc, stages, family, tools):
 
 
 def check_topics(compose):
-    cmd = "\n".join(compose["services"]["kafka-topics"]["command"])
-    created = dict((n, int(p)) for n, p in re.findall(r"^\s*create\s+(\S+)\s+(\d+)\s*$", cmd, re.M))
-    import json
-    catalogue = {t["name"]: t["partitions"] for t in json.load(open(os.path.join(REPO, "schemas", "topics.json")))["topics"]}
-    checks.check("kafka-topics: creates every topic of schemas/topics.json with its partition count",
-                 created == catalogue, f"compose {created} vs catalogue {catalogue}")
+    topics = compose["services"].get("topics", {})
+    checks.check("topics: runs `appstorectl topics apply` (the catalogue in the image) before every stage",
+                 topics.get("command", [])[:2] == ["topics", "apply"] and topics.get("build", {}).get("target") == "appstorectl"
+                 and all("topics" in (compose["services"][s].get("depends_on") or {}) for s in ("ingest", "verify", "enrich", "grant")))
+    grant = compose["services"]["grant"]
+    checks.check("grant: starts after migrate, which applies the migrations", (grant.get("depends_on") or {}).get("migrate", {}).get(
+        "condition") == "service_completed_successfully" and compose["services"].get("migrate", {}).get("command") == ["migrate"])
 
 
 def check_gateway(compose):
@@ -248,14 +261,35 @@ def check_gateway(compose):
         checks.check(f"gateway: {var} is a mounted secret", sec in gw.get("secrets", []))
 
 
-def check_demo(compose):
+def check_demo(compose, production):
     services = compose["services"]
-    sim = services.get("appstore-sim", {})
-    checks.check("demo: appstore-sim runs only in the demo profile", sim.get("profiles") == ["demo"])
-    others = [n for n, s in services.items() if n not in ("appstore-sim", "sim-trust") and s.get("profiles")]
-    checks.check("demo: every other service runs without a profile", not others, str(others))
+    checks.check("compose.yaml: the simulated Apple is only in compose.demo.yaml",
+                 "appstore-sim" not in production["services"] and "sim-trust" not in production["services"])
+    others = [n for n, s in services.items() if s.get("profiles") and n != "ops"]
+    checks.check("compose: every service but ops runs without a profile", not others, str(others))
     demo = read_env_file(os.path.join(COMPOSE_DIR, "demo.env"))
-    checks.check("demo.env: switches the demo profile on", demo.get("COMPOSE_PROFILES") == "demo")
+    for stage in ("verify", "enrich", "grant"):
+        checks.check(f"demo: {stage} starts after sim-trust copied the root it trusts",
+                     (services[stage].get("depends_on") or {}).get("sim-trust", {}).get("condition") == "service_completed_successfully")
+    sim_env = services["appstore-sim"].get("environment", {})
+    checks.check("demo: appstore-sim listens on every interface (HTTP_HOST 0.0.0.0 in its image)",
+                 parse_dockerfile(DOCKERFILE)[1].get("appstore-sim", {}).get("env", {}).get("HTTP_HOST") == "0.0.0.0")
+    cred = demo.get("APPSTORE_API_CREDENTIALS", "").split(":")
+    checks.check("demo.env: enrich's credentials name the key, issuer and key ID the simulator accepts",
+                 len(cred) == 4 and cred[1] == demo.get("SIM_API_ISSUER_ID") and cred[2] == demo.get("SIM_API_KEY_ID")
+                 and sim_env.get("SIM_API_KEY_FILE") == "/run/secrets/appstore-api-key"
+                 and "appstore-api-key" in services["appstore-sim"].get("secrets", []))
+    products = demo.get("ENTITLEMENTS_PRODUCTS_FILE", "")
+    mount = next((v for v in services["grant"].get("volumes", []) if v.split(":")[1] == "/config"), "")
+    checks.check(f"demo.env: the products file {products} is in the directory mounted at /config",
+                 products.startswith("/config/") and mount != "" and os.path.isfile(
+                     os.path.join(COMPOSE_DIR, mount.split(":")[0], products.removeprefix("/config/"))))
+    ops_env = services["ops"].get("environment", {})
+    ops_files = {k for f in services["ops"].get("env_file", []) for k in read_env_file(os.path.join(COMPOSE_DIR, f))}
+    needed = {"KAFKA_BOOTSTRAP_SERVERS", "POSTGRES_HOST", "POSTGRES_PASSWORD_FILE", "APPSTORE_APPS", "APPSTORE_API_CREDENTIALS"}
+    checks.check("ops: has the broker, database and App Store settings the recovery commands need",
+                 needed <= set(ops_env) | ops_files and {"postgres-password", "appstore-api-key"} <= set(services["ops"].get("secrets", [])),
+                 str(sorted(needed - set(ops_env) - ops_files)))
     trust = " ".join(services.get("sim-trust", {}).get("entrypoint", []))
     checks.check("demo.env: trusts the root file sim-trust writes", demo.get("APPSTORE_TRUSTED_ROOTS", "?") in trust)
     apps = demo.get("APPSTORE_APPS", "")
@@ -266,8 +300,19 @@ def check_demo(compose):
     checks.check("demo.env: the API key path is enrich's mounted secret", cred.split(":")[-1] == f"/run/secrets/{secret}")
 
 
+def merged(base, override):
+    """compose's merge of an override file: mappings merged key by key, anything else replaced."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        out = dict(base)
+        for k, v in override.items():
+            out[k] = merged(base[k], v) if k in base else v
+        return out
+    return override
+
+
 def main():
-    compose = yaml.safe_load(open(os.path.join(COMPOSE_DIR, "compose.yaml")))
+    production = yaml.safe_load(open(os.path.join(COMPOSE_DIR, "compose.yaml")))
+    compose = merged(production, yaml.safe_load(open(os.path.join(COMPOSE_DIR, "compose.demo.yaml"))))
     products = executable_products()
     args, stages = parse_dockerfile(DOCKERFILE)
     print(f"Package.swift executable products: {', '.join(sorted(products))}")
@@ -275,7 +320,7 @@ def main():
     missing_vars = check_services(compose, stages, products, source_strings())
     check_topics(compose)
     check_gateway(compose)
-    check_demo(compose)
+    check_demo(compose, production)
     missing = [p for p in args.get("PRODUCTS", "").split() if p not in products]
     if missing:
         print(f"missing executable products (Package.swift): {', '.join(missing)}")
