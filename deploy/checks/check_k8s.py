@@ -2,12 +2,15 @@
 """Validates deploy/k8s: every manifest file and every kustomize render (base, sandbox, production)
 against the Kubernetes JSON schemas (kubernetes-validate, strict), KEDA resources against the
 schemas in deploy/checks/schemas, then what the schemas cannot see (probes, grace periods,
-autoscalers per stage, partitions, secrets as files, no test root in production).
+autoscalers per stage and no replicas beside them, partitions, immutable image references, HTTPS
+only at the Ingress, grant's migrations before it starts, the generated product mapping, the
+operations workloads and their settings, secrets as files, no test root in production).
 
 Usage: check_k8s.py KUBECTL   (KUBECTL renders with `kubectl kustomize`)"""
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -25,6 +28,18 @@ STAGES = {"ingest": 8080, "verify": 8081, "enrich": 8082, "grant": 8083}
 CONSUMERS = {"verify": "appstore.verify", "enrich": "appstore.enrich", "grant": "appstore.grant"}
 CANCELLATION_MARGIN_S = 5  # ProcessBootstrap.run: maximumCancellationDuration after the graceful deadline
 TEST_TRUST_VARIABLES = ("APPSTORE_TRUSTED_ROOTS", "APPSTORE_API_BASE_URL")
+# Readiness: ingest serves the webhook and answers 503 while the broker is down, so /ready takes it
+# out of the Service. The consumers serve no traffic: /ready (stuck in retry) as readiness would make
+# every pod NotReady during an Apple or Postgres outage and the PDBs would block node drains.
+READINESS_PATH = {"ingest": "/ready", "verify": "/health", "enrich": "/health", "grant": "/health"}
+# An image reference that cannot move: a digest, a version (1.4.2, v1.4.2-rc.1) or a commit hash.
+IMMUTABLE_TAG = re.compile(r"^(v?\d+\.\d+\.\d+([-+.][0-9A-Za-z.+-]+)?|[0-9a-f]{7,40})$")
+PRODUCTION_MIN_INGEST = 3
+OPS = {  # the operations workloads: kind, name -> the appstorectl arguments they start with
+    ("Deployment", "appstorectl"): None,  # a toolbox: `sleep`, commands through kubectl exec
+    ("CronJob", "appstore-reconcile"): ["reconcile"],
+    ("Job", "appstore-topics"): ["topics", "apply"],
+}
 
 checks = Checks("deploy k8s")
 
@@ -160,11 +175,9 @@ def check_stage(label, docs, stage, port):
     ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
     checks.check(f"{label}: {stage} serves HTTP_PORT {port} as port 'http'",
                  env.get("HTTP_PORT") == str(port) and ports.get("http") == port, f"env {env.get('HTTP_PORT')}, ports {ports}")
-    probes = {k: c.get(k, {}).get("httpGet", {}) for k in ("startupProbe", "livenessProbe", "readinessProbe")}
-    checks.check(f"{label}: {stage} probes /health (startup, liveness) and /ready (readiness)",
-                 probes["startupProbe"].get("path") == "/health" and probes["livenessProbe"].get("path") == "/health"
-                 and probes["readinessProbe"].get("path") == "/ready"
-                 and all(p.get("port") in ("http", port) for p in probes.values()), str(probes))
+    problems = probe_problems(deps[0], stage, port)
+    ready = READINESS_PATH[stage]
+    checks.check(f"{label}: {stage} probes /health (startup, liveness) and {ready} (readiness)", not problems, "; ".join(problems))
     res = c.get("resources", {})
     checks.check(f"{label}: {stage} has cpu and memory requests and limits",
                  all(k in res.get(s, {}) for s in ("requests", "limits") for k in ("cpu", "memory")), str(res))
@@ -194,9 +207,208 @@ def check_stage(label, docs, stage, port):
     unknown = sorted(k for k in env if k not in SOURCE_VARIABLES and not k.startswith("KAFKA_PROP_"))
     MISSING["variables no source reads yet"].update(unknown)
     checks.check(f"{label}: {stage} gets only variables the sources read", not unknown, f"no source reads: {', '.join(unknown)}")
-    if label != "base":  # the base leaves tags to the overlays
-        checks.check(f"{label}: {stage} image is tagged, not latest", ":" in image.split("/")[-1] and not image.endswith(":latest"), image)
+    if stage == "grant":
+        check_grant_migrations(label, docs, deps[0], env)
+        if label != "base":  # the overlays generate the mapping
+            check_products(label, docs, deps[0], env)
 
+
+
+# ---- workloads, images, autoscalers -------------------------------------------------------------
+
+def pod_template(doc):
+    """The pod template of a workload (Deployment, Job, CronJob, Pod), or None."""
+    kind = doc.get("kind")
+    if kind in ("Deployment", "StatefulSet", "DaemonSet", "Job"):
+        return doc["spec"]["template"]
+    if kind == "CronJob":
+        return doc["spec"]["jobTemplate"]["spec"]["template"]
+    if kind == "Pod":
+        return doc
+    return None
+
+
+def workloads(docs):
+    for d in docs:
+        t = pod_template(d)
+        if t is not None:
+            yield d, t
+
+
+def all_containers(spec):
+    return spec.get("initContainers", []) + spec.get("containers", [])
+
+
+def image_problems(doc, base):
+    """Mutable image references. In the base an image names no tag (the overlay pins it); in an
+    overlay every image is a digest or an immutable version tag. IfNotPresent (the default for any
+    tag but latest) never pulls a tag again, so a moving tag never rolls out."""
+    problems = []
+    name = f"{doc['kind']}/{doc['metadata']['name']}"
+    for c in all_containers(pod_template(doc)["spec"]):
+        image, policy = c.get("image", ""), c.get("imagePullPolicy")
+        ref = image.split("/")[-1]
+        if policy != "IfNotPresent":
+            problems.append(f"{name} {c['name']}: imagePullPolicy {policy} (want IfNotPresent with a pinned image)")
+        if base:
+            if ":" in ref or "@" in image:
+                problems.append(f"{name} {c['name']}: the base pins {image}; the overlays set the release")
+            continue
+        if "@sha256:" in image:
+            continue
+        tag = ref.split(":", 1)[1] if ":" in ref else ""
+        if not IMMUTABLE_TAG.match(tag):
+            problems.append(f"{name} {c['name']}: {image} is not a digest or a version tag ({tag or 'no tag'} moves)")
+    return problems
+
+
+def autoscaled(docs):
+    """Names of the Deployments an HPA or a KEDA ScaledObject scales."""
+    names = set()
+    for d in docs:
+        if d["kind"] in ("HorizontalPodAutoscaler", "ScaledObject"):
+            ref = d["spec"]["scaleTargetRef"]
+            if ref.get("kind", "Deployment") == "Deployment":
+                names.add(ref["name"])
+    return names
+
+
+def replicas_problems(docs):
+    """Deployments with spec.replicas beside an autoscaler: every apply resets the count (and
+    rebalances the consumer group)."""
+    scaled = autoscaled(docs)
+    return [f"Deployment/{d['metadata']['name']} sets replicas {d['spec']['replicas']} beside its autoscaler"
+            for d in find(docs, "Deployment") if d["metadata"]["name"] in scaled and "replicas" in d["spec"]]
+
+
+def kustomization_replicas_problems():
+    """`replicas:` in any kustomization or component naming a Deployment that is autoscaled: the
+    replicas transformer writes spec.replicas."""
+    scaled = set(STAGES)
+    return [f"{os.path.relpath(root, REPO)}/kustomization.yaml: replicas for {r['name']}"
+            for root, k in kustomizations() for r in k.get("replicas", []) if r.get("name") in scaled]
+
+
+def probe_problems(dep, stage, port):
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    probes = {k: c.get(k, {}).get("httpGet", {}) for k in ("startupProbe", "livenessProbe", "readinessProbe")}
+    problems = [f"{k} {p.get('path')} (want /health)" for k, p in probes.items() if k != "readinessProbe" and p.get("path") != "/health"]
+    if probes["readinessProbe"].get("path") != READINESS_PATH[stage]:
+        problems.append(f"readinessProbe {probes['readinessProbe'].get('path')} (want {READINESS_PATH[stage]})")
+    problems += [f"{k} on port {p.get('port')}" for k, p in probes.items() if p.get("port") not in ("http", port)]
+    return problems
+
+
+def ingress_tls_problems(ing):
+    ann = ing["metadata"].get("annotations", {})
+    problems = []
+    if ann.get("nginx.ingress.kubernetes.io/ssl-redirect", "true") != "true":
+        problems.append(f"ssl-redirect {ann['nginx.ingress.kubernetes.io/ssl-redirect']!r} lets plain HTTP reach ingest")
+    if ann.get("nginx.ingress.kubernetes.io/force-ssl-redirect") != "true":
+        problems.append("force-ssl-redirect is not \"true\"")
+    problems += [f"{k}: {v!r} (HSTS must stay on)" for k, v in ann.items() if "hsts" in k.lower() and str(v).lower() == "false"]
+    return problems
+
+
+def mounted_file(spec, container, path):
+    """The volume (dict) that holds `path` in the container, or None."""
+    vols = {v["name"]: v for v in spec.get("volumes", [])}
+    for m in container.get("volumeMounts", []):
+        if path.startswith(m["mountPath"].rstrip("/") + "/"):
+            return vols.get(m["name"])
+    return None
+
+
+def option_flags(command_file):
+    """--flags of the @Option/@Flag properties in one appstorectl source file."""
+    text = open(os.path.join(REPO, "Sources", "Executables", "appstorectl", command_file)).read()
+    names = re.findall(r"@(?:Option|Flag)\b[^\n]*\n\s*var (\w+)", text)
+    return {"--" + re.sub(r"([A-Z])", lambda m: "-" + m.group(1).lower(), n) for n in names}
+
+
+def grant_migration_problems(dep, env):
+    spec = dep["spec"]["template"]["spec"]
+    problems = []
+    if env.get("POSTGRES_MIGRATE") != "false":
+        problems.append(f"grant's POSTGRES_MIGRATE is {env.get('POSTGRES_MIGRATE')!r}: the init container migrates, grant must not")
+    inits = [c for c in spec.get("initContainers", []) if (c.get("command", []) + c.get("args", []))[:1] == ["migrate"]]
+    if len(inits) != 1:
+        return problems + ["grant has no init container running `appstorectl migrate`"]
+    c = inits[0]
+    if "appstorectl" not in c.get("image", "").split("/")[-1]:
+        problems.append(f"the migrate init container runs {c.get('image')}, not the appstorectl image")
+    if "configMapRef" not in json.dumps(c.get("envFrom", [])) or "appstore-database" not in json.dumps(c.get("envFrom", [])):
+        problems.append("the migrate init container lacks the database ConfigMap")
+    pw = env.get("POSTGRES_PASSWORD_FILE") or ""
+    vol = mounted_file(spec, c, pw)
+    if not (vol and "secret" in vol):
+        problems.append(f"the migrate init container has no Secret mounted at POSTGRES_PASSWORD_FILE ({pw})")
+    return problems
+
+
+def products_problems(docs, dep, env):
+    """The product mapping grant reads: a generated ConfigMap (hash suffix, so a change rolls grant)
+    holding a products.json in ProductCatalog's format at ENTITLEMENTS_PRODUCTS_FILE."""
+    spec = dep["spec"]["template"]["spec"]
+    path = env.get("ENTITLEMENTS_PRODUCTS_FILE") or ""
+    vol = mounted_file(spec, spec["containers"][0], path)
+    if not (vol and "configMap" in vol):
+        return [f"ENTITLEMENTS_PRODUCTS_FILE {path!r} is not in a mounted ConfigMap"]
+    name = vol["configMap"]["name"]
+    cms = find(docs, "ConfigMap", name)
+    if not cms:
+        return [f"ConfigMap {name} is not in the render (create it with the overlay's configMapGenerator)"]
+    problems = []
+    if not re.match(r"^appstore-products-[a-z0-9]{10}$", name):
+        problems.append(f"ConfigMap {name} has no content hash: a changed mapping would not roll grant")
+    mount = next(m["mountPath"] for m in spec["containers"][0]["volumeMounts"] if m["name"] == vol["name"])
+    rel = path[len(mount.rstrip("/")) + 1:]
+    items = {i["path"]: i["key"] for i in vol["configMap"].get("items", [])} or {k: k for k in cms[0].get("data", {})}
+    text = cms[0].get("data", {}).get(items.get(rel, ""), None)
+    if text is None:
+        return problems + [f"ConfigMap {name} has no key for {rel}"]
+    return problems + [f"products.json: {p}" for p in catalog_problems(text)]
+
+
+def catalog_problems(text):
+    """ProductCatalog.parse's rules (Sources/GrantDecision/ProductCatalog.swift)."""
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        return [f"not JSON: {e}"]
+    if not isinstance(obj, dict):
+        return ["not a JSON object"]
+    entries = obj.get("products", obj) if isinstance(obj.get("products"), dict) else obj
+    problems = []
+    for pid, v in entries.items():
+        keys = v if isinstance(v, list) else v.get("entitlements") if isinstance(v, dict) else None
+        if not pid or not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k for k in keys):
+            problems.append(f"product {pid!r} must grant a non-empty list of entitlement keys")
+        days = v.get("durationDays") if isinstance(v, dict) else None
+        if days is not None and not (isinstance(days, int) and not isinstance(days, bool) and days > 0):
+            problems.append(f"product {pid!r} has a durationDays that is not a positive whole number")
+    if not entries:
+        problems.append("maps no product")
+    return problems
+
+
+def settings_problems(docs, doc, needs):
+    """What an appstorectl workload lacks of the settings its commands read (`needs` ⊆ broker,
+    database, api), and whether every file setting is a mounted Secret."""
+    spec = pod_template(doc)["spec"]
+    c = spec["containers"][0]
+    env = container_env(docs, c)
+    want = {"broker": ["KAFKA_BOOTSTRAP_SERVERS"], "database": ["POSTGRES_HOST", "POSTGRES_USER", "POSTGRES_PASSWORD_FILE"],
+            "api": ["APPSTORE_APPS", "APPSTORE_API_CREDENTIALS"]}
+    problems = [f"no {v}" for n in needs for v in want[n] if not env.get(v)]
+    files = [env[v] for v in ("POSTGRES_PASSWORD_FILE", "KAFKA_PROPERTIES_FILE") if env.get(v)]
+    creds = env.get("APPSTORE_API_CREDENTIALS") or ""
+    files += [e.split(":")[3] for e in creds.split(",") if e.count(":") == 3]
+    for f in files:
+        vol = mounted_file(spec, c, f)
+        if not (vol and "secret" in vol):
+            problems.append(f"{f} is not in a mounted Secret")
+    return problems
 
 def check_autoscaler(label, docs, stage, env):
     hpas = [h for h in find(docs, "HorizontalPodAutoscaler") if h["spec"]["scaleTargetRef"]["name"] == stage]
@@ -250,6 +462,8 @@ def check_ingress(label, docs):
     checks.check(f"{label}: Ingress terminates TLS from a Secret", bool(spec.get("tls")) and all(t.get("secretName") for t in spec["tls"]))
     ann = ings[0]["metadata"].get("annotations", {})
     checks.check(f"{label}: Ingress limits bodies to 1 MiB", ann.get("nginx.ingress.kubernetes.io/proxy-body-size") == "1m")
+    problems = ingress_tls_problems(ings[0])
+    checks.check(f"{label}: Ingress is HTTPS only (plain HTTP redirected, force-ssl-redirect, HSTS not off)", not problems, "; ".join(problems))
 
 
 def check_secrets(label, docs):
@@ -275,7 +489,7 @@ def trust_violations(docs):
         for key in (d.get("data") or {}) if d["kind"] == "ConfigMap" else {}:
             if key in TEST_TRUST_VARIABLES:
                 found.append(f"ConfigMap {d['metadata']['name']} sets {key}")
-        spec = d.get("spec", {}).get("template", {}).get("spec", {}) if d["kind"] in ("Deployment", "Job") else {}
+        spec = (pod_template(d) or {}).get("spec", {})
         for c in spec.get("containers", []) + spec.get("initContainers", []):
             found += [f"{d['metadata']['name']} sets {e['name']}" for e in c.get("env", []) if e["name"] in TEST_TRUST_VARIABLES]
             if "appstore-sim" in c.get("image", ""):
@@ -283,15 +497,76 @@ def trust_violations(docs):
     return found
 
 
-def check_job(label, docs):
-    jobs = find(docs, "Job", "appstore-migrate")
-    ok = len(jobs) == 1
-    if ok:
-        c = jobs[0]["spec"]["template"]["spec"]["containers"][0]
-        ok = "appstorectl" in c["image"] and (c.get("command", []) + c.get("args", [])) == ["migrate"]
-    checks.check(f"{label}: Job appstore-migrate runs `appstorectl migrate`", ok)
-    checks.check(f"{label}: `appstorectl migrate` is a subcommand", "migrate" in appstorectl_subcommands(),
+def check_grant_migrations(label, docs, dep, env):
+    problems = grant_migration_problems(dep, env)
+    checks.check(f"{label}: grant migrates in an init container (appstorectl migrate, database settings, password file) "
+                 "and not itself (POSTGRES_MIGRATE=false)", not problems, "; ".join(problems))
+    checks.check(f"{label}: `appstorectl migrate` is a subcommand and takes --wait",
+                 "migrate" in appstorectl_subcommands() and "--wait" in option_flags("Migrate.swift"),
                  f"appstorectl has {sorted(appstorectl_subcommands())}")
+    checks.check(f"{label}: no migration Job beside the init container (a Job is immutable: each release's apply would fail)",
+                 not [j for j in find(docs, "Job") if "migrate" in json.dumps(pod_template(j)["spec"]["containers"])])
+
+
+def check_products(label, docs, dep, env):
+    problems = products_problems(docs, dep, env)
+    checks.check(f"{label}: grant reads products.json from a generated ConfigMap (hash suffix: a change rolls grant) "
+                 "in ProductCatalog's format", not problems, "; ".join(problems))
+
+
+def check_workloads(label, docs):
+    """What every workload of a render shares: images pinned, no replicas beside an autoscaler."""
+    problems = [p for d, _ in workloads(docs) for p in image_problems(d, base=(label == "base"))]
+    what = "images name no tag (the overlays pin the release), IfNotPresent" if label == "base" else \
+        "every image is a digest or an immutable version tag (IfNotPresent never pulls a moved tag)"
+    checks.check(f"{label}: {what}", not problems, "; ".join(problems[:6]))
+    problems = replicas_problems(docs)
+    checks.check(f"{label}: no Deployment sets replicas beside its HPA or ScaledObject (every apply would reset it)",
+                 not problems, "; ".join(problems))
+    for h in find(docs, "HorizontalPodAutoscaler") + find(docs, "ScaledObject"):
+        lo = h["spec"].get("minReplicas", h["spec"].get("minReplicaCount", 1))
+        checks.check(f"{label}: {h['kind']} {h['metadata']['name']} keeps at least 2 pods (one may be evicted, PDB maxUnavailable 1)",
+                     lo >= 2, f"min {lo}")
+
+
+def check_ops(label, docs):
+    subcommands = appstorectl_subcommands()
+    for (kind, name), args in OPS.items():
+        found = find(docs, kind, name)
+        if not checks.check(f"{label}: {kind} {name} exists", len(found) == 1):
+            continue
+        doc = found[0]
+        c = pod_template(doc)["spec"]["containers"][0]
+        checks.check(f"{label}: {kind} {name} runs the appstorectl image", "appstorectl" in c["image"].split("/")[-1], c["image"])
+        given = c.get("args", [])
+        if args is None:
+            checks.check(f"{label}: {name} is a toolbox at 0 replicas with no autoscaler (scaled by hand, commands through exec)",
+                         doc["spec"].get("replicas") == 0 and name not in autoscaled(docs) and c.get("command", [])[:1] == ["sleep"])
+            needs = ("broker", "database", "api")
+        else:
+            checks.check(f"{label}: {kind} {name} runs `appstorectl {' '.join(args)}`", given[:len(args)] == args, str(given))
+            checks.check(f"{label}: `appstorectl {args[0]}` is a subcommand", args[0] in subcommands, f"appstorectl has {sorted(subcommands)}")
+            source = {"reconcile": "Reconcile.swift", "topics": "Topics.swift"}[args[0]]
+            flags = [a.split("=")[0] for a in given if a.startswith("--")]
+            unknown = [f for f in flags if f not in option_flags(source)]
+            checks.check(f"{label}: {kind} {name} uses only flags {source} declares", not unknown, f"unknown: {unknown}")
+            needs = ("broker", "database", "api") if args[0] == "reconcile" else ("broker",)
+        if label == "base":  # the base has no broker address or apps; the overlays add them
+            needs = ()
+        problems = settings_problems(docs, doc, needs)
+        checks.check(f"{label}: {kind} {name} has every setting its commands read ({', '.join(needs) or 'the overlays add them'}), files from Secrets",
+                     not problems, "; ".join(problems))
+        env = container_env(docs, c)
+        unknown = sorted(k for k in env if k not in SOURCE_VARIABLES and not k.startswith("KAFKA_PROP_"))
+        checks.check(f"{label}: {kind} {name} gets only variables the sources read", not unknown, f"no source reads: {', '.join(unknown)}")
+    for cj in find(docs, "CronJob", "appstore-reconcile"):
+        minute, hour, *rest = cj["spec"]["schedule"].split()
+        checks.check(f"{label}: reconcile runs hourly, one run at a time",
+                     minute.isdigit() and hour == "*" and rest == ["*", "*", "*"] and cj["spec"].get("concurrencyPolicy") == "Forbid",
+                     cj["spec"]["schedule"])
+    for job in find(docs, "Job"):
+        checks.check(f"{label}: Job {job['metadata']['name']} removes itself after finishing (a Job is immutable; the next release recreates it)",
+                     "ttlSecondsAfterFinished" in job["spec"])
 
 
 def self_tests(docs):
@@ -310,6 +585,57 @@ def self_tests(docs):
     dep = copy.deepcopy(find(docs, "Deployment", "verify")[0])
     dep["spec"]["template"]["spec"]["containers"][0]["env"].append({"name": "APPSTORE_TRUSTED_ROOTS", "value": "/x.pem"})
     checks.check("self-test: the production trust guard sees APPSTORE_TRUSTED_ROOTS", bool(trust_violations([dep])))
+    cj = copy.deepcopy(find(docs, "CronJob", "appstore-reconcile")[0])
+    cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"].append({"name": "APPSTORE_API_BASE_URL", "value": "http://sim"})
+    checks.check("self-test: the production trust guard sees a CronJob's APPSTORE_API_BASE_URL", bool(trust_violations([cj])))
+    # The bugs of issue 12, each put back: the checks must refuse them.
+    ing = copy.deepcopy(find(docs, "Ingress", "ingest")[0])
+    ing["metadata"]["annotations"]["nginx.ingress.kubernetes.io/ssl-redirect"] = "false"
+    checks.check("self-test: the Ingress check refuses ssl-redirect \"false\"", bool(ingress_tls_problems(ing)))
+    del ing["metadata"]["annotations"]["nginx.ingress.kubernetes.io/ssl-redirect"]
+    del ing["metadata"]["annotations"]["nginx.ingress.kubernetes.io/force-ssl-redirect"]
+    checks.check("self-test: the Ingress check refuses an Ingress without force-ssl-redirect", bool(ingress_tls_problems(ing)))
+    bad = copy.deepcopy(docs)
+    next(d for d in bad if d["kind"] == "Deployment" and d["metadata"]["name"] == "ingest")["spec"]["replicas"] = 3
+    checks.check("self-test: the replicas check refuses spec.replicas beside an HPA (production's ingest: 3)", bool(replicas_problems(bad)))
+    bad = copy.deepcopy(docs)
+    next(d for d in bad if d["kind"] == "Deployment" and d["metadata"]["name"] == "grant")["spec"]["replicas"] = 2
+    checks.check("self-test: the replicas check refuses spec.replicas beside a KEDA ScaledObject", bool(replicas_problems(bad)))
+    for tag in ("latest", "production", "sandbox", "main"):
+        dep = copy.deepcopy(find(docs, "Deployment", "verify")[0])
+        dep["spec"]["template"]["spec"]["containers"][0]["image"] = f"appstore-entitlements/verify:{tag}"
+        checks.check(f"self-test: the image check refuses the mutable tag {tag} with IfNotPresent", bool(image_problems(dep, base=False)))
+    dep = copy.deepcopy(find(docs, "Deployment", "verify")[0])
+    dep["spec"]["template"]["spec"]["containers"][0]["image"] = "appstore-entitlements/verify@sha256:" + "0" * 64
+    checks.check("self-test: the image check accepts a digest", not image_problems(dep, base=False))
+    for stage in ("enrich", "grant"):
+        dep = copy.deepcopy(find(docs, "Deployment", stage)[0])
+        dep["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]["path"] = "/ready"
+        checks.check(f"self-test: the probe check refuses {stage} readiness on /ready (outages would block drains)",
+                     bool(probe_problems(dep, stage, STAGES[stage])))
+    dep = copy.deepcopy(find(docs, "Deployment", "ingest")[0])
+    dep["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]["path"] = "/health"
+    checks.check("self-test: the probe check refuses ingest readiness on /health", bool(probe_problems(dep, "ingest", STAGES["ingest"])))
+    grant = find(docs, "Deployment", "grant")[0]
+    env = container_env(docs, grant["spec"]["template"]["spec"]["containers"][0])
+    dep = copy.deepcopy(grant)
+    del dep["spec"]["template"]["spec"]["initContainers"]
+    checks.check("self-test: the migration check refuses grant without its migrate init container", bool(grant_migration_problems(dep, env)))
+    checks.check("self-test: the migration check refuses grant migrating itself",
+                 bool(grant_migration_problems(grant, dict(env, POSTGRES_MIGRATE="true"))))
+    bad = copy.deepcopy(docs)
+    cm = next(d for d in bad if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("appstore-products-"))
+    cm["metadata"]["name"] = "appstore-products"
+    dep = next(d for d in bad if d["kind"] == "Deployment" and d["metadata"]["name"] == "grant")
+    next(v for v in dep["spec"]["template"]["spec"]["volumes"] if v["name"] == "products")["configMap"]["name"] = "appstore-products"
+    checks.check("self-test: the products check refuses a mapping ConfigMap without a content hash", bool(products_problems(bad, dep, env)))
+    checks.check("self-test: the products check refuses a product without entitlements", bool(catalog_problems('{"products": {"p": {"entitlements": []}}}')))
+    toolbox = copy.deepcopy(find(docs, "Deployment", "appstorectl")[0])
+    toolbox["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = []
+    checks.check("self-test: the settings check refuses appstorectl without its Secret files",
+                 bool(settings_problems(docs, toolbox, ("broker", "database", "api"))))
+    checks.check("self-test: the option parser reads appstorectl's flags", "--leeway-seconds" in option_flags("Reconcile.swift")
+                 and "--dry-run" in option_flags("Reconcile.swift"))
 
 
 def main():
@@ -331,7 +657,10 @@ def main():
             check_stage(label, docs, stage, port)
         check_ingress(label, docs)
         check_secrets(label, docs)
-        check_job(label, docs)
+        check_workloads(label, docs)
+        check_ops(label, docs)
+    problems = kustomization_replicas_problems()
+    checks.check("no kustomization or component sets replicas for an autoscaled stage", not problems, "; ".join(problems))
     prod = renders.get("overlays/production") or []
     if prod:
         v = trust_violations(prod)
@@ -341,6 +670,12 @@ def main():
                      bool(apps) and all("Production" in cm["data"]["APPSTORE_APPS"] for cm in apps))
         checks.check("production: consuming stages scale on consumer lag (KEDA)",
                      all(find(prod, "ScaledObject", s) for s in CONSUMERS))
+        hpa = find(prod, "HorizontalPodAutoscaler", "ingest")
+        checks.check(f"production: ingest keeps at least {PRODUCTION_MIN_INGEST} pods, set on its HPA (minReplicas)",
+                     bool(hpa) and hpa[0]["spec"]["minReplicas"] >= PRODUCTION_MIN_INGEST, str(hpa and hpa[0]["spec"].get("minReplicas")))
+        files = [f"{d['kind']}/{d['metadata']['name']}: {p}" for d, _ in workloads(prod) for p in settings_problems(prod, d, ())]
+        checks.check("production: every workload mounts the Secret files its settings name (broker credentials where "
+                     "KAFKA_PROPERTIES_FILE points, the database password, the .p8 keys)", not files, "; ".join(files))
         self_tests(prod)
     if "migrate" not in appstorectl_subcommands():
         MISSING["executable products"].add("appstorectl migrate (subcommand)")
