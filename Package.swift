@@ -151,7 +151,7 @@ let package = Package(
             name: "IngestTests",
             dependencies: [
                 "IngestService", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting,
-                asyncHTTPClient,
+                asyncHTTPClient, nioCore, nioHTTP1,
             ],
             swiftSettings: swiftSettings
         ),
@@ -175,7 +175,7 @@ let package = Package(
         .target(
             name: "VerifyService",
             dependencies: [
-                "AppStore", "PipelineRecords", "StageRuntime", "KafkaClient", logging, x509, swiftASN1,
+                "AppStore", "PipelineRecords", "StageRuntime", "KafkaClient", logging, metrics, x509, swiftASN1,
             ],
             swiftSettings: swiftSettings
         ),
@@ -290,7 +290,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "appstore-sim",
-            dependencies: ["AppStoreSimulator", "SimulatorLifecycle", asyncHTTPClient, nioSSL],
+            dependencies: ["AppStoreSimulator", "SimulatorLifecycle", "StageRuntime", asyncHTTPClient, nioSSL],
             path: "Sources/Executables/appstore-sim",
             swiftSettings: swiftSettings
         ),
@@ -344,7 +344,7 @@ let package = Package(
             name: "EntitlementStore",
             dependencies: [
                 "GrantDecision", "AppStore", "PipelineRecords", "StageRuntime", postgresNIO, nioSSL, crypto,
-                logging,
+                logging, metrics,
             ],
             swiftSettings: swiftSettings
         ),
@@ -409,7 +409,7 @@ let package = Package(
             dependencies: [
                 "GrantService", "EntitlementStore", "GrantDecision", "GrantTestSupport", "AppStore",
                 "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport", postgresNIO, logging,
-                serviceLifecycle,
+                serviceLifecycle, metrics, prometheus,
             ],
             swiftSettings: swiftSettings
         ),

@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import Metrics
 import ServiceLifecycle
+import StageRuntime
 
 /// Answers Apple's `CONSUMPTION_REQUEST`s for the apps that opted in: claims the pending requests
 /// grant recorded, earliest deadline first, sends Send Consumption Information built by the
@@ -43,8 +44,9 @@ public final class ConsumptionResponder: Service, Sendable {
                 do {
                     full = try await self.answerDue() == self.batchSize
                 } catch {
-                    self.logger.warning("consumption requests unavailable", metadata: ["error": "\(error)"])
+                    self.logger.warning("consumption requests unavailable", error: error)
                 }
+                await self.reportBacklog()
                 if !full { try? await Task.sleep(for: self.pollInterval) }
             }
         }
@@ -60,6 +62,15 @@ public final class ConsumptionResponder: Service, Sendable {
             record(outcome, request)
         }
         return claimed.count
+    }
+
+    /// Updates `consumption_requests_pending` and `consumption_request_deadline_seconds` (each poll).
+    public func reportBacklog() async {
+        do {
+            GrantMetrics.consumption(try await store.consumptionBacklog(), now: clock())
+        } catch {
+            logger.debug("reading the consumption backlog failed", metadata: [LogKey.errorCode: "\(error.code)"])
+        }
     }
 
     func answer(_ request: ConsumptionRequestRecord) async -> ConsumptionRequestOutcome {
@@ -98,8 +109,8 @@ public final class ConsumptionResponder: Service, Sendable {
     private func record(_ outcome: ConsumptionRequestOutcome, _ request: ConsumptionRequestRecord) {
         let name: String
         var metadata: Logger.Metadata = [
-            "notification.uuid": "\(request.notificationUUID)", "transaction": "\(request.transactionId ?? "-")",
-            "attempt": "\(request.attempts)",
+            LogKey.notificationUUID: "\(request.notificationUUID)", LogKey.transactionId: "\(request.transactionId ?? "-")",
+            LogKey.attempt: "\(request.attempts)",
         ]
         switch outcome {
         case let .sent(_, delivery, preference):
@@ -109,19 +120,19 @@ public final class ConsumptionResponder: Service, Sendable {
             logger.info("consumption information sent", metadata: metadata)
         case let .retry(after, error):
             name = "retried"
-            metadata["error"] = "\(error)"
+            metadata[LogKey.error] = "\(error)"
             metadata["retry.in"] = "\(after)"
             logger.warning("consumption answer failed; will retry", metadata: metadata)
         case let .failed(error):
             name = "failed"
-            metadata["error"] = "\(error)"
+            metadata[LogKey.error] = "\(error)"
             logger.error("Apple refused the consumption answer", metadata: metadata)
         case let .expired(note):
             name = "expired"
-            logger.error("consumption request expired unanswered", metadata: metadata.merging(["note": "\(note)"]) { $1 })
+            logger.error("consumption request expired unanswered", metadata: metadata.merging([LogKey.note: "\(note)"]) { $1 })
         case let .skipped(note):
             name = "skipped"
-            logger.info("consumption request not answered", metadata: metadata.merging(["note": "\(note)"]) { $1 })
+            logger.info("consumption request not answered", metadata: metadata.merging([LogKey.note: "\(note)"]) { $1 })
         }
         Counter(label: "consumption_answers_total", dimensions: [("outcome", name)]).increment()
     }

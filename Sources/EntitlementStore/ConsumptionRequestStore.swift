@@ -100,6 +100,23 @@ extension EntitlementStore {
         }
     }
 
+    /// The requests still to answer (status pending) and the earliest of their deadlines.
+    public func consumptionBacklog() async throws(StoreError) -> PendingConsumptionRequests {
+        do {
+            return try await StoreDeadline.run(operationTimeout, "reading the consumption backlog") {
+                let rows = try await self.client.query(
+                    "SELECT count(*), min(deadline) FROM consumption_requests WHERE status = 'pending'", logger: self.logger)
+                var backlog = PendingConsumptionRequests(pending: 0, earliestDeadline: nil)
+                for try await (count, deadline) in rows.decode((Int64, Date?).self) {
+                    backlog = PendingConsumptionRequests(pending: Int(count), earliestDeadline: deadline)
+                }
+                return backlog
+            }
+        } catch {
+            throw StoreError.classify(error)
+        }
+    }
+
     private static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }

@@ -28,8 +28,9 @@ public final class EntitlementStore: Sendable {
     /// - Throws: ``StoreError`` when the transaction failed (nothing was written).
     public func apply(_ events: [GrantEvent], policy: GrantPolicy) async throws(StoreError) -> [Result<GrantDecision, GrantRejection>] {
         guard !events.isEmpty else { return [] }
+        let decisions: [Result<GrantDecision, GrantRejection>]
         do {
-            return try await StoreDeadline.run(operationTimeout, "a batch of \(events.count) events") {
+            decisions = try await StoreDeadline.run(operationTimeout, "a batch of \(events.count) events") {
                 try await self.client.withTransaction(logger: self.logger) { connection in
                     try await self.apply(events, policy: policy, on: connection)
                 }
@@ -37,6 +38,9 @@ public final class EntitlementStore: Sendable {
         } catch {
             throw StoreError.classify(error)
         }
+        // Committed: counted once here (a failed transaction counts nothing; its retry counts then).
+        GrantMetrics.committed(decisions)
+        return decisions
     }
 
     private func apply(_ events: [GrantEvent], policy: GrantPolicy, on connection: PostgresConnection) async throws -> [Result<GrantDecision, GrantRejection>] {

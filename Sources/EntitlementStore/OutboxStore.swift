@@ -57,6 +57,26 @@ extension EntitlementStore {
         }
     }
 
+    /// The outbox backlog: unpublished rows and the age of the oldest (one query over the partial
+    /// index `outbox_unpublished`).
+    public func outboxBacklog() async throws(StoreError) -> PendingOutbox {
+        do {
+            return try await StoreDeadline.run(operationTimeout, "reading the outbox backlog") {
+                let rows = try await self.client.query("""
+                    SELECT count(*), coalesce(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at))::float8, 0)
+                    FROM outbox WHERE published_at IS NULL
+                    """, logger: self.logger)
+                var backlog = PendingOutbox(unpublishedRows: 0, oldestAgeSeconds: 0)
+                for try await (count, age) in rows.decode((Int64, Double).self) {
+                    backlog = PendingOutbox(unpublishedRows: Int(count), oldestAgeSeconds: max(0, age))
+                }
+                return backlog
+            }
+        } catch {
+            throw StoreError.classify(error)
+        }
+    }
+
     /// Replaces the product → entitlement mapping table with `catalog` (grant's start-up sync).
     public func syncProducts(_ catalog: ProductCatalog) async throws(StoreError) {
         struct Row: Encodable { var productId: String; var entitlementKey: String; var durationDays: Int? }

@@ -79,10 +79,11 @@ public struct GrantStage: PipelineStage {
     private func log(_ d: GrantDecision, _ message: KafkaMessage) {
         guard logger.logLevel <= .debug || !d.changes.isEmpty || !d.refusedClaims.isEmpty else { return }
         var metadata: Logger.Metadata = [
-            "kafka.partition": "\(message.partition)", "kafka.offset": "\(message.offset)",
+            LogKey.partition: "\(message.partition)", LogKey.offset: "\(message.offset)",
             "grant.event": "\(d.event.eventKey)", "grant.outcome": "\(d.outcome.rawValue)", "grant.changes": "\(d.changes.count)",
         ]
-        if let key = d.event.purchaseKey { metadata["originalTransactionId"] = "\(key.originalTransactionId)" }
+        if let key = d.event.purchaseKey { metadata[LogKey.originalTransactionId] = "\(key.originalTransactionId)" }
+        if let uuid = d.event.notificationUUID { metadata[LogKey.notificationUUID] = "\(uuid)" }
         if let note = d.note { metadata["grant.note"] = "\(note)" }
         if d.refusedClaims.isEmpty {
             logger.debug("event applied", metadata: metadata)

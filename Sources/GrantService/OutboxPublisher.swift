@@ -50,6 +50,7 @@ public final class OutboxPublisher: Service, Sendable {
 
     private func loop() async {
         var failures = 0
+        var backlogReadAt: ContinuousClock.Instant?
         while !Task.isCancelled {
             do {
                 let count = try await store.publishOutbox(limit: batchSize) { entries in
@@ -60,17 +61,39 @@ public final class OutboxPublisher: Service, Sendable {
                     published.add(count, ordering: .relaxed)
                     // A full round may have left more behind; a partial one took everything
                     // committed before it began, and a commit since then has woken us.
-                    if count == batchSize { continue }
+                    if count == batchSize {
+                        // Draining a backlog: report it about once a second, not every round.
+                        if backlogReadAt.map({ ContinuousClock.now - $0 >= .seconds(1) }) ?? true {
+                            await reportBacklog()
+                            backlogReadAt = .now
+                        }
+                        continue
+                    }
                 }
             } catch {
                 failures += 1
+                let classified = StoreError.classify(error)
                 logger.warning("publishing the outbox failed; retrying", metadata: [
-                    "error.code": "\(StoreError.classify(error).code)", "error.message": "\(StoreError.classify(error).message)", "attempt": "\(failures)",
+                    LogKey.errorCode: "\(classified.code)", LogKey.errorMessage: "\(classified.message)", LogKey.attempt: "\(failures)",
                 ])
                 try? await Task.sleep(for: .milliseconds(min(100 << min(failures, 8), 10_000)))
                 continue
             }
+            await reportBacklog()
+            backlogReadAt = .now
             await waitForWork()
+        }
+    }
+
+    /// Updates `outbox_unpublished_rows` and `outbox_oldest_unpublished_age_seconds` (each round the
+    /// publisher is about to wait, and about once a second while it drains a backlog). A failed read
+    /// leaves them as they were: the age then stops rising, but the failing rounds show in the log
+    /// and in the database's own alerts.
+    private func reportBacklog() async {
+        do {
+            GrantMetrics.outbox(try await store.outboxBacklog())
+        } catch {
+            logger.debug("reading the outbox backlog failed", metadata: [LogKey.errorCode: "\(error.code)"])
         }
     }
 

@@ -34,7 +34,7 @@ public enum IngestApplication {
             }
         }
         if let registry {
-            ProbeRoutes.add(to: router, registry: registry) { handler.isReady }
+            ProbeRoutes.add(to: router, registry: registry, stage: "ingest") { handler.isReady }
         }
         return Application(
             router: router,

@@ -16,6 +16,7 @@ public struct IngestConfiguration: Sendable {
     public var maxJWSBytes: Int
     public var linger: Duration
     public var logLevel: Logger.Level
+    public var logFormat: LogFormat
     public var shutdownTimeout: Duration
 
     public static let variables: [(name: String, default: String, meaning: String)] = EnvironmentReader.commonVariables + [
@@ -31,7 +32,8 @@ public struct IngestConfiguration: Sendable {
     public init(
         kafka: KafkaClientConfiguration, rawTopic: String = Topics.raw, httpHost: String = "127.0.0.1", httpPort: Int = 0,
         ackTimeout: Duration = .seconds(5), maxBodyBytes: Int = 1 << 20, maxJWSBytes: Int = 64 << 10,
-        linger: Duration = .milliseconds(5), logLevel: Logger.Level = .info, shutdownTimeout: Duration = .seconds(25)
+        linger: Duration = .milliseconds(5), logLevel: Logger.Level = .info, logFormat: LogFormat = .text,
+        shutdownTimeout: Duration = .seconds(25)
     ) {
         self.kafka = kafka
         self.rawTopic = rawTopic
@@ -42,6 +44,7 @@ public struct IngestConfiguration: Sendable {
         self.maxJWSBytes = maxJWSBytes
         self.linger = linger
         self.logLevel = logLevel
+        self.logFormat = logFormat
         self.shutdownTimeout = shutdownTimeout
     }
 
@@ -56,6 +59,7 @@ public struct IngestConfiguration: Sendable {
             maxJWSBytes: try env.int("MAX_JWS_BYTES", default: 64 << 10, in: 1024...(16 << 20)),
             linger: try env.milliseconds("KAFKA_LINGER_MS", default: .milliseconds(5), in: 0...10_000),
             logLevel: try env.logLevel(),
+            logFormat: try env.logFormat(),
             shutdownTimeout: try env.milliseconds("SHUTDOWN_TIMEOUT_MS", default: .seconds(25), in: 1000...3_600_000))
     }
 

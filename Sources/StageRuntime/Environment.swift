@@ -73,6 +73,15 @@ public struct EnvironmentReader: Sendable {
         return level
     }
 
+    /// `LOG_FORMAT`: text (default; readable at a terminal) or json (one object per line; the images set it).
+    public func logFormat() throws(ConfigurationError) -> LogFormat {
+        let raw = string("LOG_FORMAT", default: "text").lowercased()
+        guard let format = LogFormat(rawValue: raw) else {
+            throw ConfigurationError(variable: "LOG_FORMAT", problem: "must be text or json (got \"\(raw)\")")
+        }
+        return format
+    }
+
     /// The cluster connection every process shares: `KAFKA_BOOTSTRAP_SERVERS` (required),
     /// `KAFKA_CLIENT_ID`, and the librdkafka pass-through of ``kafkaProperties()``.
     public func kafkaClient(defaultClientID: String) throws(ConfigurationError) -> KafkaClientConfiguration {
@@ -82,13 +91,14 @@ public struct EnvironmentReader: Sendable {
             properties: try kafkaProperties())
     }
 
-    /// The variables of ``kafkaClient(defaultClientID:)`` and ``logLevel()``, for `--help`.
+    /// The variables of ``kafkaClient(defaultClientID:)``, ``logLevel()`` and ``logFormat()``, for `--help`.
     public static let commonVariables: [(name: String, default: String, meaning: String)] = [
         ("KAFKA_BOOTSTRAP_SERVERS", "(required)", "host:port[,host:port…] of the Kafka cluster"),
         ("KAFKA_PROP_<NAME>", "", "any librdkafka setting, `_` read as `.` (KAFKA_PROP_SECURITY_PROTOCOL=SSL)"),
         ("KAFKA_PROPERTIES_FILE", "", "file of name=value librdkafka settings (for secrets)"),
         ("KAFKA_CLIENT_ID", "<executable name>", "client.id shown in broker logs"),
         ("LOG_LEVEL", "info", "trace, debug, info, notice, warning, error, critical"),
+        ("LOG_FORMAT", "text", "text, or json: one JSON object per line on stderr"),
     ]
 
     /// librdkafka settings: every `KAFKA_PROP_<NAME>` variable becomes the property `<name>` with

@@ -188,7 +188,7 @@ final class PartitionWorker: Sendable {
                         for: message, topic: context.configuration.deadLetterTopic, stage: context.stage.name,
                         failure: failure, attempts: attempts, firstFailure: firstFailure ?? now, lastFailure: now)
                     context.logger.warning("record dead-lettered", metadata: log(message).merging([
-                        "error.code": "\(failure.code)", "error.message": "\(failure.message)",
+                        LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)",
                     ]) { a, _ in a })
                     guard await deliver([letter], for: message, deadLetter: true) else { return }
                     context.metrics.deadLettered(code: failure.code)
@@ -230,14 +230,14 @@ final class PartitionWorker: Sendable {
                     try context.consumer.storeOffset(message)
                 } catch {
                     // The partition was revoked meanwhile: its next owner redoes this record.
-                    context.logger.debug("offset not stored", metadata: log(message).merging(["error": "\(error)"]) { a, _ in a })
+                    context.logger.debug("offset not stored", metadata: log(message).merging([LogKey.error: "\(error)"]) { a, _ in a })
                 }
                 return true
             } catch {
                 attempt += 1
                 let failure = FailureClassification(error)
                 context.logger.warning("producing outputs failed; retrying", metadata: log(message).merging([
-                    "error.code": "\(failure.code)", "attempt": "\(attempt)",
+                    LogKey.errorCode: "\(failure.code)", LogKey.attempt: "\(attempt)",
                 ]) { a, _ in a })
                 guard await backoff(message, failure: failure, attempt: attempt) else { return false }
             }
@@ -257,7 +257,7 @@ final class PartitionWorker: Sendable {
         if pause { setPaused(true) }
         let delay = context.configuration.retry.delay(afterAttempt: attempt, retryAfter: failure.retryAfter)
         context.logger.info("transient failure; retrying in place", metadata: log(message).merging([
-            "error.code": "\(failure.code)", "error.message": "\(failure.message)", "attempt": "\(attempt)",
+            LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)", LogKey.attempt: "\(attempt)",
             "retry.delay_ms": "\(delay.milliseconds)",
         ]) { a, _ in a })
         do { try await Task.sleep(for: delay) } catch { return false }
@@ -279,11 +279,11 @@ final class PartitionWorker: Sendable {
         do {
             if paused { try context.consumer.pause([partition]) } else { try context.consumer.resume([partition]) }
         } catch {
-            context.logger.debug("pause/resume failed", metadata: ["kafka.partition": "\(partition)", "error": "\(error)"])
+            context.logger.debug("pause/resume failed", metadata: [LogKey.partition: "\(partition)", LogKey.error: "\(error)"])
         }
     }
 
     private func log(_ m: KafkaMessage) -> Logger.Metadata {
-        ["kafka.topic": "\(m.topic)", "kafka.partition": "\(m.partition)", "kafka.offset": "\(m.offset)"]
+        [LogKey.topic: "\(m.topic)", LogKey.partition: "\(m.partition)", LogKey.offset: "\(m.offset)"]
     }
 }

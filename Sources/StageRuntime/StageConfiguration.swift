@@ -34,6 +34,7 @@ public struct StageConfiguration: Sendable {
     public var producer: KafkaProducerConfiguration
     public var runner: StageRunnerConfiguration
     public var logLevel: Logger.Level
+    public var logFormat: LogFormat
     public var shutdownTimeout: Duration
 
     /// The variables every stage reads: name, default, meaning.
@@ -84,6 +85,7 @@ public struct StageConfiguration: Sendable {
             maxBufferedPerPartition: try env.int("MAX_BUFFERED_PER_PARTITION", default: 500, in: 2...1_000_000),
             drainTimeout: try env.milliseconds("DRAIN_TIMEOUT_MS", default: .seconds(10), in: 0...600_000))
         logLevel = try env.logLevel()
+        logFormat = try env.logFormat()
         shutdownTimeout = try env.milliseconds("SHUTDOWN_TIMEOUT_MS", default: .seconds(25), in: 1000...3_600_000)
     }
 

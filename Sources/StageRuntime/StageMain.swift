@@ -45,20 +45,50 @@ public enum ProcessBootstrap {
         }
     }
 
-    /// Installs stderr logging at `level` and Prometheus metrics; returns the metrics registry.
-    public static func bootstrap(logLevel: Logger.Level) -> PrometheusCollectorRegistry {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = logLevel
-            return handler
-        }
+    /// Installs stderr logging at `level` in `format` (see ``installLogging(level:format:)``) and
+    /// Prometheus metrics; returns the metrics registry.
+    public static func bootstrap(logLevel: Logger.Level, logFormat: LogFormat = .text) -> PrometheusCollectorRegistry {
+        installLogging(level: logLevel, format: logFormat)
         let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(metricsFactory(registry: registry))
+        return registry
+    }
+
+    /// Installs the process's log handler: swift-log's stderr stream handler for `text`, one JSON
+    /// object per line on stderr (``JSONLogHandler``) for `json`.
+    public static func installLogging(level: Logger.Level, format: LogFormat) {
+        switch format {
+        case .text:
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+        case .json:
+            LoggingSystem.bootstrap { label in
+                var handler = JSONLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+        }
+    }
+
+    /// The histogram buckets of every duration (swift-metrics `Timer`): 5 ms to 60 s, so that both a
+    /// record's processing time and the webhook-to-entitlement latency have a bucket.
+    public static let durationBuckets: [Duration] = [
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+        .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
+    ]
+
+    /// The swift-metrics factory over `registry` that every process installs: `.` in names and
+    /// labels read as `_`, durations in ``durationBuckets``.
+    public static func metricsFactory(registry: PrometheusCollectorRegistry) -> PrometheusMetricsFactory {
         var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = durationBuckets
         factory.nameAndLabelSanitizer = { name, labels in
             (name.replacingOccurrences(of: ".", with: "_"), labels.map { ($0.0.replacingOccurrences(of: ".", with: "_"), $0.1) })
         }
-        MetricsSystem.bootstrap(factory)
-        return registry
+        return factory
     }
 
     /// Runs services in dependency order until SIGTERM or SIGINT, then shuts them down in reverse.
@@ -70,7 +100,7 @@ public enum ProcessBootstrap {
         do {
             try await group.run()
         } catch {
-            logger.critical("stopped on failure", metadata: ["error": "\(error)"])
+            logger.critical("stopped on failure", error: error)
             exit(1)
         }
     }
@@ -90,20 +120,22 @@ public enum StageMain {
         ProcessBootstrap.handleHelp(ProcessBootstrap.usage(name: name, summary: summary, variables: StageConfiguration.variables + extraVariables))
         let env = EnvironmentReader()
         let config = ProcessBootstrap.configuration { try StageConfiguration(stage: name, defaults: defaults, environment: env) }
-        let registry = ProcessBootstrap.bootstrap(logLevel: config.logLevel)
+        let registry = ProcessBootstrap.bootstrap(logLevel: config.logLevel, logFormat: config.logFormat)
         var logger = Logger(label: "appstore.\(name)")
-        logger[metadataKey: "pipeline.stage"] = "\(name)"
+        logger[metadataKey: LogKey.stage] = "\(name)"
         do {
             let (stage, extra) = try await makeStage(config, env, logger)
             let producer = try KafkaProducer(configuration: config.producer, logger: logger)
             let runner = try StageRunner(
                 stage: stage, consumerConfiguration: config.consumer, producer: producer,
                 configuration: config.runner, logger: logger)
-            let probes = ProbeRoutes.server(host: config.httpHost, port: config.httpPort, registry: registry, logger: logger) {
+            let probes = ProbeRoutes.server(
+                host: config.httpHost, port: config.httpPort, registry: registry, stage: name, logger: logger
+            ) {
                 runner.isReady
             }
             logger.info("starting", metadata: [
-                "kafka.input": "\(config.inputTopic)", "kafka.group": "\(config.groupID)", "http.port": "\(config.httpPort)",
+                "kafka.input": "\(config.inputTopic)", LogKey.group: "\(config.groupID)", LogKey.httpPort: "\(config.httpPort)",
             ])
             await ProcessBootstrap.run(
                 [probes] + extra + [producer, runner.consumer, runner], shutdownTimeout: config.shutdownTimeout, logger: logger)
@@ -111,7 +143,7 @@ public enum StageMain {
             FileHandle.standardError.write(Data("\(error)\n".utf8))
             exit(78)
         } catch {
-            logger.critical("could not start", metadata: ["error": "\(error)"])
+            logger.critical("could not start", error: error)
             exit(1)
         }
     }

@@ -50,7 +50,7 @@ public final class StageRunner: Service, Sendable {
         configuration: StageRunnerConfiguration, logger: Logger
     ) throws {
         var logger = logger
-        logger[metadataKey: "pipeline.stage"] = "\(stage.name)"
+        logger[metadataKey: LogKey.stage] = "\(stage.name)"
         let relay = RebalanceRelay()
         consumer = try KafkaConsumer(configuration: consumerConfiguration, logger: logger, rebalanceListener: relay)
         context = PartitionWorker.Context(

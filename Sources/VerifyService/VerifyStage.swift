@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import KafkaClient
 import Logging
+import Metrics
 import PipelineRecords
 import StageRuntime
 import X509
@@ -49,11 +50,12 @@ public struct VerifyStage: PipelineStage {
             throw MalformedRecord.error("the verified notification names neither an originalTransactionId nor a notificationUUID")
         }
         logger.debug("verified", metadata: [
-            "kafka.partition": "\(message.partition)", "kafka.offset": "\(message.offset)",
-            "notificationUUID": "\(record.notificationUUID ?? "-")",
-            "originalTransactionId": "\(record.originalTransactionId ?? "-")",
-            "notificationType": "\(record.notification?.notificationType?.rawValue ?? record.kind.rawValue)",
+            LogKey.partition: "\(message.partition)", LogKey.offset: "\(message.offset)",
+            LogKey.notificationUUID: "\(record.notificationUUID ?? "-")",
+            LogKey.originalTransactionId: "\(record.originalTransactionId ?? "-")",
+            LogKey.notificationType: "\(record.notification?.notificationType?.rawValue ?? record.kind.rawValue)",
         ])
+        Self.noteReceived(record)
         return [KafkaOutgoingMessage(topic: outputTopic, key: key, value: try record.encoded(), headers: Self.headers(from: message.headers))]
     }
 
@@ -96,6 +98,17 @@ public struct VerifyStage: PipelineStage {
                 originalTransactionId: originalTransactionId, transactionId: transaction.transactionId,
                 transaction: transaction, hints: hints, signedTransaction: signedTransaction, verifiedAt: now())
         }
+    }
+
+    /// `notification_last_received_timestamp_seconds{app, environment}`: the UNIX time at which
+    /// verify last passed a notification Apple's webhook delivered, per bundle ID and environment.
+    /// Apple silent for hours means the webhook is broken; records from the notification-history
+    /// backfill, reconciliation and app uploads prove nothing about the webhook and are not counted.
+    static func noteReceived(_ record: VerifiedRecord) {
+        guard record.kind == .notification, record.source == PipelineHeader.Source.appleWebhook else { return }
+        Gauge(label: "notification_last_received_timestamp_seconds", dimensions: [
+            ("app", record.bundleId), ("environment", record.environment.rawValue),
+        ]).record(record.verifiedAt.timeIntervalSince1970)
     }
 
     /// The `source` header values a raw record may carry (schemas/headers.md).

@@ -20,6 +20,12 @@ struct ConfigurationTests {
         #expect(config.kafka.properties == ["security.protocol": "SASL_SSL", "sasl.mechanisms": "PLAIN"])
         #expect(config.runner.maxBatchSize == 32)
         #expect(config.consumer.assignor == .cooperativeSticky)
+        #expect(config.logFormat == .text)
+        let json = try StageConfiguration(stage: "verify", defaults: defaults, environment: EnvironmentReader([
+            "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092", "LOG_FORMAT": "JSON",
+        ]))
+        #expect(json.logFormat == .json)
+        #expect(StageConfiguration.variables.contains { $0.name == "LOG_FORMAT" })
     }
 
     @Test("a missing or bad value names its variable", arguments: [
@@ -27,6 +33,7 @@ struct ConfigurationTests {
         (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "HTTP_PORT": "http"], "HTTP_PORT must be a whole number"),
         (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "KAFKA_ASSIGNOR": "sticky"], "KAFKA_ASSIGNOR must be one of"),
         (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "LOG_LEVEL": "loud"], "LOG_LEVEL must be one of"),
+        (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "LOG_FORMAT": "yaml"], "LOG_FORMAT must be text or json"),
         (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "KAFKA_PROPERTIES_FILE": "/nonexistent"], "KAFKA_PROPERTIES_FILE names a file"),
     ])
     func invalid(environment: [String: String], expected: String) {

@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import NIOSSL
 import SimulatorLifecycle
+import StageRuntime
 
 /// `appstore-sim`: a simulated App Store Server API (Sandbox data only) for local runs and tests.
 let usage = """
@@ -22,6 +23,7 @@ let usage = """
       HTTP_HOST      [default: 127.0.0.1]
       HTTP_PORT      [default: 8090]
       LOG_LEVEL      [default: info]
+      LOG_FORMAT     text, or json: one JSON object per line on stderr [default: text]
 
     API: /inApps/… as Apple's. Admin: GET /sim/ca/root.pem, GET /sim/api-key, POST /sim/transactions,
     PUT /sim/subscriptions/{originalTransactionId}, POST /sim/notifications, POST /sim/orders,
@@ -49,11 +51,9 @@ for entry in (env["SIM_APPS"] ?? "").split(separator: ",") where !entry.isEmpty 
     appAppleIDs[String(parts[0])] = id
 }
 let level = Logger.Level(rawValue: (env["LOG_LEVEL"] ?? "info").lowercased()) ?? .info
-LoggingSystem.bootstrap { label in
-    var handler = StreamLogHandler.standardError(label: label)
-    handler.logLevel = level
-    return handler
-}
+let logFormat: LogFormat
+do { logFormat = try EnvironmentReader(env).logFormat() } catch { fail("LOG_FORMAT \(error.problem)") }
+ProcessBootstrap.installLogging(level: level, format: logFormat)
 let logger = Logger(label: "appstore.sim")
 let stateDirectory = URL(fileURLWithPath: env["SIM_STATE_DIR"] ?? ".local/appstore-sim")
 let keyVariables = ["SIM_API_KEY_FILE", "SIM_API_ISSUER_ID", "SIM_API_KEY_ID"].map { env[$0].flatMap { $0.isEmpty ? nil : $0 } }

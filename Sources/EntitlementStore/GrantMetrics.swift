@@ -1,0 +1,69 @@
+import AppStore
+import Foundation
+import GrantDecision
+import Metrics
+
+/// The metrics grant reports about what it committed, its outbox and its consumption requests
+/// (names and labels are fixed: alert rules and the dashboard in deploy/monitoring use them).
+///
+/// - `notifications_total{type, subtype, outcome}`: every event a committed transaction recorded;
+///   `type` is Apple's `notificationType` or `APP_UPLOAD`, `subtype` Apple's subtype or "", and
+///   `outcome` the notifications table's (`applied`, `stale`, `recorded`) or `duplicate` when the
+///   event had been recorded before.
+/// - `entitlement_latency_seconds{environment}` (histogram): from ingest's receipt of the record
+///   (its `received-at` header) to the commit that recorded it; duplicates are not measured.
+/// - `outbox_unpublished_rows`, `outbox_oldest_unpublished_age_seconds`: the outbox backlog.
+/// - `consumption_requests_pending`, `consumption_request_deadline_seconds`: requests still to
+///   answer and the seconds until the earliest of their deadlines (``noDeadlineSeconds`` when none).
+public enum GrantMetrics {
+    /// What `consumption_request_deadline_seconds` says when no request is waiting.
+    public static let noDeadlineSeconds: Double = 86_400
+
+    /// Counts and times the events of one committed transaction, `committedAt` being the commit.
+    public static func committed(_ decisions: [Result<GrantDecision, GrantRejection>], committedAt: Date = Date()) {
+        for case .success(let decision) in decisions {
+            let event = decision.event
+            Counter(label: "notifications_total", dimensions: [
+                ("type", event.typeName), ("subtype", event.subtype?.rawValue ?? ""), ("outcome", decision.outcome.rawValue),
+            ]).increment()
+            guard decision.outcome != .duplicate, let ingested = event.receivedAt else { continue }
+            let seconds = max(0, committedAt.timeIntervalSince(ingested))
+            Timer(label: "entitlement_latency_seconds", dimensions: [("environment", event.environment)], preferredDisplayUnit: .seconds)
+                .recordNanoseconds(Int64(min(seconds, 1e9) * 1e9))
+        }
+    }
+
+    /// Records the outbox backlog.
+    public static func outbox(_ backlog: PendingOutbox) {
+        Gauge(label: "outbox_unpublished_rows").record(backlog.unpublishedRows)
+        Gauge(label: "outbox_oldest_unpublished_age_seconds").record(backlog.oldestAgeSeconds)
+    }
+
+    /// Records the consumption requests still to answer.
+    public static func consumption(_ backlog: PendingConsumptionRequests, now: Date = Date()) {
+        Gauge(label: "consumption_requests_pending").record(backlog.pending)
+        let seconds = backlog.earliestDeadline.map { $0.timeIntervalSince(now) } ?? noDeadlineSeconds
+        Gauge(label: "consumption_request_deadline_seconds").record(seconds)
+    }
+}
+
+/// The rows of `outbox` not yet published and the age of the oldest.
+public struct PendingOutbox: Hashable, Sendable {
+    public var unpublishedRows: Int
+    /// Seconds since the oldest unpublished row was written; 0 when there is none.
+    public var oldestAgeSeconds: Double
+    public init(unpublishedRows: Int, oldestAgeSeconds: Double) {
+        self.unpublishedRows = unpublishedRows
+        self.oldestAgeSeconds = oldestAgeSeconds
+    }
+}
+
+/// The consumption requests still to answer and the earliest of their deadlines.
+public struct PendingConsumptionRequests: Hashable, Sendable {
+    public var pending: Int
+    public var earliestDeadline: Date?
+    public init(pending: Int, earliestDeadline: Date?) {
+        self.pending = pending
+        self.earliestDeadline = earliestDeadline
+    }
+}
