@@ -93,6 +93,11 @@ public final class AppStoreServerAPIClient: Sendable {
         self.rateLimiter = RateLimiter(policy: configuration.rateLimits)
         self.logger = logger
         self.clock = clock
+        // Every endpoint's latency histogram exists at zero from the start, so that `rate()` sees
+        // the first burst of calls (a series that appears with the burst in it shows no increase).
+        for endpoint in AppStoreAPIEndpoint.allCases {
+            _ = Timer(label: "appstore_api_request_duration_seconds", dimensions: [("endpoint", endpoint.name)], preferredDisplayUnit: .seconds)
+        }
     }
 
     /// Requests sent so far (every page and every retry counts once).

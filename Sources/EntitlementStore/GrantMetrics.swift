@@ -19,6 +19,15 @@ public enum GrantMetrics {
     /// What `consumption_request_deadline_seconds` says when no request is waiting.
     public static let noDeadlineSeconds: Double = 86_400
 
+    /// Creates the latency histograms at zero when grant starts. A series that first appears with
+    /// a whole batch already in it shows no increase to `rate()`, so the first burst after a start
+    /// would be invisible to the latency panel and alert.
+    public static func registerAtZero() {
+        for environment in ["Production", "Sandbox"] {
+            _ = Timer(label: "entitlement_latency_seconds", dimensions: [("environment", environment)], preferredDisplayUnit: .seconds)
+        }
+    }
+
     /// Counts and times the events of one committed transaction, `committedAt` being the commit.
     public static func committed(_ decisions: [Result<GrantDecision, GrantRejection>], committedAt: Date = Date()) {
         for case .success(let decision) in decisions {

@@ -17,6 +17,7 @@ await StageMain.run(
     extraVariables: GrantConfiguration.variables + ConsumptionConfiguration.variables
 ) { config, env, logger in
     let grant = try GrantConfiguration(environment: env)
+    GrantMetrics.registerAtZero()
     let consumption = try ConsumptionConfiguration.read(env)
     logger.info("database", metadata: ["postgres": "\(grant.store)", "products.file": "\(grant.productsFile ?? "(none)")"])
     try await DatabasePreparation.prepare(grant, logger: logger)
