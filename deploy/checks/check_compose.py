@@ -26,7 +26,10 @@ EXTERNAL_TOOLS = {
     "apache/kafka": {"/opt/kafka/bin/kafka-broker-api-versions.sh", "/opt/kafka/bin/kafka-topics.sh", "/bin/bash"},
     "postgres": {"pg_isready"},
     "nginx": {"bash", "nginx"},
+    "prom/prometheus": {"wget", "prometheus", "promtool"},  # busybox-based
+    "grafana/grafana": {"wget"},
 }
+MONITORING = ("prometheus", "grafana")  # profile monitoring
 checks = Checks("deploy compose")
 
 
@@ -176,7 +179,7 @@ def check_services(compose, stages, products, known_vars):
                 checks.check(f"{name}: runs {exe}, which its image installs", exe in tools, f"image has {sorted(tools)}")
         else:
             image = svc.get("image", "")
-            checks.check(f"{name}: image {image} is pinned to a version", re.search(r":[0-9][\w.-]*$", image) is not None)
+            checks.check(f"{name}: image {image} is pinned to a version", re.search(r":v?[0-9][\w.-]*$", image) is not None)
             if exe:
                 checks.check(f"{name}: runs {exe}, which {family} ships", exe in tools)
         env = {}
@@ -265,8 +268,9 @@ def check_demo(compose, production):
     services = compose["services"]
     checks.check("compose.yaml: the simulated Apple is only in compose.demo.yaml",
                  "appstore-sim" not in production["services"] and "sim-trust" not in production["services"])
-    others = [n for n, s in services.items() if s.get("profiles") and n != "ops"]
-    checks.check("compose: every service but ops runs without a profile", not others, str(others))
+    others = [n for n, s in services.items() if s.get("profiles") and n != "ops"
+              and not (n in MONITORING and s["profiles"] == ["monitoring"])]
+    checks.check("compose: every service but ops and the monitoring profile's runs without a profile", not others, str(others))
     demo = read_env_file(os.path.join(COMPOSE_DIR, "demo.env"))
     for stage in ("verify", "enrich", "grant"):
         checks.check(f"demo: {stage} starts after sim-trust copied the root it trusts",
@@ -300,6 +304,46 @@ def check_demo(compose, production):
     checks.check("demo.env: the API key path is enrich's mounted secret", cred.split(":")[-1] == f"/run/secrets/{secret}")
 
 
+def mount_source(svc, target):
+    """The host path (relative to deploy/compose) mounted at `target`, or None."""
+    for v in svc.get("volumes", []):
+        parts = v.split(":")
+        if len(parts) >= 2 and parts[1] == target and parts[0].startswith("."):
+            return os.path.normpath(os.path.join(COMPOSE_DIR, parts[0]))
+    return None
+
+
+def check_monitoring(compose):
+    """Prometheus scrapes every stage service by DNS on its HTTP_PORT with job = the stage (the
+    alert rules match on it) and loads alerts.yaml; Grafana gets that Prometheus as its datasource
+    and the dashboard where its provider reads."""
+    services = compose["services"]
+    prom, graf = services.get("prometheus"), services.get("grafana")
+    if not checks.check("monitoring: prometheus and grafana services exist (profile monitoring)", bool(prom and graf)):
+        return
+    config_path = mount_source(prom, "/etc/prometheus/prometheus.yml")
+    if not checks.check("prometheus: its configuration is a mounted file of the repository", bool(config_path and os.path.isfile(config_path))):
+        return
+    config = yaml.safe_load(open(config_path))
+    jobs = {j["job_name"]: j for j in config.get("scrape_configs", [])}
+    for stage in ("ingest", "verify", "enrich", "grant"):
+        port = str((services[stage].get("environment") or {}).get("HTTP_PORT"))
+        sd = (jobs.get(stage, {}).get("dns_sd_configs") or [{}])[0]
+        checks.check(f"prometheus: job {stage} finds every {stage} container by DNS (type A) on its HTTP_PORT {port}",
+                     sd.get("names") == [stage] and sd.get("type") == "A" and str(sd.get("port")) == port, str(sd))
+    rules = [mount_source(prom, r) for r in config.get("rule_files", [])]
+    alerts = os.path.join(REPO, "deploy", "monitoring", "alerts.yaml")
+    checks.check("prometheus: loads deploy/monitoring/alerts.yaml as its rule file", rules == [alerts], str(rules))
+    provisioning = mount_source(graf, "/etc/grafana/provisioning")
+    ds = yaml.safe_load(open(os.path.join(provisioning, "datasources", "prometheus.yaml"))) if provisioning else {}
+    url = ((ds or {}).get("datasources") or [{}])[0].get("url", "")
+    checks.check("grafana: its datasource is the prometheus service", url == "http://prometheus:9090", url)
+    providers = yaml.safe_load(open(os.path.join(provisioning, "dashboards", "appstore-entitlements.yaml")))["providers"] if provisioning else []
+    folder = providers[0]["options"]["path"] if providers else ""
+    dash = mount_source(graf, f"{folder}/appstore-entitlements.json")
+    checks.check("grafana: the dashboard is mounted where its provider reads", bool(dash and os.path.isfile(dash)), f"{folder}: {dash}")
+
+
 def merged(base, override):
     """compose's merge of an override file: mappings merged key by key, anything else replaced."""
     if isinstance(base, dict) and isinstance(override, dict):
@@ -321,6 +365,7 @@ def main():
     check_topics(compose)
     check_gateway(compose)
     check_demo(compose, production)
+    check_monitoring(compose)
     missing = [p for p in args.get("PRODUCTS", "").split() if p not in products]
     if missing:
         print(f"missing executable products (Package.swift): {', '.join(missing)}")

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 import jsonschema
 import kubernetes_validate
@@ -56,11 +57,15 @@ def keda_validators():
     defs = kv_utils.schema_contents(f"kubernetes-json-schema/{defs_dir}/_definitions.json", KUBE_VERSIONS[-1])
     registry = Resource.from_contents(defs) @ Registry()
     validators = {}
-    for kind in ("ScaledObject", "TriggerAuthentication"):
-        path = os.path.join(REPO, "deploy", "checks", "schemas", f"{kind.lower()}.keda.sh-v1alpha1.schema.json")
+    # KEDA (components/keda) and the Prometheus Operator (components/monitoring).
+    for api, kind, file in (("keda.sh/v1alpha1", "ScaledObject", "scaledobject.keda.sh-v1alpha1"),
+                            ("keda.sh/v1alpha1", "TriggerAuthentication", "triggerauthentication.keda.sh-v1alpha1"),
+                            ("monitoring.coreos.com/v1", "PrometheusRule", "prometheusrule.monitoring.coreos.com-v1"),
+                            ("monitoring.coreos.com/v1", "PodMonitor", "podmonitor.monitoring.coreos.com-v1")):
+        path = os.path.join(REPO, "deploy", "checks", "schemas", f"{file}.schema.json")
         schema = json.load(open(path))
         jsonschema.Draft202012Validator.check_schema(schema)
-        validators[("keda.sh/v1alpha1", kind)] = jsonschema.Draft202012Validator(schema, registry=registry)
+        validators[(api, kind)] = jsonschema.Draft202012Validator(schema, registry=registry)
     return validators
 
 
@@ -137,6 +142,41 @@ def render(kubectl, path):
 
 
 # ---- what the schemas cannot see ----------------------------------------------------------------
+
+def check_monitoring_component(kubectl):
+    """components/monitoring added to the production overlay: it renders, the PodMonitor's selector
+    matches exactly the four stages' pods, each has the port it scrapes, and job comes from a label
+    every stage pod carries with the stage's name (the alert rules match up{job=~"ingest|…"})."""
+    # kustomize refuses absolute paths: a throwaway overlay beside the others, removed at once.
+    with tempfile.TemporaryDirectory(dir=os.path.join(K8S, "overlays"), prefix=".check-monitoring-") as d:
+        with open(os.path.join(d, "kustomization.yaml"), "w") as f:
+            yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                            "namespace": "appstore-production", "resources": ["../production"], "components": ["../../components/monitoring"]}, f)
+        out = subprocess.run([kubectl, "kustomize", d], capture_output=True, text=True)
+    if not checks.check("monitoring component: renders with the production overlay", out.returncode == 0, out.stderr.strip()[:600]):
+        return
+    docs = [x for x in yaml.safe_load_all(out.stdout) if x]
+    validate_all("monitoring render", [x for x in docs if x["apiVersion"].startswith("monitoring.coreos.com/")])
+    monitors, rules = find(docs, "PodMonitor"), find(docs, "PrometheusRule")
+    if not checks.check("monitoring component: one PodMonitor and one PrometheusRule, in the overlay's namespace",
+                        len(monitors) == 1 and len(rules) == 1 and all(
+                            x["metadata"].get("namespace") == "appstore-production" for x in monitors + rules)):
+        return
+    spec = monitors[0]["spec"]
+    expr = (spec["selector"].get("matchExpressions") or [{}])[0]
+    selected = {d["metadata"]["name"] for d in find(docs, "Deployment")
+                if (d["spec"]["template"]["metadata"].get("labels") or {}).get(expr.get("key")) in expr.get("values", [])}
+    checks.check("monitoring component: the PodMonitor selects exactly the four stages' pods", selected == set(STAGES), str(sorted(selected)))
+    port = spec["podMetricsEndpoints"][0].get("port")
+    for stage in STAGES:
+        dep = find(docs, "Deployment", stage)
+        if not dep:
+            continue
+        tmpl = dep[0]["spec"]["template"]
+        ports = {p.get("name") for c in tmpl["spec"]["containers"] for p in c.get("ports", [])}
+        checks.check(f"monitoring component: {stage} has the port `{port}` the PodMonitor scrapes and "
+                     f"{spec.get('jobLabel')}={stage} for job", port in ports and tmpl["metadata"]["labels"].get(spec.get("jobLabel")) == stage)
+
 
 def find(docs, kind, name=None):
     return [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
@@ -580,6 +620,9 @@ def self_tests(docs):
     so = copy.deepcopy(find(docs, "ScaledObject")[0])
     so["spec"]["triggers"][0]["metadata"]["lagThreshold"] = 100
     checks.check("self-test: the KEDA schema refuses a numeric lagThreshold (must be a string)", bool(schema_errors(so)))
+    rule = copy.deepcopy(load_docs(os.path.join(K8S, "components", "monitoring", "prometheusrule.yaml"))[0])
+    rule["spec"]["groups"][0]["rules"][0]["severity"] = "critical"
+    checks.check("self-test: the PrometheusRule schema refuses an unknown rule field", bool(schema_errors(rule)))
     checks.check("self-test: an unknown custom resource kind is an error, not skipped",
                  bool(schema_errors({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})))
     dep = copy.deepcopy(find(docs, "Deployment", "verify")[0])
@@ -659,6 +702,7 @@ def main():
         check_secrets(label, docs)
         check_workloads(label, docs)
         check_ops(label, docs)
+    check_monitoring_component(kubectl)
     problems = kustomization_replicas_problems()
     checks.check("no kustomization or component sets replicas for an autoscaled stage", not problems, "; ".join(problems))
     prod = renders.get("overlays/production") or []

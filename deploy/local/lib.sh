@@ -4,6 +4,7 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 state_dir="${APPSTORE_STATE_DIR:-$repo_root/.local}"
 export BROKER_PORT="${BROKER_PORT:-19092}"
 export POSTGRES_PORT="${POSTGRES_PORT:-15432}"
+export PROMETHEUS_PORT="${PROMETHEUS_PORT:-19090}"  # deploy/local/up prometheus
 export KAFKA_BOOTSTRAP_SERVERS="${KAFKA_BOOTSTRAP_SERVERS:-127.0.0.1:$BROKER_PORT}"
 export POSTGRES_HOST="${POSTGRES_HOST:-127.0.0.1}"
 export POSTGRES_USER="${POSTGRES_USER:-postgres}"
