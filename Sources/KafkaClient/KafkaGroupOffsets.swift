@@ -41,7 +41,34 @@ public struct KafkaGroupOffsets: Sendable {
 
     /// The group's membership, or `nil` when the broker does not know the group (never used).
     public func groupState(_ group: String) async throws -> GroupState? {
-        try await withHandle(group: nil) { (rk, timeoutMs) throws(KafkaError) -> GroupState? in
+        try await describeGroup(group).map { GroupState(state: $0.state, members: $0.members.count) }
+    }
+
+    /// One joined member of a group, as the coordinator lists it.
+    public struct Member: Sendable, Hashable, Codable {
+        public var memberID: String
+        /// The member's `client.id` (the stages set theirs to the stage's name).
+        public var clientID: String
+        /// Where the member connected from, as the broker saw it (`/10.0.0.7`); empty when unknown.
+        public var host: String
+
+        public init(memberID: String, clientID: String, host: String) {
+            self.memberID = memberID
+            self.clientID = clientID
+            self.host = host
+        }
+    }
+
+    /// A group's membership with its members.
+    public struct GroupDescription: Sendable, Hashable {
+        public var state: String
+        public var members: [Member]
+    }
+
+    /// The group's state and joined members (client IDs and hosts), or `nil` when the broker does
+    /// not know the group (never used, or dead).
+    public func describeGroup(_ group: String) async throws -> GroupDescription? {
+        try await withHandle(group: nil) { (rk, timeoutMs) throws(KafkaError) -> GroupDescription? in
             var list: UnsafePointer<rd_kafka_group_list>?
             let err = rd_kafka_list_groups(rk, group, &list, timeoutMs)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let list else {
@@ -53,7 +80,16 @@ public struct KafkaGroupOffsets: Sendable {
                 guard String(cString: info.group) == group, info.err == RD_KAFKA_RESP_ERR_NO_ERROR else { continue }
                 let state = info.state.map { String(cString: $0) } ?? ""
                 if state == "Dead" { return nil }
-                return GroupState(state: state, members: Int(info.member_cnt))
+                var members: [Member] = []
+                for m in 0..<Int(max(0, info.member_cnt)) {
+                    guard let pointer = info.members?.advanced(by: m) else { break }
+                    let member = pointer.pointee
+                    members.append(Member(
+                        memberID: member.member_id.map { String(cString: $0) } ?? "",
+                        clientID: member.client_id.map { String(cString: $0) } ?? "",
+                        host: member.client_host.map { String(cString: $0) } ?? ""))
+                }
+                return GroupDescription(state: state, members: members)
             }
             return nil
         }

@@ -80,16 +80,27 @@ public struct DeadLetterQueue: Sendable {
         self.client = client
     }
 
-    /// Every dead letter of the stage, in order per partition.
+    /// The group whose committed offsets mark what replays filtered by `code` took.
+    public func replayGroup(code: String) -> String { "\(replayGroup).code.\(code)" }
+
+    /// Every dead letter of the stage, in order per partition. A dead letter counts as replayed when
+    /// an unfiltered replay or a replay of its code took it.
     public func list() async throws -> [DeadLetter] {
         let offsets = KafkaGroupOffsets(configuration: client)
         let partitions = try await offsets.partitions(of: stage.deadLetterTopic)
         let replayedUpTo = try await offsets.committed(group: replayGroup, partitions: partitions)
         let messages = try await KafkaTopicScanner(configuration: client).scan(
             Dictionary(uniqueKeysWithValues: partitions.map { ($0, nil) }))
+        var byCode: [String: [KafkaTopicPartition: Int64?]] = [:]
+        for code in Set(messages.map { $0.headers.string(DeadLetterHeader.errorCode) ?? "unknown" }) {
+            byCode[code] = try await offsets.committed(group: replayGroup(code: code), partitions: partitions)
+        }
         return messages.map { message in
-            let mark = (replayedUpTo[KafkaTopicPartition(topic: message.topic, partition: message.partition)] ?? nil) ?? 0
-            return DeadLetter(message: message, replayed: message.offset < mark)
+            let partition = KafkaTopicPartition(topic: message.topic, partition: message.partition)
+            let code = message.headers.string(DeadLetterHeader.errorCode) ?? "unknown"
+            let all = (replayedUpTo[partition] ?? nil) ?? 0
+            let ofCode = (byCode[code]?[partition] ?? nil) ?? 0
+            return DeadLetter(message: message, replayed: message.offset < max(all, ofCode))
         }
         .sorted { ($0.message.partition, $0.message.offset) < ($1.message.partition, $1.message.offset) }
     }
@@ -105,25 +116,49 @@ public struct DeadLetterQueue: Sendable {
         public var replayed: [DeadLetter]
         /// Dead letters left alone (replayed before, or outside the filter).
         public var skipped: Int
+        /// Every dead letter of the stage as listed before the replay.
+        public var letters: [DeadLetter] = []
+    }
+
+    /// Which dead letters a replay would take, without sending or remembering anything (`--dry-run`).
+    /// Dead letters an earlier replay took are left alone unless `includeReplayed`, or the filter
+    /// names one record explicitly.
+    public func plan(filter: DeadLetterFilter = DeadLetterFilter(), includeReplayed: Bool = false) async throws -> ReplayOutcome {
+        let letters = try await list()
+        let chosen = letters.filter { (includeReplayed || filter.record != nil || !$0.replayed) && filter.matches($0) }
+        return ReplayOutcome(replayed: chosen, skipped: letters.count - chosen.count, letters: letters)
     }
 
     /// Sends the chosen dead letters back to the topic they came from and waits for the broker's
-    /// acknowledgement. Without a filter and without `includeReplayed`, it takes only what was never
-    /// replayed and then records that everything up to here is done.
+    /// acknowledgement, then remembers what was taken: an unfiltered replay everything up to here
+    /// (group ``replayGroup``), a replay filtered by code that code's dead letters up to here
+    /// (group ``replayGroup(code:)``), so running the same replay again sends nothing. A replay of
+    /// one record (partition and offset) is explicit and not remembered.
     public func replay(
         filter: DeadLetterFilter = DeadLetterFilter(), includeReplayed: Bool = false, producer: KafkaProducer
     ) async throws -> ReplayOutcome {
-        let letters = try await list()
-        let chosen = letters.filter { (includeReplayed || !filter.isEmpty || !$0.replayed) && filter.matches($0) }
-        _ = try await producer.sendAll(chosen.map { $0.replayRecord(defaultTopic: stage.inputTopic) })
-        if filter.isEmpty, !letters.isEmpty {
-            var next: [KafkaTopicPartition: Int64] = [:]
-            for letter in letters {
-                let partition = KafkaTopicPartition(topic: letter.message.topic, partition: letter.message.partition)
-                next[partition] = max(next[partition] ?? 0, letter.message.offset + 1)
+        let outcome = try await plan(filter: filter, includeReplayed: includeReplayed)
+        _ = try await producer.sendAll(outcome.replayed.map { $0.replayRecord(defaultTopic: stage.inputTopic) })
+        let offsets = KafkaGroupOffsets(configuration: client)
+        if filter.isEmpty, !outcome.letters.isEmpty {
+            try await offsets.commit(group: replayGroup, offsets: Self.marks(outcome.letters))
+        } else if filter.record == nil {
+            for code in filter.codes.sorted() {
+                let ofCode = outcome.letters.filter { $0.code == code }
+                guard !ofCode.isEmpty else { continue }
+                try await offsets.commit(group: replayGroup(code: code), offsets: Self.marks(ofCode))
             }
-            try await KafkaGroupOffsets(configuration: client).commit(group: replayGroup, offsets: next)
         }
-        return ReplayOutcome(replayed: chosen, skipped: letters.count - chosen.count)
+        return outcome
+    }
+
+    /// Per partition, one past the highest offset of `letters`.
+    static func marks(_ letters: [DeadLetter]) -> [KafkaTopicPartition: Int64] {
+        var next: [KafkaTopicPartition: Int64] = [:]
+        for letter in letters {
+            let partition = KafkaTopicPartition(topic: letter.message.topic, partition: letter.message.partition)
+            next[partition] = max(next[partition] ?? 0, letter.message.offset + 1)
+        }
+        return next
     }
 }

@@ -6,7 +6,7 @@ import PipelineOperations
 import StageRuntime
 
 /// What a backfill found and wrote.
-public struct BackfillReport: Sendable, Hashable {
+public struct BackfillReport: Sendable, Hashable, OperatorJSONObject {
     /// Notifications Apple's history returned for the window.
     public var fetched: Int
     /// Records written to the raw topic (one per notification).

@@ -10,7 +10,7 @@ import StageRuntime
 
 /// A subscription grant still holds as running although its end passed (plus the leeway) and no
 /// event about it arrived since: Apple's notification was probably never delivered.
-public struct OverdueSubscription: Sendable, Hashable {
+public struct OverdueSubscription: Sendable, Hashable, OperatorJSONObject {
     public var environment: String
     public var originalTransactionId: String
     public var latestTransactionId: String?
@@ -25,7 +25,7 @@ public struct OverdueSubscription: Sendable, Hashable {
 }
 
 /// One subscription reconcile handled.
-public struct ReconcileItem: Sendable, Hashable {
+public struct ReconcileItem: Sendable, Hashable, OperatorJSONObject {
     public var subscription: OverdueSubscription
     /// The latest transaction Apple returned (nil on failure or in a dry run).
     public var transactionId: String?

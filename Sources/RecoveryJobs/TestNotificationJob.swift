@@ -7,7 +7,7 @@ import PipelineRecords
 import StageRuntime
 
 /// How a TEST notification travelled.
-public struct TestNotificationTrace: Sendable, Hashable {
+public struct TestNotificationTrace: Sendable, Hashable, OperatorJSONObject {
     public var token: String
     public var notificationUUID: String?
     /// Apple's delivery attempts as last polled (`SUCCESS`, `TIMED_OUT`, …).

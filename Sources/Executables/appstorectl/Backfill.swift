@@ -1,3 +1,5 @@
+import AppStore
+import AppStoreServerAPI
 import ArgumentParser
 import Foundation
 import KafkaClient
@@ -28,9 +30,26 @@ struct Backfill: AsyncParsableCommand {
     @Flag(help: "Only notifications Apple failed to deliver.")
     var onlyFailures = false
 
+    @Flag(help: "Print the result as one JSON object (app, environment, since, until, onlyFailures, topic, fetched, written, undelivered, byType).")
+    var json = false
+
+    /// `backfill --json`.
+    struct Output: OperatorJSONObject {
+        var app: String
+        var environment: String
+        var since: Date
+        var until: Date
+        var onlyFailures: Bool
+        var topic: String
+        var fetched: Int
+        var written: Int
+        var undelivered: Int
+        var byType: [String: Int]
+    }
+
     func validate() throws {
-        guard RecoveryEnvironment.parseTime(since) != nil else { throw ValidationError("--since must be \(RecoveryEnvironment.timeSyntax) (got \(since))") }
-        if let until, RecoveryEnvironment.parseTime(until) == nil {
+        guard OperatorTime.parse(since) != nil else { throw ValidationError("--since must be \(RecoveryEnvironment.timeSyntax) (got \(since))") }
+        if let until, OperatorTime.parse(until) == nil {
             throw ValidationError("--until must be \(RecoveryEnvironment.timeSyntax) (got \(until))")
         }
     }
@@ -42,11 +61,17 @@ struct Backfill: AsyncParsableCommand {
             let producer = try RecoveryEnvironment.producer()
             let topic = ProcessInfo.processInfo.environment["RAW_TOPIC"] ?? Topics.raw
             let job = NotificationBackfill(client: try RecoveryEnvironment.apiClient(configuration), producer: producer, rawTopic: topic)
-            let start = RecoveryEnvironment.parseTime(since) ?? Date()
-            let end = until.flatMap { RecoveryEnvironment.parseTime($0) } ?? Date()
-            print("backfill \(target) \(Timestamp.iso8601(start)) … \(Timestamp.iso8601(end))\(onlyFailures ? " (only failures)" : "") → \(topic)")
+            let start = OperatorTime.parse(since) ?? Date()
+            let end = until.flatMap { OperatorTime.parse($0) } ?? Date()
+            if !json { print("backfill \(target) \(Timestamp.iso8601(start)) … \(Timestamp.iso8601(end))\(onlyFailures ? " (only failures)" : "") → \(topic)") }
             let report = try await job.run(target: target, since: start, until: end, onlyFailures: onlyFailures)
             await producer.close()
+            if json {
+                OperatorEnvironment.printJSON(Output(
+                    app: target.bundleID, environment: target.environment.rawValue, since: start, until: end, onlyFailures: onlyFailures,
+                    topic: topic, fetched: report.fetched, written: report.written, undelivered: report.undelivered, byType: report.byType))
+                return
+            }
             for (type, count) in report.byType.sorted(by: { $0.key < $1.key }) { print("  \(type.padded(44)) \(count)") }
             print("\(report.fetched) notification(s) in Apple's history, \(report.undelivered) never delivered; \(report.written) written to \(topic)")
         } catch let error as ValidationError {

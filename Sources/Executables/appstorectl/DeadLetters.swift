@@ -16,11 +16,24 @@ struct DeadLetters: AsyncParsableCommand {
         @Option(help: "The stage whose dead letters to use: verify, enrich or grant.")
         var stage: String
 
+        @Flag(help: "Print the result as one JSON object (fields in deploy/README.md, Operations).")
+        var json = false
+
         func validate() throws { _ = try OperatorEnvironment.stage(stage) }
 
         func queue() throws -> DeadLetterQueue {
             DeadLetterQueue(stage: try OperatorEnvironment.stage(stage), client: try OperatorEnvironment.kafkaClient())
         }
+    }
+
+    /// `dlq list --json`.
+    struct ListOutput: OperatorJSONObject {
+        var stage: String
+        var topic: String
+        var total: Int
+        var notReplayed: Int
+        var byCode: [DeadLetterCount]
+        var deadLetters: [DeadLetterEntry]
     }
 
     struct List: AsyncParsableCommand {
@@ -31,7 +44,15 @@ struct DeadLetters: AsyncParsableCommand {
 
         func run() async throws {
             do {
-                let letters = try await options.queue().list()
+                let queue = try options.queue()
+                let letters = try await queue.list()
+                if options.json {
+                    OperatorEnvironment.printJSON(ListOutput(
+                        stage: queue.stage.name, topic: queue.stage.deadLetterTopic, total: letters.count,
+                        notReplayed: letters.filter { !$0.replayed }.count, byCode: DeadLetterCount.of(letters),
+                        deadLetters: letters.map { DeadLetterEntry($0) }))
+                    return
+                }
                 print("at".padded(10) + "code".padded(26) + "attempts".padded(10) + "failed at".padded(26) + "replayed".padded(10) + "source")
                 for letter in letters {
                     print(
@@ -39,7 +60,7 @@ struct DeadLetters: AsyncParsableCommand {
                             + String(letter.attempts).padded(10) + letter.lastFailureAt.padded(26)
                             + (letter.replayed ? "yes" : "no").padded(10) + letter.source)
                 }
-                let counts = Dictionary(grouping: letters, by: \.code).map { "\($0.key): \($0.value.count)" }.sorted()
+                let counts = DeadLetterCount.of(letters).map { "\($0.code): \($0.total) (\($0.notReplayed) not replayed)" }
                 print("\(letters.count) dead letter(s)" + (counts.isEmpty ? "" : " — " + counts.joined(separator: ", ")))
             } catch {
                 OperatorEnvironment.fail(error)
@@ -59,6 +80,10 @@ struct DeadLetters: AsyncParsableCommand {
                 guard let letter = try await options.queue().letter(partition: partition, offset: offset) else {
                     throw OperationsError("not_found", "no dead letter at \(partition)/\(offset)")
                 }
+                if options.json {
+                    OperatorEnvironment.printJSON(DeadLetterEntry(letter, full: true))
+                    return
+                }
                 print("key: \(letter.message.keyString ?? "-")")
                 for header in letter.message.headers { print("\(header.key): \(header.stringValue ?? "(null)")") }
                 print("")
@@ -69,12 +94,24 @@ struct DeadLetters: AsyncParsableCommand {
         }
     }
 
+    /// `dlq replay --json`.
+    struct ReplayOutput: OperatorJSONObject {
+        var stage: String
+        var dryRun: Bool
+        /// The dead letters sent back (with --dry-run: that would be sent).
+        var replayed: [DeadLetterEntry]
+        var skipped: Int
+    }
+
     struct Replay: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Send dead letters back to the topic they came from, once the cause is fixed.",
             discussion: """
-                Without options, replays every dead letter no earlier replay took, and remembers that. \
-                --code and --partition/--offset choose records explicitly (replayed again even if taken before).
+                Without options, replays every dead letter no earlier replay took, and remembers that. --code takes \
+                the dead letters of that code no earlier replay took, and remembers that too: the same command run \
+                again sends nothing. --include-replayed takes them again. --partition/--offset takes one record \
+                explicitly (even if replayed before; not remembered). --dry-run prints what would be sent and \
+                sends and remembers nothing.
                 """
         )
 
@@ -83,6 +120,7 @@ struct DeadLetters: AsyncParsableCommand {
         @Option(help: "Only the dead letter at this partition (with --offset).") var partition: Int32?
         @Option(help: "Only the dead letter at this offset (with --partition).") var offset: Int64?
         @Flag(help: "Also take dead letters an earlier replay took.") var includeReplayed = false
+        @Flag(help: "Show what would be sent; send nothing and remember nothing.") var dryRun = false
 
         func validate() throws {
             guard (partition == nil) == (offset == nil) else { throw ValidationError("--partition and --offset go together") }
@@ -91,17 +129,29 @@ struct DeadLetters: AsyncParsableCommand {
         func run() async throws {
             do {
                 let queue = try options.queue()
-                let producer = try KafkaProducer(
-                    configuration: KafkaProducerConfiguration(client: try OperatorEnvironment.kafkaClient()),
-                    logger: OperatorEnvironment.logger)
                 let filter = DeadLetterFilter(
                     codes: Set(code), record: partition.flatMap { p in offset.map { (p, $0) } })
-                let outcome = try await queue.replay(filter: filter, includeReplayed: includeReplayed, producer: producer)
-                await producer.close()
-                for letter in outcome.replayed {
-                    print("replayed \(letter.message.partition)/\(letter.message.offset) (\(letter.code)) → \(letter.sourceTopic ?? queue.stage.inputTopic)")
+                let outcome: DeadLetterQueue.ReplayOutcome
+                if dryRun {
+                    outcome = try await queue.plan(filter: filter, includeReplayed: includeReplayed)
+                } else {
+                    let producer = try KafkaProducer(
+                        configuration: KafkaProducerConfiguration(client: try OperatorEnvironment.kafkaClient()),
+                        logger: OperatorEnvironment.logger)
+                    outcome = try await queue.replay(filter: filter, includeReplayed: includeReplayed, producer: producer)
+                    await producer.close()
                 }
-                print("\(outcome.replayed.count) replayed, \(outcome.skipped) left alone")
+                if options.json {
+                    OperatorEnvironment.printJSON(ReplayOutput(
+                        stage: queue.stage.name, dryRun: dryRun, replayed: outcome.replayed.map { DeadLetterEntry($0) }, skipped: outcome.skipped))
+                    return
+                }
+                for letter in outcome.replayed {
+                    print("\(dryRun ? "would replay" : "replayed") \(letter.message.partition)/\(letter.message.offset) (\(letter.code)) → \(letter.sourceTopic ?? queue.stage.inputTopic)")
+                }
+                print(dryRun
+                    ? "dry run: \(outcome.replayed.count) would be replayed, \(outcome.skipped) left alone; nothing sent"
+                    : "\(outcome.replayed.count) replayed, \(outcome.skipped) left alone")
             } catch {
                 OperatorEnvironment.fail(error)
             }

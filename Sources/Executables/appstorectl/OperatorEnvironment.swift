@@ -16,8 +16,9 @@ enum OperatorEnvironment {
         }
     }
 
+    /// The stage called `name`, with the topic and group names the environment overrides (``PipelineNames``).
     static func stage(_ name: String) throws -> PipelineStageInfo {
-        guard let stage = PipelineStages.named(name) else {
+        guard let stage = PipelineNames.stage(name) else {
             throw ValidationError("--stage must be one of \(PipelineStages.all.map(\.name).joined(separator: ", ")) (got \(name))")
         }
         return stage
@@ -27,6 +28,15 @@ enum OperatorEnvironment {
         var logger = Logger(label: "appstorectl")
         logger.logLevel = .warning
         return logger
+    }
+
+    /// Prints `value` as one line of JSON (``OperatorJSON``).
+    static func printJSON<T: Encodable>(_ value: T) {
+        do {
+            print(try OperatorJSON.encode(value))
+        } catch {
+            fail(OperationsError("json", "the result cannot be written as JSON: \(error)"))
+        }
     }
 
     /// Prints an operator error on standard error and exits 1.

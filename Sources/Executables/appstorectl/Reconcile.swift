@@ -28,6 +28,20 @@ struct Reconcile: AsyncParsableCommand {
     @Flag(help: "List the overdue subscriptions without calling Apple or publishing.")
     var dryRun = false
 
+    @Flag(help: "Print the result as one JSON object (dryRun, leewaySeconds, overdue, items, queued, failed).")
+    var json = false
+
+    /// `reconcile --json`.
+    struct Output: OperatorJSONObject {
+        var dryRun: Bool
+        var leewaySeconds: Int
+        var overdue: [OverdueSubscription]
+        /// What happened to each (empty in a dry run).
+        var items: [ReconcileItem]
+        var queued: Int
+        var failed: Int
+    }
+
     func validate() throws {
         guard leewaySeconds >= 0 else { throw ValidationError("--leeway-seconds must not be negative") }
     }
@@ -39,14 +53,23 @@ struct Reconcile: AsyncParsableCommand {
             let overdue = try await RecoveryEnvironment.withDatabase { database in
                 try await SubscriptionReconciler(database: database, logger: OperatorEnvironment.logger).overdue(bundleID: app, leeway: leeway)
             }
-            print("environment".padded(12) + "originalTransactionId".padded(24) + "product".padded(36) + "lifecycle".padded(16) + "ended")
-            for s in overdue {
-                print(s.environment.padded(12) + s.originalTransactionId.padded(24) + s.productId.padded(36) + s.lifecycle.padded(16)
-                    + Timestamp.iso8601(s.endsAt))
+            func finish(_ items: [ReconcileItem]) {
+                guard json else { return }
+                let failed = items.filter { $0.failure != nil }.count
+                OperatorEnvironment.printJSON(Output(
+                    dryRun: dryRun, leewaySeconds: leewaySeconds, overdue: overdue, items: items, queued: items.count - failed, failed: failed))
             }
-            print("\(overdue.count) overdue subscription(s)")
+            if !json {
+                print("environment".padded(12) + "originalTransactionId".padded(24) + "product".padded(36) + "lifecycle".padded(16) + "ended")
+                for s in overdue {
+                    print(s.environment.padded(12) + s.originalTransactionId.padded(24) + s.productId.padded(36) + s.lifecycle.padded(16)
+                        + Timestamp.iso8601(s.endsAt))
+                }
+                print("\(overdue.count) overdue subscription(s)")
+            }
             if dryRun || overdue.isEmpty {
-                if dryRun { print("dry run: nothing queued") }
+                if dryRun, !json { print("dry run: nothing queued") }
+                finish([])
                 return
             }
             let configuration = try RecoveryEnvironment.enrichConfiguration()
@@ -56,7 +79,8 @@ struct Reconcile: AsyncParsableCommand {
             let items = await SubscriptionReconciler.queue(
                 overdue, client: client, producer: producer, verifiedTopic: topic, defaultBundleID: app)
             await producer.close()
-            for item in items {
+            finish(items)
+            for item in items where !json {
                 if let failure = item.failure {
                     print("failed \(item.subscription.originalTransactionId): \(failure)")
                 } else {
@@ -64,7 +88,7 @@ struct Reconcile: AsyncParsableCommand {
                 }
             }
             let failed = items.filter { $0.failure != nil }.count
-            print("\(items.count - failed) queued, \(failed) failed")
+            if !json { print("\(items.count - failed) queued, \(failed) failed") }
             if failed > 0 { throw OperationsError("reconcile_incomplete", "\(failed) subscription(s) could not be queued") }
         } catch let error as ValidationError {
             throw error

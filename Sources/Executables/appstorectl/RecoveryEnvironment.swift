@@ -87,22 +87,7 @@ enum RecoveryEnvironment {
             configuration: KafkaProducerConfiguration(client: try OperatorEnvironment.kafkaClient()), logger: OperatorEnvironment.logger)
     }
 
-    static let timeSyntax = "an ISO 8601 time (2026-11-21T10:00:00Z) or an age: 90m, 36h, 7d"
-
-    /// An ISO 8601 time, or a duration before now (`90m`, `36h`, `7d`).
-    static func parseTime(_ text: String, now: Date = Date()) -> Date? {
-        if let date = Replay.parseTime(text) { return date }
-        guard let unit = text.last, let amount = Double(text.dropLast()), amount >= 0 else { return nil }
-        let seconds: Double
-        switch unit {
-        case "s": seconds = amount
-        case "m": seconds = amount * 60
-        case "h": seconds = amount * 3600
-        case "d": seconds = amount * 86_400
-        default: return nil
-        }
-        return now.addingTimeInterval(-seconds)
-    }
+    static let timeSyntax = OperatorTime.syntax
 }
 
 /// `--app` and `--environment`, shared by the subcommands that call Apple.

@@ -1,3 +1,5 @@
+import AppStore
+import AppStoreServerAPI
 import ArgumentParser
 import Foundation
 import PipelineOperations
@@ -21,6 +23,22 @@ struct TestNotification: AsyncParsableCommand {
     @Option(help: "Seconds to wait for the notification on the verified topic.")
     var timeout: Int = 60
 
+    @Flag(help: "Print the trace as one JSON object (app, environment, topic, token, notificationUUID, sendAttempts, verifiedAt, arrived).")
+    var json = false
+
+    /// `test-notification --json`.
+    struct Output: OperatorJSONObject {
+        var app: String
+        var environment: String
+        var topic: String
+        var token: String
+        var notificationUUID: String?
+        var sendAttempts: [String]
+        /// `partition/offset` on the verified topic, when it arrived.
+        var verifiedAt: String?
+        var arrived: Bool
+    }
+
     func validate() throws {
         guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be 1 to 3600 seconds") }
     }
@@ -32,7 +50,15 @@ struct TestNotification: AsyncParsableCommand {
             let topic = ProcessInfo.processInfo.environment["VERIFIED_TOPIC"] ?? Topics.verified
             let job = TestNotificationJob(
                 client: try RecoveryEnvironment.apiClient(configuration), broker: try OperatorEnvironment.kafkaClient(), verifiedTopic: topic)
-            let trace = try await job.run(target: target, timeout: .seconds(timeout)) { print($0) }
+            let json = self.json
+            let trace = try await job.run(target: target, timeout: .seconds(timeout)) { if !json { print($0) } }
+            if json {
+                OperatorEnvironment.printJSON(Output(
+                    app: target.bundleID, environment: target.environment.rawValue, topic: topic, token: trace.token,
+                    notificationUUID: trace.notificationUUID, sendAttempts: trace.sendAttempts, verifiedAt: trace.verifiedAt, arrived: trace.arrived))
+                if !trace.arrived { throw ExitCode(1) }
+                return
+            }
             guard trace.arrived else {
                 throw OperationsError(
                     "not_arrived",
@@ -43,6 +69,8 @@ struct TestNotification: AsyncParsableCommand {
                 + (trace.sendAttempts.isEmpty ? "none recorded" : trace.sendAttempts.joined(separator: ", ")))
         } catch let error as ValidationError {
             throw error
+        } catch let exit as ExitCode {
+            throw exit
         } catch {
             OperatorEnvironment.fail(error)
         }

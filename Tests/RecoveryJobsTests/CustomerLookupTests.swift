@@ -1,0 +1,185 @@
+import AppStore
+import EntitlementStore
+import Foundation
+import GrantDecision
+import GrantTestSupport
+import PipelineOperations
+import PostgresNIO
+import KafkaClient
+import RecoveryJobs
+import StageRuntime
+import Testing
+import TestSupport
+
+@Suite("customer: found by each identifier, with notifications, ownership claims and consumption requests", .enabled(if: ScratchDatabase.enabled))
+struct CustomerLookupTests {
+    static let policy = GrantPolicy(catalog: LifecycleGenerator.catalog, expiryLeeway: 3600, transferPolicy: .refuse)
+
+    /// A purchase bought by `owner` and then claimed by `intruder` (the app sent the intruder's token),
+    /// applied through the entitlement store as grant applies it.
+    static func ownedAndClaimed(_ db: ScratchDatabase, owner: UUID, intruder: UUID, original: String) async throws {
+        var sub = SimulatedPurchase(customer: owner, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
+                                    originalTransactionId: original, start: Date().addingTimeInterval(-3600), uuidSeed: 21)
+        sub.addTransaction(reason: .purchase)
+        let buy = sub.notify(.subscribed, .initialBuy)
+        sub.advance(600)
+        sub.customer = intruder
+        sub.transactions[0].appAccountToken = intruder
+        let claim = sub.notify(.didChangeRenewalStatus, .autoRenewEnabled)
+        for record in [buy, claim] {
+            for result in try await db.store.apply([try GrantEvent(record)], policy: policy) { _ = try result.get() }
+        }
+    }
+
+    @Test("the owner is found by appAccountToken, transactionId, originalTransactionId and external user ID; the refused claim shows on both sides")
+    func everyIdentifier() async throws {
+        try await ScratchDatabase.with { db in
+            let owner = UUID(), intruder = UUID()
+            try await Self.ownedAndClaimed(db, owner: owner, intruder: intruder, original: "claim-77")
+            try await db.client.query(
+                "UPDATE customers SET external_user_id = 'user-77' WHERE customer_id = \(owner.uuidString.lowercased())::uuid",
+                logger: ScratchDatabase.logger)
+            try await db.client.query(
+                """
+                INSERT INTO consumption_requests (environment, notification_uuid, transaction_id, original_transaction_id, reason, deadline,
+                    status, note)
+                SELECT environment, 'cr-77', transaction_id, original_transaction_id, 'UNINTENDED_PURCHASE', now() + interval '12 hours',
+                    'skipped', 'no consent' FROM transactions WHERE original_transaction_id = 'claim-77' LIMIT 1
+                """, logger: ScratchDatabase.logger)
+            var transactionID = ""
+            for try await id in try await db.client.query(
+                "SELECT transaction_id FROM transactions WHERE original_transaction_id = 'claim-77' LIMIT 1", logger: ScratchDatabase.logger
+            ).decode(String.self) { transactionID = id }
+            #expect(!transactionID.isEmpty)
+
+            let identifiers: [CustomerIdentifier] = [
+                .appAccountToken(owner), .transactionId(transactionID), .originalTransactionId("claim-77"), .externalUserId("user-77"),
+            ]
+            for identifier in identifiers {
+                let found = try await CustomerLookup.customers(identifier, environment: nil, database: db.client, logger: ScratchDatabase.logger)
+                #expect(found == [owner], "\(identifier)")
+            }
+            var environment = ""
+            for try await name in try await db.client.query(
+                "SELECT environment FROM subscriptions WHERE original_transaction_id = 'claim-77'", logger: ScratchDatabase.logger
+            ).decode(String.self) { environment = name }
+            #expect(try await CustomerLookup.customers(.originalTransactionId("claim-77"), environment: environment, database: db.client,
+                                                       logger: ScratchDatabase.logger) == [owner])
+            let other = environment == "Production" ? "Sandbox" : "Production"
+            #expect(try await CustomerLookup.customers(.originalTransactionId("claim-77"), environment: other, database: db.client,
+                                                       logger: ScratchDatabase.logger).isEmpty)
+            #expect(try await CustomerLookup.customers(.externalUserId("nobody"), environment: nil, database: db.client,
+                                                       logger: ScratchDatabase.logger).isEmpty)
+
+            let ownerReport = try await CustomerReport.load(customerID: owner, database: db.client, logger: ScratchDatabase.logger)
+            #expect(ownerReport.entitlements.count == 1)
+            #expect(ownerReport.subscriptions.map(\.originalTransactionId) == ["claim-77"])
+            #expect(ownerReport.transactions.map(\.transactionId) == [transactionID])
+            #expect(Set(ownerReport.ownershipClaims.map { "\($0.customerId) \($0.status)" })
+                == ["\(owner.uuidString.lowercased()) owner", "\(intruder.uuidString.lowercased()) refused"])
+            #expect(ownerReport.notifications.map(\.type) == ["SUBSCRIBED", "DID_CHANGE_RENEWAL_STATUS"])
+            #expect(ownerReport.notifications.map(\.outcome).first == "applied")
+            #expect(ownerReport.consumptionRequests.map { "\($0.notificationUuid) \($0.status) \($0.note ?? "")" } == ["cr-77 skipped no consent"])
+
+            // The intruder owns nothing, and the report says why: the claim was refused, owned by the owner.
+            let intruderReport = try await CustomerReport.load(customerID: intruder, database: db.client, logger: ScratchDatabase.logger)
+            #expect(!intruderReport.isEmpty)
+            #expect(intruderReport.entitlements.isEmpty && intruderReport.subscriptions.isEmpty)
+            let refused = try #require(intruderReport.ownershipClaims.first { $0.customerId == intruder.uuidString.lowercased() })
+            #expect(refused.status == "refused")
+            #expect(refused.owner == owner.uuidString.lowercased())
+            #expect(refused.reason.contains("refused") && refused.reason.contains(owner.uuidString.lowercased()))
+            let text = intruderReport.text
+            #expect(text.contains("ownership claims:") && text.contains("refused") && text.contains("DID_CHANGE_RENEWAL_STATUS"))
+
+            // --json: one object with every documented key, null where there is no value.
+            let json = try OperatorJSON.encode(intruderReport)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+            #expect(Set(object.keys) == [
+                "customerId", "entitlements", "subscriptions", "transactions", "balances", "changes", "notifications", "ownershipClaims",
+                "consumptionRequests",
+            ])
+            let claims = try #require(object["ownershipClaims"] as? [[String: Any]])
+            #expect(claims.allSatisfy {
+                Set($0.keys) == ["environment", "originalTransactionId", "customerId", "status", "owner", "verified", "firstClaimedAt",
+                                 "causeEventKey", "reason"]
+            })
+            let notifications = try #require(object["notifications"] as? [[String: Any]])
+            #expect(notifications.allSatisfy {
+                Set($0.keys) == ["environment", "receivedAt", "processedAt", "type", "subtype", "outcome", "note", "source", "eventKey",
+                                 "originalTransactionId", "transactionId"]
+            })
+            let requests = try #require(object["consumptionRequests"] as? [[String: Any]])
+            #expect(requests.first?["deliveryStatus"] is NSNull, "absent values are null, never left out")
+        }
+    }
+}
+
+@Suite("status: what needs attention")
+struct PipelineHealthTests {
+    func stage(_ name: String, members: Int?, lags: [Int64?], letters: [DeadLetterCount] = []) -> StageStatus {
+        var status = StageStatus(stage: .init(name: name, groupID: "appstore.\(name)", inputTopic: "\(name).in", outputTopic: nil,
+                                              deadLetterTopic: "\(name).dlq"))
+        status.members = members.map { count in
+            (0..<count).map { KafkaGroupOffsets.Member(memberID: "m\($0)", clientID: name, host: "/10.0.0.\($0)") }
+        }
+        status.partitions = lags.enumerated().map { index, lag in
+            StageStatus.Partition(partition: Int32(index), committed: 10, earliest: 0, end: 10 + (lag ?? 0), lag: lag)
+        }
+        status.deadLetters = letters
+        return status
+    }
+
+    @Test("healthy when every stage with lag has members, no dead letter waits and the outbox is fresh")
+    func healthy() throws {
+        let health = PipelineHealth(
+            stages: [stage("verify", members: 1, lags: [4, 0]), stage("grant", members: 0, lags: [0, 0],
+                                                                   letters: [.init(code: "x", total: 2, notReplayed: 0)])],
+            outbox: OutboxBacklog(unpublished: 3, oldestCreatedAt: Date(), oldestAgeSeconds: 2), maxOutboxAgeSeconds: 60)
+        #expect(health.healthy, "\(health.problems)")
+        #expect(health.text.hasSuffix("healthy"))
+    }
+
+    @Test("a stage whose input could not be read has an unknown lag, never 0, and needs attention")
+    func unreadable() throws {
+        var grant = stage("grant", members: nil, lags: [])
+        grant.partitionsRead = false
+        grant.errors = ["lag of grant.in: broker transport failure"]
+        let health = PipelineHealth(stages: [grant], outbox: nil, maxOutboxAgeSeconds: 60)
+        #expect(grant.lag == nil)
+        #expect(health.problems.map(\.kind) == ["unreadable"])
+        #expect(health.text.contains("lag unknown, last record unknown") && !health.text.contains("lag 0"))
+    }
+
+    @Test("a stopped stage with lag, a dead letter not replayed and an old outbox row each need attention, by name")
+    func attention() throws {
+        let health = PipelineHealth(
+            stages: [
+                stage("enrich", members: 0, lags: [7, nil, 2], letters: [.init(code: "appstore_not_found", total: 3, notReplayed: 1)]),
+                stage("grant", members: nil, lags: [5]),
+            ],
+            outbox: OutboxBacklog(unpublished: 12, oldestCreatedAt: Date().addingTimeInterval(-300), oldestAgeSeconds: 300),
+            maxOutboxAgeSeconds: 60)
+        #expect(!health.healthy)
+        #expect(health.problems.map(\.kind) == ["stalled", "dead_letters", "outbox_backlog"])
+        #expect(health.problems[0].stage == "enrich" && health.problems[0].detail.contains("lag 9 (partition 0: 7, partition 2: 2)"))
+        #expect(health.problems[1].code == "appstore_not_found")
+        let text = health.text
+        #expect(text.contains("stalled: enrich: lag 9") && text.contains("appstore_not_found") && text.contains("unknown (at least 9)"))
+
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(try OperatorJSON.encode(health).utf8)) as? [String: Any])
+        #expect(Set(object.keys) == ["healthy", "checkedAt", "stages", "outbox", "outboxError", "maxOutboxAgeSeconds", "problems"])
+        #expect(object["healthy"] as? Bool == false)
+        let stages = try #require(object["stages"] as? [[String: Any]])
+        #expect(Set(stages[0].keys) == [
+            "stage", "group", "inputTopic", "deadLetterTopic", "groupState", "memberCount", "members", "lag", "lastRecordAt", "partitions",
+            "deadLetters", "deadLettersNotReplayed", "errors",
+        ])
+        #expect(stages[0]["lag"] is NSNull, "a partition's unknown lag makes the stage's unknown")
+        #expect(stages[1]["memberCount"] is NSNull)
+        let partitions = try #require(stages[0]["partitions"] as? [[String: Any]])
+        #expect(Set(partitions[0].keys) == ["partition", "committed", "earliest", "end", "lag", "lastRecordAt"])
+        let problems = try #require(object["problems"] as? [[String: Any]])
+        #expect(problems.allSatisfy { Set($0.keys) == ["kind", "stage", "code", "detail"] })
+    }
+}
