@@ -138,7 +138,7 @@ final class IngestHandler: Sendable {
             return report
         case .failure(let error):
             recordFailure()
-            logger.warning("broker refused the record", metadata: ["error": "\(error)"])
+            logger.warning("broker refused the record", error: error)
             throw IngestError.brokerUnavailable()
         case nil:
             recordFailure()

@@ -230,7 +230,7 @@ final class PartitionWorker: Sendable {
                     try context.consumer.storeOffset(message)
                 } catch {
                     // The partition was revoked meanwhile: its next owner redoes this record.
-                    context.logger.debug("offset not stored", metadata: log(message).merging([LogKey.error: "\(error)"]) { a, _ in a })
+                    context.logger.debug("offset not stored", error: error, metadata: log(message))
                 }
                 return true
             } catch {
@@ -279,7 +279,7 @@ final class PartitionWorker: Sendable {
         do {
             if paused { try context.consumer.pause([partition]) } else { try context.consumer.resume([partition]) }
         } catch {
-            context.logger.debug("pause/resume failed", metadata: [LogKey.partition: "\(partition)", LogKey.error: "\(error)"])
+            context.logger.debug("pause/resume failed", error: error, metadata: [LogKey.partition: "\(partition)"])
         }
     }
 
