@@ -59,10 +59,13 @@ public enum GrantMetrics {
 /// The rows of `outbox` not yet published and the age of the oldest.
 public struct PendingOutbox: Hashable, Sendable {
     public var unpublishedRows: Int
+    /// When the oldest unpublished row was written; nil when there is none.
+    public var oldestCreatedAt: Date?
     /// Seconds since the oldest unpublished row was written; 0 when there is none.
     public var oldestAgeSeconds: Double
-    public init(unpublishedRows: Int, oldestAgeSeconds: Double) {
+    public init(unpublishedRows: Int, oldestCreatedAt: Date? = nil, oldestAgeSeconds: Double) {
         self.unpublishedRows = unpublishedRows
+        self.oldestCreatedAt = oldestCreatedAt
         self.oldestAgeSeconds = oldestAgeSeconds
     }
 }

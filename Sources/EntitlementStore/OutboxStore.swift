@@ -63,12 +63,12 @@ extension EntitlementStore {
         do {
             return try await StoreDeadline.run(operationTimeout, "reading the outbox backlog") {
                 let rows = try await self.client.query("""
-                    SELECT count(*), coalesce(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at))::float8, 0)
+                    SELECT count(*), min(created_at), coalesce(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at))::float8, 0)
                     FROM outbox WHERE published_at IS NULL
                     """, logger: self.logger)
                 var backlog = PendingOutbox(unpublishedRows: 0, oldestAgeSeconds: 0)
-                for try await (count, age) in rows.decode((Int64, Double).self) {
-                    backlog = PendingOutbox(unpublishedRows: Int(count), oldestAgeSeconds: max(0, age))
+                for try await (count, oldest, age) in rows.decode((Int64, Date?, Double).self) {
+                    backlog = PendingOutbox(unpublishedRows: Int(count), oldestCreatedAt: oldest, oldestAgeSeconds: max(0, age))
                 }
                 return backlog
             }

@@ -78,10 +78,8 @@ public struct ChangeStreamAudit: Sendable, Codable, Hashable {
 
     /// Reads the whole changes topic (every partition from its start) and audits it.
     public static func scan(client: KafkaClientConfiguration, topic: String = Topics.entitlementChanges) async throws -> ChangeStreamAudit {
-        let partitions = try await KafkaAdmin(configuration: client).describeTopics()[topic]
-        guard let partitions else { throw OperationsError("topic_missing", "the broker has no topic \(topic)") }
-        var start: [KafkaTopicPartition: Int64?] = [:]
-        for p in 0..<partitions { start[KafkaTopicPartition(topic: topic, partition: Int32(p))] = .some(nil) }
+        let partitions = try await KafkaGroupOffsets(configuration: client).partitions(of: topic)
+        let start = Dictionary(uniqueKeysWithValues: partitions.map { ($0, Int64?.none) })
         let scanner = KafkaTopicScanner(configuration: client, idle: .seconds(3), limit: 10_000_000)
         return try ChangeStreamAudit(messages: try await scanner.scan(start))
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EntitlementStore
 import Foundation
 import PipelineOperations
 import RecoveryJobs
@@ -43,9 +44,12 @@ struct Status: AsyncParsableCommand {
         var outboxError: String?
         if Self.databaseConfigured {
             do {
-                outbox = try await RecoveryEnvironment.withDatabase { database in
-                    try await OutboxBacklog.load(database: database, logger: OperatorEnvironment.logger)
+                let pending = try await RecoveryEnvironment.withDatabase { database in
+                    try await EntitlementStore(client: database, logger: OperatorEnvironment.logger).outboxBacklog()
                 }
+                outbox = OutboxBacklog(
+                    unpublished: Int64(pending.unpublishedRows), oldestCreatedAt: pending.oldestCreatedAt,
+                    oldestAgeSeconds: pending.oldestCreatedAt == nil ? nil : pending.oldestAgeSeconds)
             } catch {
                 outboxError = (error as? OperationsError).map { "\($0.code): \($0.message)" } ?? "\(error)"
             }
