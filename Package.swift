@@ -14,6 +14,7 @@ let cryptoExtras: Target.Dependency = .product(name: "_CryptoExtras", package: "
 let dequeModule: Target.Dependency = .product(name: "DequeModule", package: "swift-collections")
 let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
 let hummingbirdTesting: Target.Dependency = .product(name: "HummingbirdTesting", package: "hummingbird")
+let jwtKit: Target.Dependency = .product(name: "JWTKit", package: "jwt-kit")
 let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
 let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
@@ -57,6 +58,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
     ],
     targets: [
         // librdkafka, found through pkg-config; the only place its C API is visible.
@@ -101,10 +103,10 @@ let package = Package(
             dependencies: ["AppStore"],
             swiftSettings: swiftSettings
         ),
-        // The webhook front door: HTTP in, raw topic out.
+        // The webhook front door: HTTP in, raw topic out; app uploads authenticated (JWT or HMAC).
         .target(
             name: "IngestService",
-            dependencies: ["KafkaClient", "StageRuntime", hummingbird, crypto],
+            dependencies: ["AppStore", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient, logging],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -130,7 +132,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["KafkaClient", "StageRuntime", serviceLifecycle, logging],
+            dependencies: ["KafkaClient", "StageRuntime", serviceLifecycle, logging, jwtKit, crypto, cryptoExtras],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),
@@ -151,7 +153,7 @@ let package = Package(
             name: "IngestTests",
             dependencies: [
                 "IngestService", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting,
-                asyncHTTPClient, nioCore, nioHTTP1,
+                asyncHTTPClient, nioCore, nioHTTP1, hummingbird, jwtKit, crypto, logging,
             ],
             swiftSettings: swiftSettings
         ),
