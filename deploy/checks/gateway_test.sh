@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The gateway for real: renders deploy/gateway/templates/gateway.conf.template as the nginx image's
-# entrypoint does (envsubst of the GATEWAY_* variables), checks it with `nginx -t` (Debian's
-# nginx), starts it on loopback with a throwaway self-signed certificate in front of a running
-# ingest (the debug binary) and the local broker, and sends requests through TLS.
+# entrypoint does (envsubst of the GATEWAY_* variables, then deploy/gateway/entrypoint.d/*.sh for the
+# address lists), checks it with `nginx -t` (Debian's nginx), starts it on loopback with a throwaway
+# self-signed certificate in front of a running ingest (the debug binary) and the local broker, and
+# sends requests through TLS: the routes, limits and logs; /v2/notifications only from the
+# allow-list (Apple's 17.0.0.0/8 by default), the client address believed only from trusted
+# proxies, plain HTTP refused. Gateways in front of a small recording upstream show which
+# X-Forwarded-For reaches ingest.
 #   gateway_test.sh INGEST_BINARY    (KAFKA_BOOTSTRAP_SERVERS must name a running broker)
 set -euo pipefail
 ingest_bin="$1"
@@ -35,44 +39,100 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -su
   -addext "subjectAltName=DNS:localhost" -keyout "$tmp/tls.key" -out "$tmp/tls.crt" 2>/dev/null
 
 ingest_port="$(free_port)"
-HTTP_HOST=127.0.0.1 HTTP_PORT="$ingest_port" LOG_LEVEL=warning "$ingest_bin" >"$tmp/ingest.log" 2>&1 &
+# Uploads open (INGEST_UPLOAD_AUTH=none), which ingest allows only for Sandbox-only apps.
+HTTP_HOST=127.0.0.1 HTTP_PORT="$ingest_port" LOG_LEVEL=warning INGEST_UPLOAD_AUTH=none \
+  APPSTORE_APPS=com.example.gateway::Sandbox "$ingest_bin" >"$tmp/ingest.log" 2>&1 &
 ingest_pid=$!
 pids+=("$ingest_pid")
 if wait_http "http://127.0.0.1:$ingest_port/ready" 60; then ok "ingest ready on 127.0.0.1:$ingest_port"; else
   fail "ingest ready" "$(tail -5 "$tmp/ingest.log")"
 fi
 
-# start_gateway NAME RATE BURST: renders, tests and starts one nginx; prints its port.
-start_gateway() {
-  local dir="$tmp/$1" port
-  port="$(free_port)"
+# A stand-in for ingest that answers 200 and records the X-Forwarded-For of every request.
+recorder_port="$(free_port)"
+python3 - "$recorder_port" "$tmp/recorded.jsonl" <<'PY' >"$tmp/recorder.log" 2>&1 &
+import http.server, json, sys
+class Recorder(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with open(sys.argv[2], "a") as f:
+            f.write(json.dumps({"path": self.path, "x_forwarded_for": self.headers.get_all("X-Forwarded-For")}) + "\n")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Recorder).serve_forever()
+PY
+pids+=($!)
+
+template="$repo/deploy/gateway/templates/gateway.conf.template"
+lists_script="$repo/deploy/gateway/entrypoint.d/25-gateway-address-lists.sh"
+
+# render_gateway DIR PORT UPSTREAM RATE BURST [VAR=VALUE ...]: what the image does before nginx:
+# the template through envsubst, then the address lists script, with the given settings
+# (GATEWAY_NOTIFICATION_ALLOW and GATEWAY_TRUSTED_PROXIES unset unless given: their defaults).
+render_gateway() {
+  local dir="$1" port="$2" upstream="$3" rate="$4" burst="$5"
+  shift 5
   mkdir -p "$dir/conf.d"
   cp "$repo/deploy/gateway/nginx.conf" "$dir/nginx.conf"
-  GATEWAY_LISTEN_PORT="127.0.0.1:$port" GATEWAY_TLS_CERT="$tmp/tls.crt" GATEWAY_TLS_KEY="$tmp/tls.key" \
-    GATEWAY_UPSTREAM="127.0.0.1:$ingest_port" GATEWAY_RATE_LIMIT="$2" GATEWAY_RATE_BURST="$3" \
-    envsubst "$(grep -o '\${GATEWAY_[A-Z_]*}' "$repo/deploy/gateway/templates/gateway.conf.template" | sort -u | tr '\n' ' ')" \
-    <"$repo/deploy/gateway/templates/gateway.conf.template" >"$dir/conf.d/gateway.conf"
+  local settings=(GATEWAY_LISTEN_PORT="127.0.0.1:$port" GATEWAY_TLS_CERT="$tmp/tls.crt" GATEWAY_TLS_KEY="$tmp/tls.key"
+    GATEWAY_UPSTREAM="$upstream" GATEWAY_RATE_LIMIT="$rate" GATEWAY_RATE_BURST="$burst" NGINX_ENVSUBST_OUTPUT_DIR="$dir/conf.d" "$@")
+  env -u GATEWAY_NOTIFICATION_ALLOW -u GATEWAY_TRUSTED_PROXIES "${settings[@]}" \
+    envsubst "$(grep -o '\${GATEWAY_[A-Z_]*}' "$template" | sort -u | tr '\n' ' ')" <"$template" >"$dir/conf.d/gateway.conf"
+  env -u GATEWAY_NOTIFICATION_ALLOW -u GATEWAY_TRUSTED_PROXIES "${settings[@]}" "$lists_script" >"$dir/lists.log" 2>&1
+}
+
+# start_gateway NAME UPSTREAM RATE BURST [VAR=VALUE ...]: renders, tests and starts one nginx on
+# loopback; its port is in $tmp/NAME/port.
+start_gateway() {
+  local name="$1" dir="$tmp/$1" port
+  port="$(free_port)"
+  if render_gateway "$dir" "$port" "${@:2}"; then ok "$name: address lists rendered: $(tail -1 "$dir/lists.log")"; else
+    fail "$name: the address lists render" "$(cat "$dir/lists.log")"
+  fi
   local global="pid $dir/nginx.pid; error_log $dir/error.log; daemon off;"
-  if grep -Eq '\$\{[A-Za-z_]+\}' "$dir/conf.d/gateway.conf"; then fail "$1: every \${...} of the template is rendered"; else ok "$1: every \${...} of the template is rendered"; fi
-  if nginx -t -q -c "$dir/nginx.conf" -g "$global" 2>"$dir/t.log"; then ok "$1: nginx -t accepts the gateway configuration"; else
-    fail "$1: nginx -t" "$(cat "$dir/t.log")"
+  if grep -Eq '\$\{[A-Za-z_]+\}' "$dir/conf.d/gateway.conf"; then fail "$name: every \${...} of the template is rendered"; else ok "$name: every \${...} of the template is rendered"; fi
+  if nginx -t -q -c "$dir/nginx.conf" -g "$global" 2>"$dir/t.log"; then ok "$name: nginx -t accepts the gateway configuration"; else
+    fail "$name: nginx -t" "$(cat "$dir/t.log")"
   fi
   nginx -c "$dir/nginx.conf" -g "$global" >"$dir/access.log" 2>"$dir/stderr.log" &
   pids+=($!)
   echo "$!" >"$dir/master.pid"
-  wait_tls "$port" || fail "$1: nginx listens on $port" "$(cat "$dir/error.log" "$dir/stderr.log" 2>/dev/null | tail -5)"
+  wait_tls "$port" || fail "$name: nginx listens on $port" "$(cat "$dir/error.log" "$dir/stderr.log" 2>/dev/null | tail -5)"
   echo "$port" >"$dir/port"
 }
 wait_tls() { local deadline=$((SECONDS + 10)); until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do ((SECONDS < deadline)) || return 1; sleep 0.1; done; }
 
-start_gateway main 100r/s 200
-port="$(cat "$tmp/main/port")"
-url="https://localhost:$port"
-req() {  # METHOD PATH [BODY_FILE] [CONTENT_TYPE]: prints the status code
+# req GATEWAY METHOD PATH [BODY_FILE] [CONTENT_TYPE] [HEADER]: prints the status code; the body
+# and headers of the answer are in $tmp/body and $tmp/headers.
+req() {
+  local port
+  port="$(cat "$tmp/$1/port")"
   local args=(-sS -o "$tmp/body" -D "$tmp/headers" -w '%{http_code}' --cacert "$tmp/tls.crt"
-    --resolve "localhost:$port:127.0.0.1" -X "$1" "$url$2")
-  [[ -n "${3:-}" ]] && args+=(-H "Content-Type: ${4:-application/json}" --data-binary "@$3")
+    --resolve "localhost:$port:127.0.0.1" -X "$2" "https://localhost:$port$3")
+  [[ -n "${4:-}" ]] && args+=(-H "Content-Type: ${5:-application/json}" --data-binary "@$4")
+  [[ -n "${6:-}" ]] && args+=(-H "$6")
   curl "${args[@]}" || true
+}
+# error_code: the error code of the JSON body of the last answer, and its Content-Type.
+error_code() {
+  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["error"]["code"])' "$tmp/body" 2>/dev/null || echo "not JSON: $(head -c 80 "$tmp/body")"
+  grep -i '^content-type:' "$tmp/headers" | tr -d '\r' | cut -d' ' -f2
+}
+# ingest_notifications: how many requests ingest has answered on /v2/notifications (its metrics).
+ingest_notifications() {
+  curl -fsS "http://127.0.0.1:$ingest_port/metrics" | awk 'index($0, "ingest_requests_total{") == 1 && index($0, "route=\"/v2/notifications\"") { s += $NF } END { print s + 0 }'
+}
+# recorded_xff: the X-Forwarded-For the recording upstream got with its last request.
+recorded_xff() { tail -1 "$tmp/recorded.jsonl" 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["x_forwarded_for"])' 2>/dev/null || echo none; }
+# last_log GATEWAY: "client peer status upstream_status" of its access log's last line.
+last_log() {
+  sleep 0.1
+  tail -1 "$tmp/$1/access.log" | python3 -c 'import json, sys; e = json.load(sys.stdin); print(e["client"], e["peer"], e["status"], e["upstream_status"] or "-")' 2>/dev/null || echo none
 }
 
 marker="$(openssl rand -hex 16)"
@@ -81,38 +141,114 @@ printf '{"signedTransaction":"eyJhbGciOiJFUzI1NiJ9.eyJtYXJrZXIiOiIke%s.c2lnbmF0d
 head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' 'a' >"$tmp/too-large.json"
 printf 'not json' >"$tmp/invalid.json"
 
-expect "POST /v2/notifications through TLS reaches ingest and is stored (200)" "$(req POST /v2/notifications "$tmp/notification.json")" 200
-expect "POST /v1/transactions through TLS reaches ingest and is stored (200)" "$(req POST /v1/transactions "$tmp/transaction.json")" 200
-expect "ingest's own answers pass through: invalid JSON gets 400" "$(req POST /v2/notifications "$tmp/invalid.json")" 400
-expect "ingest's own answers pass through: text/plain gets 415" "$(req POST /v2/notifications "$tmp/notification.json" text/plain)" 415
-expect "GET /v2/notifications is refused (405)" "$(req GET /v2/notifications)" 405
+# The address lists script refuses what would fail open, one line per bad value, and writes nothing.
+bad_dir="$tmp/bad-lists"
+for setting in "GATEWAY_NOTIFICATION_ALLOW=17.0.0.0/33" "GATEWAY_NOTIFICATION_ALLOW=17.0.0.0/8,apple.com" "GATEWAY_NOTIFICATION_ALLOW=" \
+               "GATEWAY_TRUSTED_PROXIES=300.1.2.3" "GATEWAY_TRUSTED_PROXIES=0.0.0.0/0" "GATEWAY_TRUSTED_PROXIES=10.0.0.0/8 ::/0"; do
+  rm -rf "$bad_dir"
+  if env -u GATEWAY_NOTIFICATION_ALLOW -u GATEWAY_TRUSTED_PROXIES NGINX_ENVSUBST_OUTPUT_DIR="$bad_dir" "$setting" "$lists_script" >"$tmp/bad.log" 2>&1; then
+    fail "the address lists refuse $setting" "it exited 0"
+  elif [[ "$(grep -c "^gateway: ${setting%%=*}" "$tmp/bad.log")" == 1 && -z "$(ls -A "$bad_dir" 2>/dev/null)" ]]; then
+    ok "the address lists refuse $setting: $(cat "$tmp/bad.log")"
+  else
+    fail "the address lists refuse $setting with one line and no files" "$(cat "$tmp/bad.log"; ls "$bad_dir" 2>/dev/null)"
+  fi
+done
+
+ingest="127.0.0.1:$ingest_port"
+recorder="127.0.0.1:$recorder_port"
+echo "gateway open to every address (as the demo's), in front of ingest:"
+start_gateway open "$ingest" 100r/s 200 "GATEWAY_NOTIFICATION_ALLOW=0.0.0.0/0 ::/0"
+expect "POST /v2/notifications through TLS reaches ingest and is stored (200)" "$(req open POST /v2/notifications "$tmp/notification.json")" 200
+expect "POST /v1/transactions through TLS reaches ingest and is stored (200)" "$(req open POST /v1/transactions "$tmp/transaction.json")" 200
+expect "ingest's own answers pass through: invalid JSON gets 400" "$(req open POST /v2/notifications "$tmp/invalid.json")" 400
+expect "ingest's own answers pass through: text/plain gets 415" "$(req open POST /v2/notifications "$tmp/notification.json" text/plain)" 415
+expect "GET /v2/notifications is refused (405)" "$(req open GET /v2/notifications)" 405
 if grep -qi '^allow: POST' "$tmp/headers"; then ok "405 says Allow: POST"; else fail "405 says Allow: POST" "$(cat "$tmp/headers")"; fi
-expect "PUT /v1/transactions is refused (405)" "$(req PUT /v1/transactions "$tmp/notification.json")" 405
-expect "GET /health is not exposed (404)" "$(req GET /health)" 404
-expect "GET /metrics is not exposed (404)" "$(req GET /metrics)" 404
-expect "POST /v2/notifications/extra is not routed (404)" "$(req POST /v2/notifications/extra "$tmp/notification.json")" 404
-expect "POST / is not routed (404)" "$(req POST / "$tmp/notification.json")" 404
-expect "a body over 1 MiB is refused by the gateway (413)" "$(req POST /v2/notifications "$tmp/too-large.json")" 413
-plain="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v2/notifications" || true)"
-expect "plain HTTP on the TLS port is refused (400)" "$plain" 400
+expect "PUT /v1/transactions is refused (405)" "$(req open PUT /v1/transactions "$tmp/notification.json")" 405
+expect "GET /health is not exposed (404)" "$(req open GET /health)" 404
+expect "GET /metrics is not exposed (404)" "$(req open GET /metrics)" 404
+expect "POST /v2/notifications/extra is not routed (404)" "$(req open POST /v2/notifications/extra "$tmp/notification.json")" 404
+expect "POST / is not routed (404)" "$(req open POST / "$tmp/notification.json")" 404
+expect "a body over 1 MiB is refused by the gateway (413)" "$(req open POST /v2/notifications "$tmp/too-large.json")" 413
+
+# Plain HTTP to the TLS port: a JSON 400, never a redirect, and ingest never sees it.
+open_port="$(cat "$tmp/open/port")"
+before="$(ingest_notifications)"
+plain="$(curl -s -o "$tmp/body" -D "$tmp/headers" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+  --data-binary "@$tmp/notification.json" "http://127.0.0.1:$open_port/v2/notifications" || true)"
+expect "plain HTTP POST on the TLS port is refused (400)" "$plain" 400
+expect "plain HTTP gets a JSON error gateway.plain_http, no redirect" "$(error_code | tr '\n' ' ')" "gateway.plain_http application/json "
+expect "plain HTTP never reaches ingest (its /v2/notifications count is unchanged)" "$(ingest_notifications)" "$before"
+expect "plain HTTP GET on the TLS port is refused (400)" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$open_port/v2/notifications" || true)" 400
 
 # The access log: one JSON object per request, no bodies, the over-limit body never sent upstream.
 sleep 0.3
-if python3 - "$tmp/main/access.log" "$marker" <<'PY'; then ok "access log: one JSON line per request, no bodies, 413 not proxied"; else fail "access log" "$(head -3 "$tmp/main/access.log")"; fi
+if python3 - "$tmp/open/access.log" "$marker" <<'PY'; then ok "access log: one JSON line per request, no bodies, 413 and plain HTTP not proxied"; else fail "access log" "$(head -3 "$tmp/open/access.log")"; fi
 import json, sys
 lines = [l for l in open(sys.argv[1]) if l.strip()]
 entries = [json.loads(l) for l in lines]
-assert len(entries) >= 12, len(entries)
+assert len(entries) >= 13, len(entries)
 assert sys.argv[2] not in open(sys.argv[1]).read(), "a body reached the access log"
-assert all(e["request_id"] and e["method"] and e["path"] for e in entries)
+assert all(e["request_id"] and e["method"] and e["path"] and e["client"] and e["peer"] for e in entries)
 stored = [e for e in entries if e["path"] == "/v2/notifications" and e["status"] == 200]
 assert stored and stored[0]["upstream_status"] == "200", stored
-too_large = [e for e in entries if e["status"] == 413]
-assert too_large and too_large[0]["upstream_status"] in ("", "-"), too_large
+refused = [e for e in entries if e["status"] in (413, 400) and e["upstream_status"] in ("", "-")]
+assert {e["status"] for e in refused} == {413, 400}, refused
 PY
 
-# The per-client rate limit, on a second gateway rendered from the same template with a low rate.
-start_gateway limited 2r/s 2
+echo "gateway with the default allow-list (Apple's 17.0.0.0/8) and no trusted proxy, in front of ingest:"
+start_gateway apple "$ingest" 100r/s 200
+if grep -qx 'allow 17.0.0.0/8;' "$tmp/apple/conf.d/gateway-notification-allow.inc" && ! grep -q '^set_real_ip_from' "$tmp/apple/conf.d/gateway-trusted-proxies.inc"; then
+  ok "defaults: allow 17.0.0.0/8 only, no trusted proxy"; else fail "defaults" "$(cat "$tmp/apple/conf.d/"*.inc)"; fi
+before="$(ingest_notifications)"
+expect "POST /v2/notifications from 127.0.0.1 is refused (403)" "$(req apple POST /v2/notifications "$tmp/notification.json")" 403
+expect "the 403 is a JSON error gateway.forbidden_source" "$(error_code | tr '\n' ' ')" "gateway.forbidden_source application/json "
+expect "the 403 never reached ingest: nothing stored (its /v2/notifications count is unchanged)" "$(ingest_notifications)" "$before"
+expect "access log: client 127.0.0.1, 403, not proxied" "$(last_log apple)" "127.0.0.1 127.0.0.1 403 -"
+expect "X-Forwarded-For: 17.1.2.3 from an untrusted peer is ignored (403: no spoofing)" \
+  "$(req apple POST /v2/notifications "$tmp/notification.json" "" "X-Forwarded-For: 17.1.2.3")" 403
+expect "X-Real-IP: 17.1.2.3 is ignored too (403)" "$(req apple POST /v2/notifications "$tmp/notification.json" "" "X-Real-IP: 17.1.2.3")" 403
+expect "access log: the spoofed address is not the client" "$(last_log apple)" "127.0.0.1 127.0.0.1 403 -"
+expect "still nothing stored" "$(ingest_notifications)" "$before"
+expect "POST /v1/transactions is not address-restricted: it reaches ingest (200)" "$(req apple POST /v1/transactions "$tmp/transaction.json")" 200
+expect "GET /v2/notifications from outside the allow-list still says 405" "$(req apple GET /v2/notifications)" 405
+apple_port="$(cat "$tmp/apple/port")"
+expect "plain HTTP on the TLS port is refused (400)" "$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{}' "http://127.0.0.1:$apple_port/v2/notifications" || true)" 400
+
+echo "gateway with the default allow-list behind a trusted proxy (GATEWAY_TRUSTED_PROXIES=127.0.0.1/32), in front of ingest:"
+start_gateway proxied "$ingest" 100r/s 200 "GATEWAY_TRUSTED_PROXIES=127.0.0.1/32"
+before="$(ingest_notifications)"
+expect "POST /v2/notifications for client 17.1.2.3 through the trusted proxy is stored (200)" \
+  "$(req proxied POST /v2/notifications "$tmp/notification.json" "" "X-Forwarded-For: 17.1.2.3")" 200
+expect "ingest answered it" "$(ingest_notifications)" "$((before + 1))"
+expect "access log: client 17.1.2.3 through peer 127.0.0.1, proxied" "$(last_log proxied)" "17.1.2.3 127.0.0.1 200 200"
+expect "through two trusted proxies (X-Forwarded-For: 17.1.2.3, 127.0.0.1) the client is 17.1.2.3 (200)" \
+  "$(req proxied POST /v2/notifications "$tmp/notification.json" "" "X-Forwarded-For: 17.1.2.3, 127.0.0.1")" 200
+expect "access log: client 17.1.2.3 behind both proxies" "$(last_log proxied)" "17.1.2.3 127.0.0.1 200 200"
+before="$(ingest_notifications)"
+expect "client 8.8.8.8 through the trusted proxy is refused (403)" \
+  "$(req proxied POST /v2/notifications "$tmp/notification.json" "" "X-Forwarded-For: 8.8.8.8")" 403
+expect "a client that put 17.1.2.3 before its own address 8.8.8.8 is refused (403)" \
+  "$(req proxied POST /v2/notifications "$tmp/notification.json" "" "X-Forwarded-For: 17.1.2.3, 8.8.8.8")" 403
+expect "access log: the client is the address the proxy saw (8.8.8.8)" "$(last_log proxied)" "8.8.8.8 127.0.0.1 403 -"
+expect "the trusted proxy itself without X-Forwarded-For is refused (403)" "$(req proxied POST /v2/notifications "$tmp/notification.json")" 403
+expect "none of the three reached ingest" "$(ingest_notifications)" "$before"
+
+echo "the X-Forwarded-For that reaches ingest (gateways in front of a recording upstream):"
+start_gateway recorded-direct "$recorder" 100r/s 200 "GATEWAY_NOTIFICATION_ALLOW=0.0.0.0/0 ::/0"
+start_gateway recorded-proxied "$recorder" 100r/s 200 "GATEWAY_TRUSTED_PROXIES=127.0.0.1/32"
+expect "direct: a client's own X-Forwarded-For (17.1.2.3) is replaced by its address" \
+  "$(req recorded-direct POST /v2/notifications "$tmp/notification.json" "" "X-Forwarded-For: 17.1.2.3" >/dev/null; recorded_xff)" "['127.0.0.1']"
+expect "direct: without X-Forwarded-For ingest gets the peer's address" \
+  "$(req recorded-direct POST /v1/transactions "$tmp/transaction.json" >/dev/null; recorded_xff)" "['127.0.0.1']"
+expect "through the trusted proxy: ingest gets only the real client (17.1.2.3), not what the client claimed before it" \
+  "$(req recorded-proxied POST /v2/notifications "$tmp/notification.json" "" "X-Forwarded-For: 203.0.113.7, 17.1.2.3" >/dev/null; recorded_xff)" "['17.1.2.3']"
+expect "through the trusted proxy: an upload from 198.51.100.4 passes with that address" \
+  "$(req recorded-proxied POST /v1/transactions "$tmp/transaction.json" "" "X-Forwarded-For: 198.51.100.4" >/dev/null; recorded_xff)" "['198.51.100.4']"
+
+# The per-client rate limit, on a gateway rendered from the same template with a low rate.
+start_gateway limited "$ingest" 2r/s 2 "GATEWAY_NOTIFICATION_ALLOW=127.0.0.0/8"
 lport="$(cat "$tmp/limited/port")"
 limited_args=(-s -w '%{http_code}\n' --cacert "$tmp/tls.crt" --resolve "localhost:$lport:127.0.0.1"
   -H 'Content-Type: application/json' --data-binary "@$tmp/notification.json")
@@ -125,7 +261,7 @@ if [[ "$first" == 200 && "$n429" -ge 5 ]]; then ok "rate limit: 10 quick POSTs a
 fi
 
 # Stop: nginx quits gracefully, ingest drains and exits 0 on SIGTERM.
-for g in main limited; do
+for g in open apple proxied recorded-direct recorded-proxied limited; do
   mpid="$(cat "$tmp/$g/master.pid")"
   kill -QUIT "$mpid" 2>/dev/null || true
   for _ in $(seq 1 50); do kill -0 "$mpid" 2>/dev/null || break; sleep 0.1; done
