@@ -8,6 +8,7 @@ things that exist, and the demo's settings agree with each other.
 These are the cheap static checks; deploy/containers/test builds the images and runs the cluster.
 External images are checked for a pinned tag, and the tools their commands use against what those
 official images are documented to ship."""
+import ipaddress
 import os
 import re
 import shlex
@@ -248,13 +249,64 @@ def check_topics(compose):
         "condition") == "service_completed_successfully" and compose["services"].get("migrate", {}).get("command") == ["migrate"])
 
 
-def check_gateway(compose):
+GATEWAY_LISTS = os.path.join(REPO, "deploy", "gateway", "entrypoint.d", "25-gateway-address-lists.sh")
+APPLE_NETWORK = ipaddress.ip_network("17.0.0.0/8")
+# Docker's default address pools (172.17.0.0/16 to 172.31.0.0/16, then 192.168.0.0/16 in /20s): a
+# compose network's subnet, and so the simulator's address, is taken from these.
+DOCKER_POOLS = [ipaddress.ip_network("172.16.0.0/12"), ipaddress.ip_network("192.168.0.0/16")]
+
+
+def compose_value(value):
+    """What compose substitutes for VALUE when the variable is not set in the shell or env file:
+    ${NAME:-default} and ${NAME-default} give the default, ${NAME} nothing."""
+    m = re.fullmatch(r"\$\{\w+(?::?-(.*))?\}", str(value))
+    return (m.group(1) or "") if m else str(value)
+
+
+def networks(value):
+    """The networks of a space- or comma-separated address list, or None when one is not an address."""
+    try:
+        return [ipaddress.ip_network(v, strict=False) for v in re.split(r"[\s,]+", value.strip()) if v]
+    except ValueError:
+        return None
+
+
+def gateway_problems(gw, demo):
+    """What is wrong with the gateway service's address settings: production (demo False) accepts
+    notifications from Apple's 17.0.0.0/8 only and trusts no proxy by default; the demo accepts
+    them from the compose network, where the simulator delivers from; both mount the script that
+    renders the lists."""
+    env = gw.get("environment") or {}
+    problems = []
+    allow = networks(compose_value(env.get("GATEWAY_NOTIFICATION_ALLOW", "")))
+    proxies = networks(compose_value(env.get("GATEWAY_TRUSTED_PROXIES", "")))
+    if not allow:
+        problems.append(f"GATEWAY_NOTIFICATION_ALLOW {env.get('GATEWAY_NOTIFICATION_ALLOW')!r} is not a list of addresses")
+    elif not demo and not all(n.version == 4 and n.subnet_of(APPLE_NETWORK) for n in allow):
+        problems.append(f"GATEWAY_NOTIFICATION_ALLOW {compose_value(env['GATEWAY_NOTIFICATION_ALLOW'])!r} admits more than Apple's 17.0.0.0/8")
+    elif demo and not all(any(p.version == n.version and p.subnet_of(n) for n in allow) for p in DOCKER_POOLS):
+        problems.append(f"GATEWAY_NOTIFICATION_ALLOW {compose_value(env['GATEWAY_NOTIFICATION_ALLOW'])!r} does not cover the compose network "
+                        f"(Docker's pools {', '.join(map(str, DOCKER_POOLS))}): the simulator's deliveries would get 403")
+    if proxies is None:
+        problems.append(f"GATEWAY_TRUSTED_PROXIES {env.get('GATEWAY_TRUSTED_PROXIES')!r} is not a list of addresses")
+    elif any(n.prefixlen == 0 for n in proxies):
+        problems.append("GATEWAY_TRUSTED_PROXIES trusts every address: any client could name its own")
+    elif not demo and proxies:
+        problems.append(f"GATEWAY_TRUSTED_PROXIES defaults to {compose_value(env['GATEWAY_TRUSTED_PROXIES'])!r}: trust no proxy unless one is there")
+    mounts = {v.split(":")[1]: v.split(":")[0] for v in gw.get("volumes", []) if v.count(":") >= 1}
+    script = mounts.get("/docker-entrypoint.d/" + os.path.basename(GATEWAY_LISTS))
+    if not script or os.path.normpath(os.path.join(COMPOSE_DIR, script)) != GATEWAY_LISTS:
+        problems.append("the address lists script is not mounted in /docker-entrypoint.d: nginx cannot start without its include files")
+    return problems
+
+
+def check_gateway(compose, production):
     gw = compose["services"]["gateway"]
     template = open(os.path.join(REPO, "deploy", "gateway", "templates", "gateway.conf.template")).read()
-    wanted = set(re.findall(r"\$\{(GATEWAY_\w+)\}", template))
+    wanted = set(re.findall(r"\$\{(GATEWAY_\w+)\}", template)) | set(re.findall(r"\$\{(GATEWAY_\w+)-", open(GATEWAY_LISTS).read()))
     env = gw.get("environment", {})
-    checks.check("gateway: sets exactly the template's GATEWAY_* variables", wanted == {k for k in env if k.startswith("GATEWAY_")},
-                 f"template {sorted(wanted)} vs compose {sorted(env)}")
+    checks.check("gateway: sets exactly the GATEWAY_* variables of the template and the address lists script",
+                 wanted == {k for k in env if k.startswith("GATEWAY_")}, f"template and script {sorted(wanted)} vs compose {sorted(env)}")
     host, _, port = env.get("GATEWAY_UPSTREAM", "").partition(":")
     ingest = compose["services"].get(host, {})
     checks.check("gateway: upstream is the ingest service on its HTTP_PORT", host == "ingest" and
@@ -262,6 +314,30 @@ def check_gateway(compose):
     for var in ("GATEWAY_TLS_CERT", "GATEWAY_TLS_KEY"):
         sec = env.get(var, "").removeprefix("/run/secrets/")
         checks.check(f"gateway: {var} is a mounted secret", sec in gw.get("secrets", []))
+    checks.check("gateway: the address lists script is executable (the image runs only executable scripts)", os.access(GATEWAY_LISTS, os.X_OK))
+    prod_gw = production["services"]["gateway"]
+    problems = gateway_problems(prod_gw, demo=False)
+    checks.check("compose.yaml gateway: /v2/notifications from Apple's 17.0.0.0/8 only, no trusted proxy, the lists script mounted",
+                 not problems, "; ".join(problems))
+    problems = gateway_problems(gw, demo=True)
+    checks.check("demo gateway: notifications accepted from the compose network, where the simulator delivers from",
+                 not problems, "; ".join(problems))
+    # Self-tests: each bug put back is refused.
+    def with_env(g, **env):
+        g = dict(g, environment=dict(g.get("environment") or {}, **env))
+        return g
+    checks.check("self-test: the gateway check refuses a production allow-list opened to every address",
+                 bool(gateway_problems(with_env(prod_gw, GATEWAY_NOTIFICATION_ALLOW="${GATEWAY_NOTIFICATION_ALLOW:-0.0.0.0/0 ::/0}"), demo=False)))
+    checks.check("self-test: the gateway check refuses a production allow-list beyond 17.0.0.0/8",
+                 bool(gateway_problems(with_env(prod_gw, GATEWAY_NOTIFICATION_ALLOW="17.0.0.0/8 10.0.0.0/8"), demo=False)))
+    checks.check("self-test: the gateway check refuses a trusted proxy by default in production",
+                 bool(gateway_problems(with_env(prod_gw, GATEWAY_TRUSTED_PROXIES="${GATEWAY_TRUSTED_PROXIES:-10.0.0.0/8}"), demo=False)))
+    checks.check("self-test: the gateway check refuses every address trusted as a proxy",
+                 bool(gateway_problems(with_env(gw, GATEWAY_TRUSTED_PROXIES="0.0.0.0/0"), demo=True)))
+    checks.check("self-test: the gateway check refuses a demo that keeps Apple's allow-list (the simulator would get 403)",
+                 bool(gateway_problems(with_env(gw, GATEWAY_NOTIFICATION_ALLOW="17.0.0.0/8"), demo=True)))
+    checks.check("self-test: the gateway check refuses a gateway without the address lists script",
+                 bool(gateway_problems(dict(prod_gw, volumes=[v for v in prod_gw["volumes"] if "docker-entrypoint.d" not in v]), demo=False)))
 
 
 def check_demo(compose, production):
@@ -363,7 +439,7 @@ def main():
     check_dockerfile(args, stages, products)
     missing_vars = check_services(compose, stages, products, source_strings())
     check_topics(compose)
-    check_gateway(compose)
+    check_gateway(compose, production)
     check_demo(compose, production)
     check_monitoring(compose)
     missing = [p for p in args.get("PRODUCTS", "").split() if p not in products]
