@@ -4,10 +4,12 @@ against the Kubernetes JSON schemas (kubernetes-validate, strict), KEDA resource
 schemas in deploy/checks/schemas, then what the schemas cannot see (probes, grace periods,
 autoscalers per stage and no replicas beside them, partitions, immutable image references, HTTPS
 only at the Ingress, grant's migrations before it starts, the generated product mapping, the
-operations workloads and their settings, secrets as files, no test root in production).
+operations workloads and their settings, secrets as files, no test root in production, Apple's
+addresses only on /v2/notifications at the Ingress).
 
 Usage: check_k8s.py KUBECTL   (KUBECTL renders with `kubectl kustomize`)"""
 import copy
+import ipaddress
 import json
 import os
 import re
@@ -36,6 +38,11 @@ READINESS_PATH = {"ingest": "/ready", "verify": "/health", "enrich": "/health", 
 # An image reference that cannot move: a digest, a version (1.4.2, v1.4.2-rc.1) or a commit hash.
 IMMUTABLE_TAG = re.compile(r"^(v?\d+\.\d+\.\d+([-+.][0-9A-Za-z.+-]+)?|[0-9a-f]{7,40})$")
 PRODUCTION_MIN_INGEST = 3
+# Apple delivers notifications from 17.0.0.0/8 only; ingress-nginx reads the allow-list from either
+# annotation (allowlist-source-range first, whitelist-source-range its older alias).
+APPLE_NETWORK = ipaddress.ip_network("17.0.0.0/8")
+ALLOWLIST_ANNOTATIONS = ("nginx.ingress.kubernetes.io/allowlist-source-range", "nginx.ingress.kubernetes.io/whitelist-source-range")
+INGEST_ROUTES = [("/v1/transactions", "Exact", "ingest"), ("/v2/notifications", "Exact", "ingest")]
 OPS = {  # the operations workloads: kind, name -> the appstorectl arguments they start with
     ("Deployment", "appstorectl"): None,  # a toolbox: `sleep`, commands through kubectl exec
     ("CronJob", "appstore-reconcile"): ["reconcile"],
@@ -487,23 +494,84 @@ def check_autoscaler(label, docs, stage, env):
                      top <= inputs[0]["partitions"])
 
 
+def ingest_ingresses(docs):
+    """The Ingress objects with a path to the ingest Service."""
+    return [d for d in find(docs, "Ingress") if any(p["backend"]["service"]["name"] == "ingest"
+                                                   for r in d["spec"].get("rules", []) for p in r.get("http", {}).get("paths", []))]
+
+
+def ingress_paths(ing):
+    return sorted((p["path"], p["pathType"], p["backend"]["service"]["name"]) for r in ing["spec"].get("rules", []) for p in r["http"]["paths"])
+
+
+def ingress_source_problems(ings):
+    """Who may reach which path: /v2/notifications only from Apple's 17.0.0.0/8 (an allow-list on
+    the Ingress that holds it, and on nothing else: the annotation holds for every path of its
+    Ingress, so uploads must live in another one without it), and no snippets, which could undo it."""
+    problems = []
+    for ing in ings:
+        name = ing["metadata"]["name"]
+        ann = ing["metadata"].get("annotations") or {}
+        paths = [p[0] for p in ingress_paths(ing)]
+        values = [ann[a] for a in ALLOWLIST_ANNOTATIONS if a in ann]
+        nets = []
+        for value in values:
+            try:
+                nets += [ipaddress.ip_network(v.strip(), strict=False) for v in str(value).split(",") if v.strip()]
+            except ValueError:
+                problems.append(f"{name}: allow-list {value!r} is not a list of addresses")
+        if "/v2/notifications" in paths:
+            if not values:
+                problems.append(f"{name}: routes /v2/notifications with no whitelist-source-range: anyone can post notifications")
+            elif not nets or not all(n.version == 4 and n.subnet_of(APPLE_NETWORK) for n in nets):
+                problems.append(f"{name}: /v2/notifications allow-list {', '.join(map(str, values))} admits more than Apple's 17.0.0.0/8")
+            others = [p for p in paths if p != "/v2/notifications"]
+            if others:
+                problems.append(f"{name}: {', '.join(others)} share(s) the notifications' allow-list: apps could not reach it")
+        elif values:
+            problems.append(f"{name}: {', '.join(paths)} restricted to {', '.join(map(str, values))}: apps upload from anywhere")
+        snippets = [a for a in ann if a.endswith("-snippet")]
+        if snippets:
+            problems.append(f"{name}: {', '.join(snippets)} (snippets can undo the allow-list and are off by default in ingress-nginx)")
+    return problems
+
+
+def ingress_host_problems(ings):
+    """Every Ingress of ingest serves the same hosts, each covered by its TLS section."""
+    problems, hosts = [], set()
+    for ing in ings:
+        rule_hosts = {r.get("host") for r in ing["spec"].get("rules", [])}
+        tls_hosts = {h for t in ing["spec"].get("tls", []) for h in t.get("hosts", [])}
+        if not rule_hosts <= tls_hosts:
+            problems.append(f"{ing['metadata']['name']}: hosts {sorted(map(str, rule_hosts - tls_hosts))} are not in its TLS section")
+        hosts.add(frozenset(map(str, rule_hosts)))
+    if len(hosts) > 1:
+        problems.append(f"the Ingress objects serve different hosts: {sorted(sorted(h) for h in hosts)}")
+    return problems
+
+
 def check_ingress(label, docs):
     svc = find(docs, "Service", "ingest")
     ok = len(svc) == 1 and svc[0]["spec"]["selector"].get("app.kubernetes.io/name") == "ingest"
     checks.check(f"{label}: Service ingest selects the ingest pods", ok)
-    ings = find(docs, "Ingress", "ingest")
-    if not checks.check(f"{label}: Ingress ingest exists", len(ings) == 1):
+    ings = ingest_ingresses(docs)
+    if not checks.check(f"{label}: Ingress objects route to ingest", bool(ings)):
         return
-    spec = ings[0]["spec"]
-    paths = sorted((p["path"], p["pathType"], p["backend"]["service"]["name"])
-                   for r in spec["rules"] for p in r["http"]["paths"])
-    checks.check(f"{label}: Ingress routes exactly /v2/notifications and /v1/transactions to ingest",
-                 paths == [("/v1/transactions", "Exact", "ingest"), ("/v2/notifications", "Exact", "ingest")], str(paths))
-    checks.check(f"{label}: Ingress terminates TLS from a Secret", bool(spec.get("tls")) and all(t.get("secretName") for t in spec["tls"]))
-    ann = ings[0]["metadata"].get("annotations", {})
-    checks.check(f"{label}: Ingress limits bodies to 1 MiB", ann.get("nginx.ingress.kubernetes.io/proxy-body-size") == "1m")
-    problems = ingress_tls_problems(ings[0])
-    checks.check(f"{label}: Ingress is HTTPS only (plain HTTP redirected, force-ssl-redirect, HSTS not off)", not problems, "; ".join(problems))
+    paths = sorted(p for ing in ings for p in ingress_paths(ing))
+    checks.check(f"{label}: the Ingress objects route exactly /v2/notifications and /v1/transactions to ingest, each once",
+                 paths == INGEST_ROUTES, str(paths))
+    for ing in ings:
+        name, spec = ing["metadata"]["name"], ing["spec"]
+        ann = ing["metadata"].get("annotations", {})
+        checks.check(f"{label}: Ingress {name} terminates TLS from a Secret", bool(spec.get("tls")) and all(t.get("secretName") for t in spec["tls"]))
+        checks.check(f"{label}: Ingress {name} limits bodies to 1 MiB", ann.get("nginx.ingress.kubernetes.io/proxy-body-size") == "1m")
+        problems = ingress_tls_problems(ing)
+        checks.check(f"{label}: Ingress {name} is HTTPS only (plain HTTP redirected, force-ssl-redirect, HSTS not off)", not problems, "; ".join(problems))
+    problems = ingress_host_problems(ings)
+    checks.check(f"{label}: the Ingress objects serve one host, covered by their TLS sections", not problems, "; ".join(problems))
+    problems = ingress_source_problems(ings)
+    checks.check(f"{label}: /v2/notifications only from Apple's 17.0.0.0/8 (whitelist-source-range on its own Ingress), "
+                 "/v1/transactions from anywhere, no snippets", not problems, "; ".join(problems))
 
 
 def check_secrets(label, docs):
@@ -632,7 +700,37 @@ def self_tests(docs):
     cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"].append({"name": "APPSTORE_API_BASE_URL", "value": "http://sim"})
     checks.check("self-test: the production trust guard sees a CronJob's APPSTORE_API_BASE_URL", bool(trust_violations([cj])))
     # The bugs of issue 12, each put back: the checks must refuse them.
-    ing = copy.deepcopy(find(docs, "Ingress", "ingest")[0])
+    # Issue 14: notifications only from Apple's addresses, at the Ingress.
+    ings = ingest_ingresses(docs)
+    notifications = next(i for i in ings if "/v2/notifications" in [p[0] for p in ingress_paths(i)])
+    uploads = next(i for i in ings if i is not notifications)
+    wl = "nginx.ingress.kubernetes.io/whitelist-source-range"
+
+    def source_problems_with(change):
+        bad = copy.deepcopy(ings)
+        change(*bad)
+        return ingress_source_problems(bad)
+    n, u = ings.index(notifications), ings.index(uploads)
+    checks.check("self-test: the Ingress check refuses /v2/notifications without an allow-list",
+                 bool(source_problems_with(lambda *b: b[n]["metadata"]["annotations"].pop(wl))))
+    for value in ("0.0.0.0/0", "17.0.0.0/8,10.0.0.0/8", "17.0.0.0/7", "not-an-address"):
+        checks.check(f"self-test: the Ingress check refuses the notifications allow-list {value}",
+                     bool(source_problems_with(lambda *b: b[n]["metadata"]["annotations"].__setitem__(wl, value))))
+    checks.check("self-test: the Ingress check sees the allowlist-source-range name too",
+                 bool(source_problems_with(lambda *b: b[n]["metadata"]["annotations"].__setitem__(
+                     "nginx.ingress.kubernetes.io/allowlist-source-range", "0.0.0.0/0"))))
+    checks.check("self-test: the Ingress check refuses /v1/transactions restricted to Apple's addresses",
+                 bool(source_problems_with(lambda *b: b[u]["metadata"]["annotations"].__setitem__(wl, "17.0.0.0/8"))))
+    checks.check("self-test: the Ingress check refuses both paths on the allow-listed Ingress",
+                 bool(source_problems_with(lambda *b: b[n]["spec"]["rules"][0]["http"]["paths"].extend(b[u]["spec"]["rules"][0]["http"]["paths"]))))
+    checks.check("self-test: the Ingress check refuses a configuration-snippet",
+                 bool(source_problems_with(lambda *b: b[u]["metadata"]["annotations"].__setitem__(
+                     "nginx.ingress.kubernetes.io/configuration-snippet", "allow all;"))))
+    bad = copy.deepcopy(ings)
+    bad[u]["spec"]["rules"][0]["host"] = "other.invalid"
+    checks.check("self-test: the host check refuses an Ingress whose host is not in its TLS section (and differs from the other's)",
+                 len(ingress_host_problems(bad)) == 2)
+    ing = copy.deepcopy(notifications)
     ing["metadata"]["annotations"]["nginx.ingress.kubernetes.io/ssl-redirect"] = "false"
     checks.check("self-test: the Ingress check refuses ssl-redirect \"false\"", bool(ingress_tls_problems(ing)))
     del ing["metadata"]["annotations"]["nginx.ingress.kubernetes.io/ssl-redirect"]
