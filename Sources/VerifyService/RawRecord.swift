@@ -2,12 +2,13 @@ import Foundation
 import PipelineRecords
 import StageRuntime
 
-/// A raw-topic body, read just enough to find the JWS in it. Nothing here is trusted: the
-/// hints an app sends with an upload are carried along as claims, never checked against Apple.
+/// A raw-topic body, read just enough to find the JWS in it. Nothing here is checked against
+/// Apple: the hints an app sends with an upload are carried along as claims, with how ingest
+/// authenticated them (`userAuthentication`), for grant to weigh.
 public enum RawRecord: Hashable, Sendable {
     /// Apple's webhook envelope `{"signedPayload": "<JWS>"}` (also what notification history replays).
     case notification(signedPayload: String)
-    /// An app upload `{"signedTransaction": "<JWS>", "appAccountToken"?, "userId"?}`.
+    /// An app upload `{"signedTransaction": "<JWS>", "appAccountToken"?, "userId"?, "userAuthentication"?}`.
     case transaction(signedTransaction: String, hints: AppUploadHints?)
 
     /// Reads a raw body.
@@ -48,8 +49,15 @@ public enum RawRecord: Hashable, Sendable {
         if let user = envelope.userId, user.isEmpty || user.utf8.count > 256 {
             throw MalformedRecord.error("userId must be a non-empty string of at most 256 bytes")
         }
+        var authentication: UploadAuthentication?
+        if let text = envelope.userAuthentication {
+            guard let parsed = UploadAuthentication(rawValue: text) else {
+                throw MalformedRecord.error("userAuthentication is not one of \(UploadAuthentication.allCases.map(\.rawValue))")
+            }
+            authentication = parsed
+        }
         guard token != nil || envelope.userId != nil else { return nil }
-        return AppUploadHints(appAccountToken: token, userId: envelope.userId)
+        return AppUploadHints(appAccountToken: token, userId: envelope.userId, authentication: authentication)
     }
 
     private struct Envelope: Decodable {
@@ -57,5 +65,6 @@ public enum RawRecord: Hashable, Sendable {
         var signedTransaction: String?
         var appAccountToken: String?
         var userId: String?
+        var userAuthentication: String?
     }
 }
