@@ -85,8 +85,10 @@ struct BatchState {
         changes += decision.changes
     }
 
+    /// The first external user ID the batch names for a customer is the one offered to the store
+    /// (which keeps one already recorded), so a batch cannot relink a customer either.
     private mutating func noteCustomer(_ customer: CustomerKey, externalUserId: String?) {
-        if let externalUserId {
+        if let externalUserId, customers[customer] ?? nil == nil {
             customers[customer] = .some(externalUserId)
         } else if customers[customer] == nil {
             customers[customer] = .some(nil)

@@ -33,11 +33,13 @@ enum StoreStatements {
         \(rows) JOIN consumable_grants c ON c.environment = r->>'e' AND c.transaction_id = r->>'k'
         """
 
+    /// A customer's external user ID is written once: a later upload naming another user never
+    /// replaces it (the first authenticated link stands; support changes it deliberately).
     static let upsertCustomers = """
         INSERT INTO customers (environment, customer_id, external_user_id)
         SELECT r->>'environment', (r->>'customerId')::uuid, r->>'externalUserId' \(rows)
         ON CONFLICT (environment, customer_id) DO UPDATE SET external_user_id = EXCLUDED.external_user_id
-        WHERE EXCLUDED.external_user_id IS NOT NULL AND EXCLUDED.external_user_id IS DISTINCT FROM customers.external_user_id
+        WHERE customers.external_user_id IS NULL AND EXCLUDED.external_user_id IS NOT NULL
         """
 
     /// Locks the customers that get changes, in key order, and reads their next sequence numbers.

@@ -19,6 +19,15 @@ import PipelineRecords
 ///    difference that changes access is a change with the event as its cause.
 public enum GrantDecider {
     public static func decide(_ snapshot: GrantSnapshot, event: GrantEvent, policy: GrantPolicy) throws(GrantRejection) -> GrantDecision {
+        var decision = try decideEvent(snapshot, event: event, policy: policy)
+        // Ignored upload hints are recorded with the event, so support can see why a claim did not count.
+        if decision.outcome != .duplicate, let refusal = event.uploadHintsRefusal {
+            decision.note = [refusal, decision.note].compactMap { $0 }.joined(separator: "; ")
+        }
+        return decision
+    }
+
+    private static func decideEvent(_ snapshot: GrantSnapshot, event: GrantEvent, policy: GrantPolicy) throws(GrantRejection) -> GrantDecision {
         if snapshot.alreadyApplied { return GrantDecision(outcome: .duplicate, event: event, note: "already applied") }
         if let reason = event.recordOnlyReason { return GrantDecision(outcome: .recorded, event: event, note: reason) }
         guard let key = event.purchaseKey, let tx = event.transaction else {

@@ -29,7 +29,12 @@ public struct GrantEvent: Hashable, Sendable {
     public var transactions: [JWSTransactionDecodedPayload]
     /// The customer the event names and whether Apple's signed data named it.
     public var claim: (customerId: UUID, verified: Bool)?
+    /// The app's own user ID, when the upload's authentication vouches for it. An existing one is
+    /// never replaced (the store writes it only where none is recorded).
     public var externalUserId: String?
+    /// Why the upload's hints were ignored, recorded with the event, or nil when they counted (or
+    /// there were none).
+    public var uploadHintsRefusal: String?
     /// What a `CONSUMPTION_REQUEST` asks about, for the consumption responder.
     public var consumptionRequest: ConsumptionRequestFacts?
     public var version: EventVersion
@@ -115,16 +120,24 @@ public struct GrantEvent: Hashable, Sendable {
             purchaseKey = nil
         }
 
-        if let token = enrichment.appAccountToken {
-            claim = (token, enrichment.appAccountTokenSource != .appHint)
+        // Apple's signed token first; the app's hint only as far as the upload was authenticated.
+        let hintsCount = verified.hints.map { Self.uploadHintsCount($0, environment: verified.environment) } ?? false
+        let hintedToken = verified.hints?.appAccountToken ?? (enrichment.appAccountTokenSource == .appHint ? enrichment.appAccountToken : nil)
+        if let token = enrichment.appAccountToken, enrichment.appAccountTokenSource != .appHint {
+            claim = (token, true)
         } else if let token = verified.transaction?.appAccountToken ?? transaction?.appAccountToken {
             claim = (token, true)
-        } else if let token = verified.hints?.appAccountToken {
+        } else if let token = hintedToken, hintsCount {
             claim = (token, false)
         } else {
             claim = nil
         }
-        externalUserId = verified.hints?.userId
+        externalUserId = hintsCount ? verified.hints?.userId : nil
+        if let hints = verified.hints, !hintsCount, hints.userId != nil || hints.appAccountToken != nil {
+            uploadHintsRefusal = "upload hints not counted: the upload was \(hints.authentication.map { "authenticated as \($0.rawValue)" } ?? "not authenticated"), which vouches for no user in \(verified.environment.rawValue)"
+        } else {
+            uploadHintsRefusal = nil
+        }
         if notificationType == .consumptionRequest {
             // The notification's own transaction is the one the customer wants refunded, not the newest.
             consumptionRequest = ConsumptionRequestFacts(
@@ -151,6 +164,18 @@ public struct GrantEvent: Hashable, Sendable {
         public var originalTransactionId: String?
         /// Apple's `consumptionRequestReason`, raw.
         public var reason: String?
+    }
+
+    /// Whether an upload's hints may name the buyer: when ingest authenticated the user (a JWT from
+    /// the app's identity provider, or its backend's HMAC), or, with uploads deliberately open
+    /// (`none`), for test environments only. An unauthenticated hint never decides a Production
+    /// purchase, so an old transaction JWS uploaded by anyone cannot take it from its owner.
+    public static func uploadHintsCount(_ hints: AppUploadHints, environment: AppStoreEnvironment) -> Bool {
+        if hints.isAuthenticated { return true }
+        switch environment {
+        case .sandbox, .xcode, .localTesting: return true
+        case .production, .unknown: return false
+        }
     }
 
     /// Why this event changes nothing whatever the state, or nil when it must be decided.

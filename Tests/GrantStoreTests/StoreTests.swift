@@ -133,6 +133,31 @@ struct StoreTests {
         }
     }
 
+    @Test("a customer's external user ID is written once: a later upload naming another user does not change it")
+    func externalUserIdWrittenOnce() async throws {
+        let customer = UUID()
+        var sub = SimulatedPurchase(customer: nil, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
+                                    originalTransactionId: "link-1", start: Date().addingTimeInterval(-3600), uuidSeed: 21)
+        sub.addTransaction(reason: .purchase)
+        let first = sub.upload(hint: customer, userId: "user-first", authentication: .jwt)
+        sub.advance(600)
+        let second = sub.upload(hint: customer, userId: "user-second", authentication: .jwt)
+        sub.advance(600)
+        let open = sub.upload(hint: UUID(), userId: "user-open", authentication: .open)
+        let third = sub.upload(hint: customer, userId: "user-third", authentication: .hmac)
+        try await ScratchDatabase.with { db in
+            // In one batch and across batches, the first link stands.
+            try await applyAll([first, second], db.store, policy: generatorPolicy, batchSize: 2)
+            try await applyAll([third], db.store, policy: generatorPolicy)
+            let decisions = try await applyAll([open], db.store, policy: generatorPolicy)
+            let customers = try await db.dump([("customers", "customer_id, external_user_id")])["customers"] ?? ""
+            #expect(customers == "(\(customer.uuidString.lowercased()),user-first)")
+            #expect(decisions[0].event.claim == nil)
+            #expect(try await db.count("SELECT count(*) FROM notifications WHERE note LIKE 'upload hints not counted%'") == 1)
+            #expect(try await db.count("SELECT count(*) FROM subscriptions WHERE owner_customer_id = '\(customer.uuidString)'") == 1)
+        }
+    }
+
     @Test("outbox sequence numbers are gap-free per customer and match the change history")
     func outboxSequences() async throws {
         let records = LifecycleGenerator(seed: 5).stream(customers: 100)

@@ -103,6 +103,28 @@ public struct SimulatedPurchase: Sendable {
         return "\(String(c[0..<8]))-\(String(c[8..<12]))-4\(String(c[13..<16]))-a\(String(c[17..<20]))-\(String(c[20..<32]))"
     }
 
+    /// The enriched record of the app uploading `transaction` (the latest by default) with its
+    /// hints, as enrich passes it on when Apple's data names no customer: the hint's token, if it
+    /// counts, is the enrichment's (`app-hint`); Apple's, when the transaction carries one.
+    public func upload(
+        _ transaction: JWSTransactionDecodedPayload? = nil, hint: UUID?, userId: String?, authentication: UploadAuthentication?,
+        fetchDelay: TimeInterval = 1
+    ) -> EnrichedRecord {
+        let tx = transaction ?? latest
+        let hints = AppUploadHints(appAccountToken: hint, userId: userId, authentication: authentication)
+        let verified = VerifiedRecord(
+            kind: .transaction, source: "app-upload", environment: environment, bundleId: bundleId, appAppleId: 1234,
+            originalTransactionId: originalTransactionId, transactionId: tx?.transactionId, transaction: tx, hints: hints,
+            signedTransaction: "h.\(tx?.transactionId ?? "-").s", verifiedAt: now)
+        let history = transactions.sorted { ($0.purchaseDate ?? .distantPast) < ($1.purchaseDate ?? .distantPast) }
+        let apple = tx?.appAccountToken ?? history.first(where: { $0.appAccountToken != nil })?.appAccountToken
+        let enrichment = Enrichment(
+            lookup: .history, history: history, inForceTransactionId: history.last?.transactionId,
+            appAccountToken: apple ?? hint, appAccountTokenSource: apple != nil ? .history : (hint != nil ? .appHint : nil),
+            fetchedAt: now.addingTimeInterval(fetchDelay))
+        return EnrichedRecord(verified: verified, enrichment: enrichment)
+    }
+
     /// The enriched record of a notification Apple sends now.
     /// - Parameters:
     ///   - lookup: `history` for what enrich does with subscriptions and one-time purchases;
