@@ -106,12 +106,12 @@ let package = Package(
         // The webhook front door: HTTP in, raw topic out; app uploads authenticated (JWT or HMAC).
         .target(
             name: "IngestService",
-            dependencies: ["AppStore", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient, logging],
+            dependencies: ["AppStore", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient, nioHTTP1, logging],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "ingest",
-            dependencies: ["IngestService"],
+            dependencies: ["IngestService", asyncHTTPClient],
             path: "Sources/Executables/ingest",
             swiftSettings: swiftSettings
         ),

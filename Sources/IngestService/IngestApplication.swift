@@ -12,25 +12,39 @@ import StageRuntime
 import Synchronization
 
 /// The webhook front door. `POST /v2/notifications` (Apple) and `POST /v1/transactions` (the app)
-/// write the request body, byte for byte, to the raw topic, and answer 200 only after the broker
-/// acknowledged it. If it did not within ``IngestConfiguration/ackTimeout``, the answer is 503 and
-/// Apple delivers again later.
+/// write a body rebuilt from the request's known fields (``StoredBody``; the JWS byte for byte)
+/// to the raw topic, and answer 200 only after the broker acknowledged it. If it did not within
+/// ``IngestConfiguration/ackTimeout``, the answer is 503 and Apple delivers again later. An app
+/// upload is stored only once its credential holds (``UploadAuthenticator``).
 public enum IngestApplication {
     /// Builds the HTTP application. Add `producer` to the same `ServiceGroup` before it (or run the
     /// returned application's services), so it flushes after the server stops.
+    /// - Parameter authenticator: checks uploads; made from the configuration when nil.
     public static func build(
-        configuration: IngestConfiguration, producer: KafkaProducer, registry: PrometheusCollectorRegistry?, logger: Logger
+        configuration: IngestConfiguration, producer: KafkaProducer, registry: PrometheusCollectorRegistry?, logger: Logger,
+        authenticator: UploadAuthenticator? = nil
     ) -> some ApplicationProtocol {
         let handler = IngestHandler(configuration: configuration, producer: producer, logger: logger)
+        let authenticator = authenticator ?? UploadAuthenticator(settings: configuration.uploadAuthentication, logger: logger)
+        let limit = configuration.maxJWSBytes
         let router = Router()
         router.post("/v2/notifications") { request, context in
-            try await handler.accept(request, context: context, route: "/v2/notifications") { body, limit in
-                try RequestValidation.notification(body, maxJWSBytes: limit)
+            try await handler.accept(request, route: "/v2/notifications") { body in
+                let accepted = try RequestValidation.notification(body, maxJWSBytes: limit)
+                return IngestHandler.Record(
+                    source: PipelineHeader.Source.appleWebhook, body: StoredBody.notification(signedPayload: accepted.signedPayload))
             }
         }
         router.post("/v1/transactions") { request, context in
-            try await handler.accept(request, context: context, route: "/v1/transactions") { body, limit in
-                try RequestValidation.transaction(body, maxJWSBytes: limit)
+            try await handler.accept(request, route: "/v1/transactions") { body in
+                // Credentials first: an unauthenticated client learns nothing about its body.
+                let credential = try await authenticator.authenticate(headers: request.headers, body: body)
+                let accepted = try RequestValidation.transaction(body, maxJWSBytes: limit)
+                return IngestHandler.Record(
+                    source: PipelineHeader.Source.appUpload,
+                    body: StoredBody.transaction(
+                        signedTransaction: accepted.signedTransaction, appAccountToken: accepted.appAccountToken,
+                        userId: credential.tokenUser ?? accepted.userId, authentication: credential.mode))
             }
         }
         if let registry {
@@ -70,14 +84,19 @@ final class IngestHandler: Sendable {
         lastFailure.withLock { $0 = .now }
     }
 
+    /// What is written for an accepted request.
+    struct Record {
+        var source: String
+        var body: [UInt8]
+    }
+
     func accept(
-        _ request: Request, context: some RequestContext, route: String,
-        validate: ([UInt8], Int) throws -> RequestValidation.Accepted
+        _ request: Request, route: String, prepare: ([UInt8]) async throws -> Record
     ) async throws -> Response {
         let started = ContinuousClock.now
-        let requestID = request.headers[.requestID] ?? UUID().uuidString.lowercased()
+        let requestID = RequestID.accepted(request.headers[.requestID])
         do {
-            let response = try await store(request, requestID: requestID, validate: validate)
+            let response = try await store(request, requestID: requestID, prepare: prepare)
             record(route: route, status: 200, since: started)
             return response
         } catch let error as IngestError {
@@ -92,7 +111,7 @@ final class IngestHandler: Sendable {
     }
 
     private func store(
-        _ request: Request, requestID: String, validate: ([UInt8], Int) throws -> RequestValidation.Accepted
+        _ request: Request, requestID: String, prepare: ([UInt8]) async throws -> Record
     ) async throws -> Response {
         if let type = request.headers[.contentType], !Self.isJSON(type) { throw IngestError.unsupportedMediaType(type) }
         let buffer: ByteBuffer
@@ -101,26 +120,37 @@ final class IngestHandler: Sendable {
         } catch {
             throw IngestError.bodyTooLarge(limit: configuration.maxBodyBytes)
         }
-        let body = Array(buffer.readableBytesView)
-        let accepted = try validate(body, configuration.maxJWSBytes)
+        let record = try await prepare(Array(buffer.readableBytesView))
         var headers = [
-            KafkaHeader(key: PipelineHeader.source, string: accepted.source),
+            KafkaHeader(key: PipelineHeader.source, string: record.source),
             KafkaHeader(key: PipelineHeader.receivedAt, string: Timestamp.iso8601(Date())),
             KafkaHeader(key: PipelineHeader.requestID, string: requestID),
             KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
             KafkaHeader(key: PipelineHeader.schema, string: Topics.raw),
         ]
-        if let trace = request.headers[.traceparent] { headers.append(KafkaHeader(key: PipelineHeader.traceparent, string: trace)) }
-        let key = Self.hex(SHA256.hash(data: body))
-        let message = KafkaOutgoingMessage(topic: configuration.rawTopic, key: key, value: body, headers: headers)
+        if let trace = request.headers[.traceparent], Self.isTraceparent(trace) { headers.append(KafkaHeader(key: PipelineHeader.traceparent, string: trace)) }
+        let key = Self.hex(SHA256.hash(data: record.body))
+        let message = KafkaOutgoingMessage(topic: configuration.rawTopic, key: key, value: record.body, headers: headers)
 
         let report = try await sendWithDeadline(message)
         consecutiveFailures.store(0, ordering: .relaxed)
-        let answer = #"{"status":"accepted","requestId":"\#(requestID)","partition":\#(report.partition),"offset":\#(report.offset)}"#
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let answer = try encoder.encode(
+            Answer(status: "accepted", requestId: requestID, partition: Int(report.partition), offset: Int(report.offset)))
         return Response(
             status: .ok, headers: [.contentType: "application/json", .requestID: requestID],
-            body: .init(byteBuffer: ByteBuffer(string: answer)))
+            body: .init(byteBuffer: ByteBuffer(bytes: answer)))
     }
+
+    /// The 200 answer's body.
+    private struct Answer: Encodable {
+        var status: String
+        var requestId: String
+        var partition: Int
+        var offset: Int
+    }
+
 
     /// Sends and waits for the acknowledgement, at most the configured deadline. librdkafka's own
     /// delivery timeout is the same deadline, so a record given up on here is not written later.
@@ -180,6 +210,13 @@ final class IngestHandler: Sendable {
             out.append(digits[Int(b & 0xf)])
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`); anything else is not carried.
+    static func isTraceparent(_ value: String) -> Bool {
+        let parts = value.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts.map(\.utf8.count) == [2, 32, 16, 2] else { return false }
+        return parts.allSatisfy { $0.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) } }
     }
 
     static func isJSON(_ contentType: String) -> Bool {

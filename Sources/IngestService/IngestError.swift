@@ -9,11 +9,14 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
     public let status: HTTPResponse.Status
     public let code: String
     public let message: String
+    /// The `WWW-Authenticate` challenge of a 401: which credential the route expects.
+    public let challenge: String?
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, challenge: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
+        self.challenge = challenge
     }
 
     public var description: String { "\(status.code) \(code): \(message)" }
@@ -21,6 +24,7 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers: HTTPFields = [.contentType: "application/json"]
         if status == .serviceUnavailable { headers[.retryAfter] = "1" }
+        if let challenge { headers[.wwwAuthenticate] = challenge }
         let body = try JSONEncoder().encode(["error": ["code": code, "message": message]])
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }

@@ -1,36 +1,47 @@
 import Foundation
 import StageRuntime
 
-/// The checks ingest makes before storing a body. It verifies nothing cryptographically (that
-/// is verify's job): it only refuses what can never be a notification or a signed transaction.
+/// The checks ingest makes before storing a body. It verifies no signature (that is verify's
+/// job): it refuses what can never be a notification or a signed transaction, and keeps the
+/// known fields, from which ingest rebuilds the stored body (``StoredBody``).
 enum RequestValidation {
-    /// What the body was, once accepted.
-    struct Accepted {
-        var source: String
+    /// Apple's `{"signedPayload":"<JWS>"}`, once accepted.
+    struct Notification {
+        var signedPayload: String
     }
 
-    /// `{"signedPayload":"<JWS>"}` from Apple.
-    static func notification(_ body: [UInt8], maxJWSBytes: Int) throws(IngestError) -> Accepted {
-        let object = try jsonObject(body)
-        try checkJWS(object["signedPayload"], name: "signedPayload", maxBytes: maxJWSBytes)
-        return Accepted(source: PipelineHeader.Source.appleWebhook)
+    /// The app's `{"signedTransaction":"<JWS>","appAccountToken":"<UUID>","userId":"…"}`, once accepted.
+    struct Transaction {
+        var signedTransaction: String
+        /// As sent (its case kept), when present and not null.
+        var appAccountToken: String?
+        /// The body's user, when present and not null: stored with hmac and none, replaced by
+        /// the token's claim with jwt.
+        var userId: String?
     }
 
-    /// `{"signedTransaction":"<JWS>","appAccountToken":"<UUID>","userId":"…"}` from the app.
-    static func transaction(_ body: [UInt8], maxJWSBytes: Int) throws(IngestError) -> Accepted {
+    static func notification(_ body: [UInt8], maxJWSBytes: Int) throws(IngestError) -> Notification {
         let object = try jsonObject(body)
-        try checkJWS(object["signedTransaction"], name: "signedTransaction", maxBytes: maxJWSBytes)
+        return Notification(signedPayload: try checkJWS(object["signedPayload"], name: "signedPayload", maxBytes: maxJWSBytes))
+    }
+
+    static func transaction(_ body: [UInt8], maxJWSBytes: Int) throws(IngestError) -> Transaction {
+        let object = try jsonObject(body)
+        var accepted = Transaction(
+            signedTransaction: try checkJWS(object["signedTransaction"], name: "signedTransaction", maxBytes: maxJWSBytes))
         if let token = object["appAccountToken"], !(token is NSNull) {
             guard let s = token as? String, UUID(uuidString: s) != nil else {
                 throw .invalidField("appAccountToken", "must be a UUID string")
             }
+            accepted.appAccountToken = s
         }
         if let user = object["userId"], !(user is NSNull) {
             guard let s = user as? String, !s.isEmpty, s.utf8.count <= 256 else {
                 throw .invalidField("userId", "must be a non-empty string of at most 256 bytes")
             }
+            accepted.userId = s
         }
-        return Accepted(source: PipelineHeader.Source.appUpload)
+        return accepted
     }
 
     private static func jsonObject(_ body: [UInt8]) throws(IngestError) -> [String: Any] {
@@ -40,13 +51,15 @@ enum RequestValidation {
         return object
     }
 
-    /// Three non-empty base64url segments (`A-Z a-z 0-9 - _`, no padding) joined by dots.
-    static func checkJWS(_ value: Any?, name: String, maxBytes: Int) throws(IngestError) {
+    /// Three non-empty base64url segments (`A-Z a-z 0-9 - _`, no padding) joined by dots; returns the JWS.
+    @discardableResult
+    static func checkJWS(_ value: Any?, name: String, maxBytes: Int) throws(IngestError) -> String {
         guard var jws = value as? String else { throw .missingField(name) }
         guard jws.utf8.count <= maxBytes else { throw .jwsTooLarge(name, limit: maxBytes) }
         jws.makeContiguousUTF8()
         let result: IngestError? = jws.utf8.withContiguousStorageIfAvailable { checkSegments($0, name: name) } ?? nil
         if let result { throw result }
+        return jws
     }
 
     private static func checkSegments(_ bytes: UnsafeBufferPointer<UInt8>, name: String) -> IngestError? {

@@ -78,6 +78,8 @@ final class PipelineUnderTest: @unchecked Sendable {
         }
         var ingest = stageEnvironment(.ingest, input: nil, output: nil, dlq: nil)
         ingest["RAW_TOPIC"] = topics[Topics.raw]
+        ingest["INGEST_UPLOAD_AUTH"] = "none"  // open uploads: the simulated app is Sandbox-only
+        ingest["APPSTORE_APPS"] = apps["APPSTORE_APPS"]
         environments["ingest"] = ingest
         environments["verify"] = stageEnvironment(.verify, input: Topics.raw, output: Topics.verified, dlq: Topics.verifyDeadLetters)
             .merging(apps) { a, _ in a }

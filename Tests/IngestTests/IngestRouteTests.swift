@@ -28,7 +28,9 @@ struct IngestRouteTests {
     func withIngest(ackTimeout: Duration = .seconds(5), bootstrap: String = TestServices.bootstrapServers,
                     _ body: @Sendable (String, any TestClientProtocol) async throws -> Void) async throws {
         let topic = try await TestServices.makeTopic("raw")
-        let config = IngestConfiguration(kafka: KafkaClientConfiguration(bootstrapServers: bootstrap), rawTopic: topic, ackTimeout: ackTimeout)
+        let config = IngestConfiguration(
+            kafka: KafkaClientConfiguration(bootstrapServers: bootstrap), uploadAuthentication: try TestUploads.open(), rawTopic: topic,
+            ackTimeout: ackTimeout)
         let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
         let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
         try await app.test(.router) { client in try await body(topic, client) }
@@ -68,16 +70,20 @@ struct IngestRouteTests {
         }
     }
 
-    @Test("an app upload with hints is stored with source app-upload")
+    @Test("an open app upload is stored rebuilt, marked none, with source app-upload")
     func acceptsTransaction() async throws {
         try await withIngest { topic, client in
-            let body = #"{"signedTransaction":"\#(fakeJWS())","appAccountToken":"\#(UUID().uuidString)","userId":"user-42"}"#
+            let jws = fakeJWS()
+            let token = UUID().uuidString
+            let body = #"{"extra":{"a":1},"userId":"user-42","signedTransaction":"\#(jws)","appAccountToken":"\#(token)","userAuthentication":"jwt"}"#
             try await client.execute(uri: "/v1/transactions", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: body)) {
                 #expect($0.status == .ok)
             }
             let stored = try await TopicReader.read(topic) { !$0.isEmpty }
             #expect(stored.first?.headers.string(PipelineHeader.source) == "app-upload")
-            #expect(stored.first?.value == Array(body.utf8))
+            let expected = #"{"signedTransaction":"\#(jws)","appAccountToken":"\#(token)","userId":"user-42","userAuthentication":"none"}"#
+            #expect(stored.first?.text == expected, "unknown fields dropped, the client's userAuthentication replaced")
+            #expect(stored.first?.keyString == sha256Hex(expected), "keyed by the stored body's SHA-256")
         }
     }
 
@@ -94,7 +100,7 @@ struct IngestRouteTests {
             ("/v2/notifications", "application/json", Array(#"{"signedPayload":"a..c"}"#.utf8), .badRequest, "invalid_jws"),
             ("/v2/notifications", "application/json", Array(#"{"signedPayload":"a+/.b.c="}"#.utf8), .badRequest, "invalid_jws"),
             ("/v2/notifications", "application/json", Array(#"{"signedPayload":"\#(big).b.c"}"#.utf8), .badRequest, "jws_too_large"),
-            ("/v2/notifications", "application/json", Array(repeating: UInt8(ascii: " "), count: (1 << 20) + 10), .contentTooLarge, "body_too_large"),
+            ("/v2/notifications", "application/json", Array(repeating: UInt8(ascii: " "), count: (128 << 10) + 10), .contentTooLarge, "body_too_large"),
             ("/v2/notifications", "text/plain", Array(#"{"signedPayload":"a.b.c"}"#.utf8), .unsupportedMediaType, "unsupported_media_type"),
             ("/v1/transactions", "application/json", Array(#"{"signedPayload":"a.b.c"}"#.utf8), .badRequest, "missing_field"),
             ("/v1/transactions", "application/json", Array(#"{"signedTransaction":"a.b.c","appAccountToken":"nope"}"#.utf8), .badRequest, "invalid_field"),

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import IngestService
 import KafkaClient
 import NIOCore
+import StageRuntime
 import TestSupport
 import Synchronization
 import Testing
@@ -21,7 +22,9 @@ extension Resilience {
         func brokerDownAndBack() async throws {
             let raw = try await TestServices.makeTopic("outage-raw")
             let ackTimeout = Duration.seconds(1)
-            let config = IngestConfiguration(kafka: TestServices.clientConfiguration("outage-ingest"), rawTopic: raw, ackTimeout: ackTimeout)
+            let uploads = try UploadAuthSettings.read(EnvironmentReader(["INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.outage::Sandbox"]))
+            let config = IngestConfiguration(
+                kafka: TestServices.clientConfiguration("outage-ingest"), uploadAuthentication: uploads, rawTopic: raw, ackTimeout: ackTimeout)
             let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
             let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
             let counter = Counter()

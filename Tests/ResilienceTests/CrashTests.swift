@@ -17,6 +17,7 @@ extension Resilience {
             let ingest = try ManagedProcess("ingest", environment: [
                 "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "RAW_TOPIC": raw,
                 "HTTP_HOST": "127.0.0.1", "HTTP_PORT": "\(ingestPort)", "LOG_LEVEL": "warning",
+                "INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.crash::Sandbox",
             ], logName: "crash-ingest")
             defer { ingest.kill9() }
             try await LocalHTTP.waitForPort(ingestPort)

@@ -106,7 +106,9 @@ struct VerifyPipelineTests {
     @Test("through ingest's HTTP: webhook and app upload → raw → verified, request ids carried")
     func throughIngest() async throws {
         let topics = try await PipelineTopics.make("verify-ingest")
-        let config = IngestConfiguration(kafka: TestServices.clientConfiguration("ingest"), rawTopic: topics.raw)
+        // Open uploads (Sandbox-only app): the body's userId is stored, marked "none".
+        let uploads = try UploadAuthSettings.read(EnvironmentReader(["INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "\(TestCA.bundleID)::Sandbox"]))
+        let config = IngestConfiguration(kafka: TestServices.clientConfiguration("ingest"), uploadAuthentication: uploads, rawTopic: topics.raw)
         let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
         let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
         let notification = try TestCA.notification(originalTransactionId: "200000000000555")

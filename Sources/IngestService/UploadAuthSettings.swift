@@ -1,0 +1,223 @@
+import AppStore
+import Crypto
+import Foundation
+import StageRuntime
+
+/// How `POST /v1/transactions` proves who uploads (`INGEST_UPLOAD_AUTH`). There is no default:
+/// a deployment that forgot to choose must not start with open uploads.
+public enum UploadAuthMode: String, CaseIterable, Sendable {
+    /// A bearer JWT from the app's identity provider; the user is one of its claims.
+    case jwt
+    /// An HMAC over the timestamp and the body from the app's backend, which vouches for the body's `userId`.
+    case hmac
+    /// No credential; allowed only when every app is Sandbox-only.
+    case none
+}
+
+/// The checked settings of the chosen ``UploadAuthMode``.
+public enum UploadAuthSettings: Sendable, CustomStringConvertible {
+    case jwt(JWTUploadSettings)
+    case hmac(HMACUploadSettings)
+    /// Open uploads (`none`): only reachable through ``OpenUploadSettings/init(apps:)``, which
+    /// refuses any app that accepts Production.
+    case open(OpenUploadSettings)
+
+    public var mode: UploadAuthMode {
+        switch self {
+        case .jwt: .jwt
+        case .hmac: .hmac
+        case .open: .none
+        }
+    }
+
+    /// One line for the start log: never a secret.
+    public var description: String {
+        switch self {
+        case .jwt(let s): "jwt (keys \(s.keys), issuer \(s.issuer), audience \(s.audience), user claim \(s.userClaim))"
+        case .hmac(let s): "hmac (replay window \(s.window))"
+        case .open(let s): "none (open uploads; Sandbox-only apps \(s.bundleIDs.joined(separator: ",")))"
+        }
+    }
+
+    /// Reads `INGEST_UPLOAD_AUTH` and the variables its mode needs; each problem is one line
+    /// naming its variable.
+    public static func read(_ env: EnvironmentReader) throws(ConfigurationError) -> UploadAuthSettings {
+        guard let raw = env.string("INGEST_UPLOAD_AUTH") else {
+            throw ConfigurationError(
+                variable: "INGEST_UPLOAD_AUTH",
+                problem: "is required but not set: choose jwt (the app's identity provider), hmac (a backend's signature) or none (open uploads, Sandbox-only apps)")
+        }
+        guard let mode = UploadAuthMode(rawValue: raw.lowercased()) else {
+            throw ConfigurationError(variable: "INGEST_UPLOAD_AUTH", problem: "must be one of jwt, hmac, none (got \"\(raw.prefix(40))\")")
+        }
+        switch mode {
+        case .jwt:
+            let keys = try JWTUploadSettings.KeySource.parse(try env.required("INGEST_UPLOAD_JWKS"), variable: "INGEST_UPLOAD_JWKS")
+            if case .file(let path) = keys {
+                // A wrong file is a start error, not a 401 for every upload later.
+                do {
+                    _ = try UploadKeyStore.entries(try UploadKeyStore.readFile(path))
+                } catch {
+                    throw ConfigurationError(variable: "INGEST_UPLOAD_JWKS", problem: "names \(path), which \(error.problem)")
+                }
+            }
+            return .jwt(JWTUploadSettings(
+                keys: keys,
+                issuer: try env.required("INGEST_UPLOAD_ISSUER"),
+                audience: try env.required("INGEST_UPLOAD_AUDIENCE"),
+                userClaim: env.string("INGEST_UPLOAD_USER_CLAIM", default: "sub"),
+                leeway: .seconds(try env.int("INGEST_UPLOAD_LEEWAY_S", default: 60, in: 0...600)),
+                refreshInterval: .seconds(try env.int("INGEST_UPLOAD_JWKS_REFRESH_S", default: 600, in: 10...86_400)),
+                refetchMinimumInterval: .seconds(try env.int("INGEST_UPLOAD_JWKS_REFETCH_MIN_S", default: 30, in: 0...3600))))
+        case .hmac:
+            let path = try env.required("INGEST_UPLOAD_HMAC_SECRET_FILE")
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError(variable: "INGEST_UPLOAD_HMAC_SECRET_FILE", problem: "names a file that cannot be read (\(path))")
+            }
+            let secret: HMACUploadSettings.Secret
+            do {
+                secret = try HMACUploadSettings.Secret(fileContents: Array(data))
+            } catch {
+                throw ConfigurationError(variable: "INGEST_UPLOAD_HMAC_SECRET_FILE", problem: "names \(path), which \(error.problem)")
+            }
+            return .hmac(HMACUploadSettings(
+                secret: secret, window: .seconds(try env.int("INGEST_UPLOAD_HMAC_WINDOW_S", default: 300, in: 1...3600))))
+        case .none:
+            let settings: AppStoreTrustSettings
+            do {
+                settings = try AppStoreTrustSettings.read(apps: env.string("APPSTORE_APPS"), trustedRoots: nil)
+            } catch {
+                throw ConfigurationError(
+                    variable: error.variable,
+                    problem: "\(error.problem) (INGEST_UPLOAD_AUTH=none needs it: open uploads are allowed only when every app is Sandbox-only)")
+            }
+            do {
+                return .open(try OpenUploadSettings(apps: settings.apps))
+            } catch {
+                throw ConfigurationError(variable: "INGEST_UPLOAD_AUTH", problem: error.problem)
+            }
+        }
+    }
+}
+
+/// Bearer JWTs from the app's identity provider.
+public struct JWTUploadSettings: Sendable {
+    /// Where the public keys (a JWKS) come from.
+    public enum KeySource: Sendable, Equatable, CustomStringConvertible {
+        /// A JWKS file, read again on refresh (a mounted secret or ConfigMap can rotate).
+        case file(String)
+        /// An https URL, fetched and cached.
+        case url(URL)
+
+        public var description: String {
+            switch self {
+            case .file(let path): path
+            case .url(let url): url.absoluteString
+            }
+        }
+
+        /// A file path or an https URL. Plain http is refused (keys must not be swappable in
+        /// transit), except `http://127.0.0.1`/`localhost` when `allowLoopbackHTTP`, which only
+        /// tests set: it is not read from the environment.
+        public static func parse(_ value: String, variable: String = "INGEST_UPLOAD_JWKS", allowLoopbackHTTP: Bool = false) throws(ConfigurationError) -> KeySource {
+            let lowered = value.lowercased()
+            guard lowered.contains("://") else { return .file(value) }
+            guard let url = URL(string: value), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
+                throw ConfigurationError(variable: variable, problem: "is not a usable URL (\(value.prefix(200)))")
+            }
+            switch scheme {
+            case "https":
+                return .url(url)
+            case "http" where allowLoopbackHTTP && (host == "127.0.0.1" || host == "localhost"):
+                return .url(url)
+            case "http":
+                throw ConfigurationError(variable: variable, problem: "must be a file path or an https URL: plain http is refused, the keys could be swapped in transit")
+            default:
+                throw ConfigurationError(variable: variable, problem: "must be a file path or an https URL (got a URL with scheme \(scheme.prefix(20)))")
+            }
+        }
+    }
+
+    public var keys: KeySource
+    /// The token's `iss` must equal this.
+    public var issuer: String
+    /// The token's `aud` (a string or an array) must contain this.
+    public var audience: String
+    /// The claim that names the user (`sub` unless configured).
+    public var userClaim: String
+    /// Tolerated clock difference for `exp` and `nbf`.
+    public var leeway: Duration
+    /// How old the cached key set may get before it is fetched again.
+    public var refreshInterval: Duration
+    /// The least time between two fetches caused by tokens naming a key the cache lacks, so
+    /// that made-up `kid`s cannot turn ingest into a load generator against the identity provider.
+    public var refetchMinimumInterval: Duration
+
+    public init(
+        keys: KeySource, issuer: String, audience: String, userClaim: String = "sub", leeway: Duration = .seconds(60),
+        refreshInterval: Duration = .seconds(600), refetchMinimumInterval: Duration = .seconds(30)
+    ) {
+        self.keys = keys
+        self.issuer = issuer
+        self.audience = audience
+        self.userClaim = userClaim
+        self.leeway = leeway
+        self.refreshInterval = refreshInterval
+        self.refetchMinimumInterval = refetchMinimumInterval
+    }
+}
+
+/// HMAC-signed uploads from the app's backend.
+public struct HMACUploadSettings: Sendable {
+    /// The shared secret. Its description never shows the bytes.
+    public struct Secret: Sendable, CustomStringConvertible {
+        /// Why a secret file cannot be used.
+        public struct Problem: Error, Sendable { public let problem: String }
+
+        let key: SymmetricKey
+
+        /// The file's bytes, trailing line breaks dropped (editors and `echo` add one). At least
+        /// 32 bytes: HMAC-SHA256's own strength.
+        public init(fileContents bytes: [UInt8]) throws(Problem) {
+            var bytes = bytes[...]
+            while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { bytes.removeLast() }
+            guard bytes.count >= 32 else {
+                throw Problem(problem: "holds \(bytes.count) bytes; a secret needs at least 32 (e.g. `openssl rand -hex 32`)")
+            }
+            key = SymmetricKey(data: bytes)
+        }
+
+        public var description: String { "(secret, \(key.bitCount / 8) bytes)" }
+    }
+
+    public var secret: Secret
+    /// How far `X-Upload-Timestamp` may be from now, either way.
+    public var window: Duration
+
+    public init(secret: Secret, window: Duration = .seconds(300)) {
+        self.secret = secret
+        self.window = window
+    }
+}
+
+/// Open uploads, for Sandbox-only deployments (the local demo, a staging cluster).
+public struct OpenUploadSettings: Sendable {
+    /// Why open uploads are refused for these apps.
+    public struct Refusal: Error, Sendable { public let problem: String }
+
+    /// The Sandbox-only apps that made open uploads acceptable.
+    public let bundleIDs: [String]
+
+    /// Refuses unless there is at least one app and every app accepts Sandbox only: a
+    /// Production purchase must never be claimed by whoever posts its JWS.
+    public init(apps: [AppStoreApp]) throws(Refusal) {
+        guard !apps.isEmpty else {
+            throw Refusal(problem: "is none (open uploads), which needs APPSTORE_APPS to list the Sandbox-only apps")
+        }
+        let production = apps.filter { $0.environments != [.sandbox] }.map(\.bundleID)
+        guard production.isEmpty else {
+            throw Refusal(problem: "is none (open uploads), which is refused: APPSTORE_APPS accepts Production for \(production.joined(separator: ", ")); anyone could claim a real purchase, so use jwt or hmac (none is for Sandbox-only apps)")
+        }
+        bundleIDs = apps.map(\.bundleID)
+    }
+}

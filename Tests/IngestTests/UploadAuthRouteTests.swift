@@ -1,0 +1,221 @@
+import Foundation
+import HTTPTypes
+import IngestService
+import KafkaClient
+import StageRuntime
+import Synchronization
+import TestSupport
+import Testing
+
+/// Authenticated uploads against the real broker: refusals store nothing, accepted uploads are
+/// stored rebuilt with the authenticated user, and the JWKS rotates.
+@Suite("authenticated uploads on the broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
+struct UploadAuthRouteTests {
+    /// The stored body ingest must write for an upload (the raw topic's wire contract).
+    func stored(jws: String, token: String? = nil, user: String?, auth: String) -> String {
+        var fields = [#""signedTransaction":"\#(jws)""#]
+        if let token { fields.append(#""appAccountToken":"\#(token)""#) }
+        if let user { fields.append(#""userId":"\#(user)""#) }
+        fields.append(#""userAuthentication":"\#(auth)""#)
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    @Test("refused uploads leave nothing on the raw topic; the one accepted upload is the only record")
+    func refusalsStoreNothing() async throws {
+        let es = await UploadTokenSigner.es256()
+        let stranger = await UploadTokenSigner.es256()
+        let impostor = await UploadTokenSigner.es256(kid: es.kid)
+        let jwks = try UploadTokens.jwksFile([es])
+        defer { try? FileManager.default.removeItem(atPath: jwks) }
+        var expired = TestUploads.claims(); expired.expires = Date().addingTimeInterval(-3600)
+        var wrongAudience = TestUploads.claims(); wrongAudience.audience = ["someone-else"]
+        var wrongIssuer = TestUploads.claims(); wrongIssuer.issuer = "https://evil.example/"
+        let refused: [[(name: String, value: String)]] = [
+            [], bearer(try await es.token(expired)), bearer(try await es.token(wrongAudience)),
+            bearer(try await es.token(wrongIssuer)), bearer(try await stranger.token(TestUploads.claims())),
+            bearer(try await impostor.token(TestUploads.claims())),
+        ]
+        let jwtTopic = try await TestServices.makeTopic("auth-jwt-raw")
+        try await withUploadIngest(TestUploads.jwt(.file(jwks)), topic: jwtTopic, bootstrap: TestServices.bootstrapServers) { client in
+            for headers in refused {
+                let refusal = try await postUpload(client, body: uploadBody(), headers: headers)
+                #expect(refusal.status == .unauthorized)
+            }
+            let token = try await es.token(TestUploads.claims())
+            let accepted = try await postUpload(client, body: uploadBody(), headers: bearer(token))
+            #expect(accepted.status == .ok)
+        }
+        let jwtRecords = try await TopicReader.read(jwtTopic, timeout: .seconds(60), settle: .seconds(2)) { !$0.isEmpty }
+        #expect(jwtRecords.count == 1)
+        #expect(jwtRecords.first?.text.contains(#""userAuthentication":"jwt""#) == true)
+
+        let body = uploadBody()
+        let now = Int(Date().timeIntervalSince1970)
+        let hmacTopic = try await TestServices.makeTopic("auth-hmac-raw")
+        try await withUploadIngest(try TestUploads.hmac(), topic: hmacTopic, bootstrap: TestServices.bootstrapServers) { client in
+            let bad = UploadTokens.hmacHeaders(secret: Array("not-the-shared-secret-not-the-shared".utf8), body: Array(body.utf8), timestamp: now)
+            let stale = UploadTokens.hmacHeaders(secret: TestUploads.secret, body: Array(body.utf8), timestamp: now - 3600)
+            for headers in [[], bad, stale] {
+                let refusal = try await postUpload(client, body: body, headers: headers)
+                #expect(refusal.status == .unauthorized)
+            }
+            let good = UploadTokens.hmacHeaders(secret: TestUploads.secret, body: Array(body.utf8), timestamp: now)
+            let accepted = try await postUpload(client, body: body, headers: good)
+            #expect(accepted.status == .ok)
+        }
+        let hmacRecords = try await TopicReader.read(hmacTopic, timeout: .seconds(60), settle: .seconds(2)) { !$0.isEmpty }
+        #expect(hmacRecords.count == 1)
+        #expect(hmacRecords.first?.text.contains(#""userAuthentication":"hmac""#) == true)
+    }
+
+    @Test("RS256 and ES256 accepted: the token's claim is the stored userId, marked jwt, whatever the body says")
+    func tokenUserStored() async throws {
+        let es = await UploadTokenSigner.es256()
+        let rs = try await UploadTokenSigner.rs256()
+        let jwks = try UploadTokens.jwksFile([es, rs])
+        defer { try? FileManager.default.removeItem(atPath: jwks) }
+        let topic = try await TestServices.makeTopic("auth-user-raw")
+        let appAccountToken = UUID().uuidString
+        var withinLeeway = TestUploads.claims("user-es"); withinLeeway.expires = Date().addingTimeInterval(-20)
+        withinLeeway.audience = ["another-service", TestUploads.audience]
+        let esToken = try await es.token(withinLeeway)
+        let rsToken = try await rs.token(TestUploads.claims("user-rs"))
+        let jws = [fakeJWS(), fakeJWS(), fakeJWS()]
+        try await withUploadIngest(TestUploads.jwt(.file(jwks)), topic: topic, bootstrap: TestServices.bootstrapServers) { client in
+            // The body names another user and claims its own authentication: both ignored.
+            let claimingBody = uploadBody(
+                jws: jws[0], userId: "attacker", extra: #","appAccountToken":"\#(appAccountToken)","userAuthentication":"none","admin":true"#)
+            let es256 = try await postUpload(client, body: claimingBody, headers: bearer(esToken))
+            #expect(es256.status == .ok, "\(es256.text)")
+            let rs256 = try await postUpload(client, body: uploadBody(jws: jws[1], userId: nil), headers: bearer(rsToken))
+            #expect(rs256.status == .ok, "\(rs256.text)")
+        }
+        let records = try await TopicReader.read(topic, timeout: .seconds(60)) { $0.count >= 2 }
+        #expect(records.map(\.text) == [
+            stored(jws: jws[0], token: appAccountToken, user: "user-es", auth: "jwt"),
+            stored(jws: jws[1], user: "user-rs", auth: "jwt"),
+        ])
+        #expect(records.allSatisfy { $0.keyString == sha256Hex($0.text) })
+        #expect(records.allSatisfy { $0.headers.string(PipelineHeader.source) == "app-upload" })
+
+        // A configured claim names the user instead of sub.
+        let custom = try await TestServices.makeTopic("auth-claim-raw")
+        var claims = TestUploads.claims("sub-is-not-used"); claims.extra = ["uid": "user-from-uid"]
+        let uidToken = try await es.token(claims)
+        try await withUploadIngest(TestUploads.jwt(.file(jwks), userClaim: "uid"), topic: custom, bootstrap: TestServices.bootstrapServers) { client in
+            let result = try await postUpload(client, body: uploadBody(jws: jws[2]), headers: bearer(uidToken))
+            #expect(result.status == .ok, "\(result.text)")
+        }
+        let customRecords = try await TopicReader.read(custom, timeout: .seconds(60)) { !$0.isEmpty }
+        #expect(customRecords.first?.text == stored(jws: jws[2], user: "user-from-uid", auth: "jwt"))
+    }
+
+    @Test("hmac: the backend vouches for the body's userId, stored marked hmac")
+    func hmacUserStored() async throws {
+        let topic = try await TestServices.makeTopic("auth-hmacuser-raw")
+        let jws = fakeJWS()
+        let body = uploadBody(jws: jws, userId: #"user \"quoted\" \\ back"#, extra: #","unknown":[1,2]"#)
+        try await withUploadIngest(try TestUploads.hmac(), topic: topic, bootstrap: TestServices.bootstrapServers) { client in
+            let result = try await postUpload(client, body: body, headers: UploadTokens.hmacHeaders(secret: TestUploads.secret, body: Array(body.utf8)))
+            #expect(result.status == .ok, "\(result.text)")
+        }
+        let records = try await TopicReader.read(topic, timeout: .seconds(60)) { !$0.isEmpty }
+        let record = try #require(records.first)
+        #expect(record.text == stored(jws: jws, user: #"user \"quoted\" \\ back"#, auth: "hmac"))
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: String])
+        #expect(parsed["userId"] == #"user "quoted" \ back"#)
+    }
+
+    @Test("JWKS over HTTP: a key published later is accepted, a withdrawn one refused after refresh, unknown kids refetch at most once per interval")
+    func rotation() async throws {
+        let first = await UploadTokenSigner.es256()
+        let second = try await UploadTokenSigner.rs256()
+        let server = JWKSServer(UploadTokens.jwks([first]))
+        let topic = try await TestServices.makeTopic("auth-rotate-raw")
+        try await server.serving { url in
+            let keys = try JWTUploadSettings.KeySource.parse(url.absoluteString, allowLoopbackHTTP: true)
+            let uploads = TestUploads.jwt(keys, refresh: .milliseconds(500), refetchMinimum: .zero)
+            try await withUploadIngest(uploads, topic: topic, bootstrap: TestServices.bootstrapServers) { client in
+                let firstToken = bearer(try await first.token(TestUploads.claims("user-1")))
+                let secondToken = bearer(try await second.token(TestUploads.claims("user-2")))
+                let accepted = try await postUpload(client, body: uploadBody(), headers: firstToken)
+                #expect(accepted.status == .ok)
+                let unknown = try await postUpload(client, body: uploadBody(), headers: secondToken)
+                #expect(unknown.error?.error.code == "auth.unknown_key")
+
+                // The provider rotates the second key in: the unknown kid makes ingest fetch again.
+                server.publish(UploadTokens.jwks([first, second]))
+                let rotated = try await postUpload(client, body: uploadBody(), headers: secondToken)
+                #expect(rotated.status == .ok, "\(rotated.text)")
+
+                // Then withdraws the first: once the cached set is older than the refresh interval, it goes.
+                server.publish(UploadTokens.jwks([second]))
+                var refused = false
+                for _ in 0..<50 where !refused {
+                    try await Task.sleep(for: .milliseconds(200))
+                    refused = try await postUpload(client, body: uploadBody(), headers: firstToken).error?.error.code == "auth.unknown_key"
+                }
+                #expect(refused, "a withdrawn key is refused after the refresh")
+            }
+        }
+
+        // With a minimum interval, made-up kids cost the provider one fetch, not one per request.
+        let limited = JWKSServer(UploadTokens.jwks([first]))
+        try await limited.serving { url in
+            let keys = try JWTUploadSettings.KeySource.parse(url.absoluteString, allowLoopbackHTTP: true)
+            try await withUploadIngest(TestUploads.jwt(keys, refetchMinimum: .seconds(60)), topic: topic, bootstrap: TestServices.bootstrapServers) { client in
+                let token = try await first.token(TestUploads.claims())
+                let accepted = try await postUpload(client, body: uploadBody(), headers: bearer(token))
+                #expect(accepted.status == .ok)
+                for _ in 0..<5 {
+                    let madeUp = await UploadTokenSigner.es256()
+                    let token = try await madeUp.token(TestUploads.claims())
+                    let result = try await postUpload(client, body: uploadBody(), headers: bearer(token))
+                    #expect(result.error?.error.code == "auth.unknown_key")
+                }
+            }
+        }
+        let limitedFetches = limited.fetches.load(ordering: .relaxed)
+        #expect(limitedFetches == 1, "one fetch at first use, none for the five unknown kids within the interval")
+        let rotationFetches = server.fetches.load(ordering: .relaxed)
+        #expect(rotationFetches >= 3)
+    }
+
+    @Test("hygiene: notifications stored rebuilt, unsafe X-Request-Id replaced, the 200 answer is JSON")
+    func hygiene() async throws {
+        let es = await UploadTokenSigner.es256()
+        let jwks = try UploadTokens.jwksFile([es])
+        defer { try? FileManager.default.removeItem(atPath: jwks) }
+        let topic = try await TestServices.makeTopic("auth-hygiene-raw")
+        let jws = fakeJWS()
+        let safeID = "abc:DEF_1.2-3"
+        try await withUploadIngest(TestUploads.jwt(.file(jwks)), topic: topic, bootstrap: TestServices.bootstrapServers) { client in
+            // Apple's webhook needs no upload credential; its unknown fields are dropped too.
+            let unsafe = try await postUpload(
+                client, body: #"{"signedPayload":"\#(jws)","injected":"x"}"#, headers: [("X-Request-Id", #"a"b <script>"#)],
+                uri: "/v2/notifications")
+            #expect(unsafe.status == .ok)
+            let replaced = try #require(unsafe.headers[HTTPField.Name("X-Request-Id")!])
+            #expect(UUID(uuidString: replaced) != nil)
+            let safe = try await postUpload(
+                client, body: #"{"signedPayload":"\#(jws)"}"#, headers: [("X-Request-Id", safeID)], uri: "/v2/notifications")
+            #expect(safe.headers[HTTPField.Name("X-Request-Id")!] == safeID)
+            for answer in [unsafe.text, safe.text] {
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any])
+                #expect(object["status"] as? String == "accepted")
+                #expect(object["partition"] is Int && object["offset"] is Int)
+            }
+            #expect(safe.text.contains(#""requestId":"\#(safeID)""#))
+            let tooLong = try await postUpload(
+                client, body: #"{"signedPayload":"\#(jws)"}"#, headers: [("X-Request-Id", String(repeating: "a", count: 129))],
+                uri: "/v2/notifications")
+            #expect(tooLong.headers[HTTPField.Name("X-Request-Id")!].flatMap(UUID.init(uuidString:)) != nil)
+        }
+        let records = try await TopicReader.read(topic, timeout: .seconds(60)) { $0.count >= 3 }
+        #expect(records.count == 3)
+        #expect(records.allSatisfy { $0.text == #"{"signedPayload":"\#(jws)"}"# })
+        #expect(records.map { $0.headers.string(PipelineHeader.requestID) ?? "" }.filter { UUID(uuidString: $0) != nil }.count == 2)
+        #expect(records.contains { $0.headers.string(PipelineHeader.requestID) == safeID })
+        #expect(Set(records.map(\.keyString)).count == 1, "one stored body, one key")
+    }
+}
