@@ -605,6 +605,43 @@ def trust_violations(docs):
     return found
 
 
+def upload_auth_problems(docs, production):
+    """What is wrong with how ingest authenticates app uploads: INGEST_UPLOAD_AUTH is jwt, hmac or
+    none with the settings that mode needs (an https or mounted JWKS, an issuer and audience; a
+    mounted HMAC secret); none only for Sandbox-only apps, and never in production, where an open
+    upload would let anyone claim a purchase."""
+    deps = find(docs, "Deployment", "ingest")
+    if not deps:
+        return ["no ingest Deployment"]
+    spec = deps[0]["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    env = container_env(docs, c)
+    mode = env.get("INGEST_UPLOAD_AUTH")
+    if mode not in ("jwt", "hmac", "none"):
+        return [f"INGEST_UPLOAD_AUTH is {mode!r}, not jwt, hmac or none: ingest would not start"]
+    problems = []
+    if mode == "jwt":
+        problems += [f"jwt without {v}" for v in ("INGEST_UPLOAD_JWKS", "INGEST_UPLOAD_ISSUER", "INGEST_UPLOAD_AUDIENCE") if not env.get(v)]
+        jwks = env.get("INGEST_UPLOAD_JWKS") or ""
+        if "://" in jwks and not jwks.startswith("https://"):
+            problems.append(f"INGEST_UPLOAD_JWKS {jwks} is not an https URL: ingest would not start")
+        elif jwks and "://" not in jwks and not mounted_file(spec, c, jwks):
+            problems.append(f"INGEST_UPLOAD_JWKS {jwks} is not a mounted file")
+    elif mode == "hmac":
+        secret = env.get("INGEST_UPLOAD_HMAC_SECRET_FILE")
+        vol = mounted_file(spec, c, secret) if secret else None
+        if not (vol and "secret" in vol):
+            problems.append(f"INGEST_UPLOAD_HMAC_SECRET_FILE {secret!r} is not in a mounted Secret")
+    else:
+        if production:
+            problems.append("INGEST_UPLOAD_AUTH is none in production: anyone could claim a purchase with its JWS")
+        apps = [e.strip() for e in (env.get("APPSTORE_APPS") or "").split(",") if e.strip()]
+        if not apps or any(e.count(":") != 2 or e.rsplit(":", 1)[1] != "Sandbox" for e in apps):
+            problems.append(f"INGEST_UPLOAD_AUTH is none but ingest's APPSTORE_APPS {env.get('APPSTORE_APPS')!r} is not "
+                            "Sandbox-only: ingest would refuse to start")
+    return problems
+
+
 def check_grant_migrations(label, docs, dep, env):
     problems = grant_migration_problems(dep, env)
     checks.check(f"{label}: grant migrates in an init container (appstorectl migrate, database settings, password file) "
@@ -775,6 +812,23 @@ def self_tests(docs):
     toolbox["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = []
     checks.check("self-test: the settings check refuses appstorectl without its Secret files",
                  bool(settings_problems(docs, toolbox, ("broker", "database", "api"))))
+    def with_uploads(**data):
+        bad = copy.deepcopy(docs)
+        cm = next(d for d in bad if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("appstore-ingest-uploads"))
+        cm["data"] = {k: v for k, v in dict(cm["data"], **data).items() if v is not None}
+        return bad
+    checks.check("self-test: the upload check refuses INGEST_UPLOAD_AUTH=none in production",
+                 bool(upload_auth_problems(with_uploads(INGEST_UPLOAD_AUTH="none"), production=True)))
+    checks.check("self-test: the upload check refuses none when an app accepts Production, outside production too",
+                 bool(upload_auth_problems(with_uploads(INGEST_UPLOAD_AUTH="none"), production=False)))
+    checks.check("self-test: the upload check refuses a missing INGEST_UPLOAD_AUTH",
+                 bool(upload_auth_problems(with_uploads(INGEST_UPLOAD_AUTH=None), production=True)))
+    checks.check("self-test: the upload check refuses a plain-http JWKS",
+                 bool(upload_auth_problems(with_uploads(INGEST_UPLOAD_JWKS="http://identity.example.com/jwks"), production=True)))
+    checks.check("self-test: the upload check refuses jwt without an audience",
+                 bool(upload_auth_problems(with_uploads(INGEST_UPLOAD_AUDIENCE=None), production=True)))
+    checks.check("self-test: the upload check refuses hmac without a mounted secret",
+                 bool(upload_auth_problems(with_uploads(INGEST_UPLOAD_AUTH="hmac", INGEST_UPLOAD_HMAC_SECRET_FILE="/run/secrets/x"), production=True)))
     checks.check("self-test: the option parser reads appstorectl's flags", "--leeway-seconds" in option_flags("Reconcile.swift")
                  and "--dry-run" in option_flags("Reconcile.swift"))
 
@@ -800,6 +854,10 @@ def main():
         check_secrets(label, docs)
         check_workloads(label, docs)
         check_ops(label, docs)
+        if label != "base":  # the overlays generate the upload settings
+            problems = upload_auth_problems(docs, production=label == "production")
+            checks.check(f"{label}: ingest authenticates uploads (INGEST_UPLOAD_AUTH {'jwt or hmac' if label == 'production' else 'set'}, "
+                         "with the settings its mode needs)", not problems, "; ".join(problems))
     check_monitoring_component(kubectl)
     problems = kustomization_replicas_problems()
     checks.check("no kustomization or component sets replicas for an autoscaled stage", not problems, "; ".join(problems))
