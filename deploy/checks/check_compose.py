@@ -380,6 +380,43 @@ def check_demo(compose, production):
     checks.check("demo.env: the API key path is enrich's mounted secret", cred.split(":")[-1] == f"/run/secrets/{secret}")
 
 
+def upload_auth_problems(ingest, demo):
+    """What is wrong with how ingest authenticates app uploads: compose.yaml must take
+    INGEST_UPLOAD_AUTH from the deployment with no default (${INGEST_UPLOAD_AUTH:?…}), so no
+    production falls back to open uploads, and give ingest APPSTORE_APPS, which none is checked
+    against; the demo (demo.env) may open uploads only for Sandbox-only apps."""
+    env = ingest.get("environment") or {}
+    problems = []
+    value = str(env.get("INGEST_UPLOAD_AUTH", ""))
+    if not re.fullmatch(r"\$\{INGEST_UPLOAD_AUTH:\?[^}]*\}", value):
+        problems.append(f"ingest's INGEST_UPLOAD_AUTH is {value!r}, not required from the deployment (${{INGEST_UPLOAD_AUTH:?...}})")
+    if "APPSTORE_APPS" not in env:
+        problems.append("ingest is not given APPSTORE_APPS, which INGEST_UPLOAD_AUTH=none is checked against")
+    mode = demo.get("INGEST_UPLOAD_AUTH")
+    apps = [e for e in demo.get("APPSTORE_APPS", "").split(",") if e]
+    if mode not in ("jwt", "hmac", "none"):
+        problems.append(f"demo.env sets INGEST_UPLOAD_AUTH {mode!r}, not jwt, hmac or none: ingest would not start")
+    elif mode == "none" and (not apps or not all(re.fullmatch(r"[^\s:,]+:\d*:Sandbox", e) for e in apps)):
+        problems.append(f"demo.env opens uploads (none) for apps that are not Sandbox-only ({demo.get('APPSTORE_APPS')!r}): ingest would refuse to start")
+    return problems
+
+
+def check_uploads(production):
+    ingest = production["services"]["ingest"]
+    demo = read_env_file(os.path.join(COMPOSE_DIR, "demo.env"))
+    problems = upload_auth_problems(ingest, demo)
+    checks.check("ingest: INGEST_UPLOAD_AUTH required from the deployment (no default), APPSTORE_APPS given; the demo opens "
+                 "uploads only for Sandbox-only apps", not problems, "; ".join(problems))
+    def with_auth(value):
+        return dict(ingest, environment=dict(ingest.get("environment") or {}, INGEST_UPLOAD_AUTH=value))
+    checks.check("self-test: the upload check refuses INGEST_UPLOAD_AUTH defaulting to none",
+                 bool(upload_auth_problems(with_auth("${INGEST_UPLOAD_AUTH:-none}"), demo)))
+    checks.check("self-test: the upload check refuses INGEST_UPLOAD_AUTH fixed to none in compose.yaml",
+                 bool(upload_auth_problems(with_auth("none"), demo)))
+    checks.check("self-test: the upload check refuses a demo with open uploads for a Production app",
+                 bool(upload_auth_problems(ingest, dict(demo, APPSTORE_APPS="com.example.demo:123:Sandbox+Production"))))
+
+
 def mount_source(svc, target):
     """The host path (relative to deploy/compose) mounted at `target`, or None."""
     for v in svc.get("volumes", []):
@@ -441,6 +478,7 @@ def main():
     check_topics(compose)
     check_gateway(compose, production)
     check_demo(compose, production)
+    check_uploads(production)
     check_monitoring(compose)
     missing = [p for p in args.get("PRODUCTS", "").split() if p not in products]
     if missing:
