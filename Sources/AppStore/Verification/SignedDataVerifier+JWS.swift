@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import SwiftASN1
+import Synchronization
 import X509
 
 /// A payload whose JWS signature and chain are verified (identity not yet checked).
@@ -12,15 +13,60 @@ struct VerifiedJWS<Payload: Sendable>: Sendable {
 
 extension SignedDataVerifier {
     /// Parses, checks the header, verifies the signature, decodes the payload and validates the chain
-    /// (from the cache when possible). Identity checks are the caller's.
+    /// (from the cache when possible), or takes a token verified before byte for byte when the
+    /// verified-token cache is on and the token still holds at this validation time. Identity checks
+    /// are the caller's.
     func verifySignedData<Payload: Decodable & Sendable>(
         _ token: String,
         as type: Payload.Type,
         expecting kind: SignedDataKind? = nil,
         signedDate: (Payload) -> Date?
     ) async throws(AppStoreVerificationError) -> VerifiedJWS<Payload> {
-        let jws = try CompactJWS(token, maximumSize: configuration.maximumInputSize)
         let now = configuration.clock()
+        let tokenKey = usesTokenCache ? VerifiedTokenCache.key(of: token) : nil
+        if let tokenKey, let remembered = rememberedToken(tokenKey, as: type, expecting: kind, signedDate: signedDate, now: now) {
+            return remembered
+        }
+        let verified = try await verifyInFull(token, as: type, expecting: kind, signedDate: signedDate, now: now)
+        if let tokenKey {
+            let entry = VerifiedTokenCache.Entry(payload: verified.payload, chain: verified.chain, checkedKind: kind)
+            tokenCache.withLock { $0.insert(tokenKey, entry: entry) }
+        }
+        return verified
+    }
+
+    /// A token verified before, byte for byte, if it still holds now: decoded as `type`, checked as
+    /// `kind` when one is asked for, and its chain valid at the validation time computed now and no
+    /// older than a cached chain may be. Identity checks stay the caller's, on every hit.
+    private func rememberedToken<Payload: Decodable & Sendable>(
+        _ key: SHA256Digest,
+        as type: Payload.Type,
+        expecting kind: SignedDataKind?,
+        signedDate: (Payload) -> Date?,
+        now: Date
+    ) -> VerifiedJWS<Payload>? {
+        let maximumAge = chainMaximumAge
+        let entry = tokenCache.withLock { cache in
+            cache.lookup(key) { entry in
+                guard let payload = entry.payload as? Payload, kind == nil || entry.checkedKind == kind else { return false }
+                let age = now.timeIntervalSince(entry.chain.insertedAt)
+                guard age >= 0, age <= maximumAge else { return false }
+                return entry.chain.validity.contains(validationTime(signedDate: signedDate(payload), now: now))
+            }
+        }
+        guard let entry, let payload = entry.payload as? Payload else { return nil }
+        return VerifiedJWS(payload: payload, chain: entry.chain)
+    }
+
+    /// The first check of a token: everything ``verifySignedData(_:as:expecting:signedDate:)`` promises.
+    private func verifyInFull<Payload: Decodable & Sendable>(
+        _ token: String,
+        as type: Payload.Type,
+        expecting kind: SignedDataKind?,
+        signedDate: (Payload) -> Date?,
+        now: Date
+    ) async throws(AppStoreVerificationError) -> VerifiedJWS<Payload> {
+        let jws = try CompactJWS(token, maximumSize: configuration.maximumInputSize)
         // The warm path: no certificate is parsed, copied or validated.
         if let cached = cachedChain(for: jws, now: now) {
             try Self.checkSignature(of: jws, key: cached.leafKey, prefix: cached.signingInputPrefix)

@@ -13,13 +13,21 @@ import X509
 /// the same rules and must name the same app and environment.
 ///
 /// Verified chains are cached by exact header bytes, so a warm verifier checks only one signature per
-/// JWS. The verifier is `Sendable`; share one instance across tasks.
+/// JWS; with ``VerifiedTokenCachePolicy`` on, a token seen before (byte for byte) is not verified
+/// again, while the validation time and identity rules still apply. The verifier is `Sendable`;
+/// share one instance across tasks.
 public final class SignedDataVerifier: Sendable {
     let configuration: Configuration
     let appsByBundleID: [String: AppStoreApp]
     let allEnvironments: Set<AppStoreEnvironment>
     let validator: AppStoreChainValidator
     let cache: Mutex<ChainCache>
+    /// Seconds a cached chain is trusted before it is validated again (the revocation lifetime with online checks).
+    let chainMaximumAge: Double
+    /// Whole verified tokens, used when ``usesTokenCache``.
+    let tokenCache: Mutex<VerifiedTokenCache>
+    /// Whether ``VerifiedTokenCachePolicy`` is on (honoured only with the chain cache on).
+    let usesTokenCache: Bool
     /// Whether online revocation checks are configured (read per JWS).
     let checksRevocation: Bool
 
@@ -61,6 +69,9 @@ public final class SignedDataVerifier: Sendable {
         self.cache = Mutex(
             ChainCache(maximumEntries: configuration.chainCache.maximumEntries, maximumAge: maximumAge)
         )
+        self.chainMaximumAge = maximumAge
+        self.usesTokenCache = configuration.verifiedTokenCache.isEnabled && configuration.chainCache.isEnabled
+        self.tokenCache = Mutex(VerifiedTokenCache(maximumEntries: configuration.verifiedTokenCache.maximumEntries))
     }
 
     // MARK: - Public API
@@ -182,9 +193,15 @@ public final class SignedDataVerifier: Sendable {
         cache.withLock { $0.statistics }
     }
 
-    /// Forgets every cached chain (for example after changing trust out of band).
+    /// Counters of the verified-token cache (all zero when it is off).
+    public var tokenCacheStatistics: VerifiedTokenCacheStatistics {
+        tokenCache.withLock { $0.statistics }
+    }
+
+    /// Forgets every cached chain and verified token (for example after changing trust out of band).
     public func removeCachedChains() {
         cache.withLock { $0.removeAll() }
+        tokenCache.withLock { $0.removeAll() }
     }
 
     // MARK: - Kind-specific verification

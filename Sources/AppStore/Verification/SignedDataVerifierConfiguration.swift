@@ -33,6 +33,8 @@ extension SignedDataVerifier {
         public var revocationChecking: RevocationChecking?
         /// Reuse of verified chains.
         public var chainCache: ChainCachePolicy
+        /// Reuse of whole verified tokens (off by default; the API client turns it on).
+        public var verifiedTokenCache: VerifiedTokenCachePolicy
         /// Largest accepted compact JWS in bytes; larger input is `malformed` before any parsing.
         public var maximumInputSize: Int
         /// The clock; injectable so cache ageing and "now" are testable.
@@ -45,6 +47,7 @@ extension SignedDataVerifier {
             validationTime: ValidationTime = .signedDate,
             revocationChecking: RevocationChecking? = nil,
             chainCache: ChainCachePolicy = .default,
+            verifiedTokenCache: VerifiedTokenCachePolicy = .disabled,
             maximumInputSize: Int = 1 << 20,
             clock: @escaping @Sendable () -> Date = { Date() }
         ) {
@@ -54,6 +57,7 @@ extension SignedDataVerifier {
             self.validationTime = validationTime
             self.revocationChecking = revocationChecking
             self.chainCache = chainCache
+            self.verifiedTokenCache = verifiedTokenCache
             self.maximumInputSize = maximumInputSize
             self.clock = clock
         }
