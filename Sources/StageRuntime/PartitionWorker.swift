@@ -147,6 +147,14 @@ final class PartitionWorker: Sendable {
         var pending = batch[...]
         var attempts = 0
         var firstFailure: Date?
+        // Inputs whose outputs were delivered, told to the stage before any wait and at the end.
+        var delivered: [KafkaMessage] = []
+        defer { if !delivered.isEmpty { context.stage.delivered(delivered) } }
+        func reportDelivered() {
+            guard !delivered.isEmpty else { return }
+            context.stage.delivered(delivered)
+            delivered.removeAll()
+        }
         while !pending.isEmpty, !stopping {
             let started = ContinuousClock.now
             var results: [Result<[KafkaOutgoingMessage], any Error>]
@@ -169,6 +177,7 @@ final class PartitionWorker: Sendable {
                 switch result {
                 case .success(let outputs):
                     guard await deliver(outputs, for: message) else { return }
+                    delivered.append(message)
                     context.metrics.processing.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
                     context.metrics.succeeded.increment()
                     attempts = 0
@@ -181,6 +190,7 @@ final class PartitionWorker: Sendable {
                     let now = Date()
                     if firstFailure == nil { firstFailure = now }
                     if failure.isTransient {
+                        reportDelivered()
                         guard await backoff(message, failure: failure, attempt: attempts) else { return }
                         break
                     }

@@ -22,9 +22,18 @@ public protocol PipelineStage: Sendable {
     /// retries the batch and a permanent one makes the runtime process the records one by one to
     /// find the bad one.
     func process(batch: [KafkaMessage]) async throws -> [Result<[KafkaOutgoingMessage], any Error>]
+
+    /// Called, in order, with input records of one partition whose outputs were all produced and
+    /// acknowledged by the broker (and whose offsets were stored); never with a record that was
+    /// dead-lettered. Until this call an output may still be lost and its record processed again,
+    /// so a stage that remembers what it has done (enrich's replay cache) remembers it here. The
+    /// default does nothing.
+    func delivered(_ inputs: [KafkaMessage])
 }
 
 extension PipelineStage {
+    public func delivered(_ inputs: [KafkaMessage]) {}
+
     public func process(batch: [KafkaMessage]) async throws -> [Result<[KafkaOutgoingMessage], any Error>] {
         var results: [Result<[KafkaOutgoingMessage], any Error>] = []
         for message in batch {
