@@ -302,7 +302,7 @@ let package = Package(
             name: "EnrichService",
             dependencies: [
                 "AppStore", "AppStoreServerAPI", "PipelineRecords", "StageRuntime", "KafkaClient",
-                asyncHTTPClient, nioCore, logging, serviceLifecycle,
+                asyncHTTPClient, nioCore, logging, metrics, serviceLifecycle,
             ],
             swiftSettings: swiftSettings
         ),

@@ -19,6 +19,10 @@ public struct EnrichConfiguration: Sendable {
     public var coalesce: Bool
     /// How many lookups of one batch run at once.
     public var concurrency: Int
+    /// The replay cache and the per-purchase answer cache across batches.
+    public var caches: EnrichStage.Caches
+    /// Most API answer JWS remembered as verified (0: every JWS verified on every lookup).
+    public var verifiedJWSCacheEntries: Int
 
     /// The variables, for `--help`: name, default, meaning.
     public static let variables: [(name: String, default: String, meaning: String)] = [
@@ -31,17 +35,23 @@ public struct EnrichConfiguration: Sendable {
         ("APPSTORE_API_RATE_BURST_S", "10", "seconds' worth of requests that may be sent at once"),
         ("ENRICH_COALESCE", "on", "records of one batch for the same purchase share one lookup (on or off)"),
         ("ENRICH_CONCURRENCY", "8", "lookups of one batch run at once"),
+        ("ENRICH_REPLAY_CACHE_SIZE", "100000", "events remembered as enriched and delivered; a record of one of them (a replayed notification or upload) is dropped before any API call (0: off)"),
+        ("ENRICH_LOOKUP_CACHE_TTL_MS", "2000", "how long one purchase's answer serves records of later batches that arrived before it was requested (0: off)"),
+        ("ENRICH_LOOKUP_CACHE_SIZE", "10000", "purchases whose answer is kept for ENRICH_LOOKUP_CACHE_TTL_MS"),
+        ("ENRICH_VERIFIED_JWS_CACHE_SIZE", "10000", "API answer JWS remembered as verified, byte for byte, so an unchanged history transaction is not verified again (0: off)"),
     ]
 
     public init(
         apps: [AppStoreApp], additionalTrustedRoots: [Certificate] = [], client: AppStoreServerAPIClient.Configuration,
-        coalesce: Bool = true, concurrency: Int = 8
+        coalesce: Bool = true, concurrency: Int = 8, caches: EnrichStage.Caches = EnrichStage.Caches(), verifiedJWSCacheEntries: Int = 10_000
     ) {
         self.apps = apps
         self.additionalTrustedRoots = additionalTrustedRoots
         self.client = client
         self.coalesce = coalesce
         self.concurrency = concurrency
+        self.caches = caches
+        self.verifiedJWSCacheEntries = verifiedJWSCacheEntries
     }
 
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
@@ -81,6 +91,11 @@ public struct EnrichConfiguration: Sendable {
             rateLimits: RateLimitPolicy(scale: scale, burst: .seconds(burst)))
         coalesce = try env.bool("ENRICH_COALESCE", default: true)
         concurrency = try env.int("ENRICH_CONCURRENCY", default: 8, in: 1...256)
+        caches = EnrichStage.Caches(
+            replayEntries: try env.int("ENRICH_REPLAY_CACHE_SIZE", default: 100_000, in: 0...10_000_000),
+            lookupTimeToLive: try env.milliseconds("ENRICH_LOOKUP_CACHE_TTL_MS", default: .milliseconds(2000), in: 0...600_000),
+            lookupEntries: try env.int("ENRICH_LOOKUP_CACHE_SIZE", default: 10_000, in: 1...1_000_000))
+        verifiedJWSCacheEntries = try env.int("ENRICH_VERIFIED_JWS_CACHE_SIZE", default: 10_000, in: 0...1_000_000)
         do {
             _ = try SignedDataVerifier(configuration: verifierConfiguration)
         } catch {
@@ -88,9 +103,13 @@ public struct EnrichConfiguration: Sendable {
         }
     }
 
-    /// The verifier of the API's answers: Apple Root CA - G3 plus the configured roots (Sandbox only).
+    /// The verifier of the API's answers: Apple Root CA - G3 plus the configured roots (Sandbox only),
+    /// remembering verified answer JWS so a purchase looked up again costs no signature checks for
+    /// its unchanged transactions.
     public var verifierConfiguration: SignedDataVerifier.Configuration {
-        SignedDataVerifier.Configuration(apps: apps, additionalTrustedRoots: additionalTrustedRoots)
+        SignedDataVerifier.Configuration(
+            apps: apps, additionalTrustedRoots: additionalTrustedRoots,
+            verifiedTokenCache: VerifiedTokenCachePolicy(isEnabled: verifiedJWSCacheEntries > 0, maximumEntries: verifiedJWSCacheEntries))
     }
 
     static func double(_ env: EnvironmentReader, _ name: String, default value: Double, in range: ClosedRange<Double>) throws(ConfigurationError) -> Double {

@@ -22,13 +22,15 @@ public enum EnrichServiceBootstrap {
         logger.info("App Store Server API client configured", metadata: [
             "appstore.apps": "\(client.bundleIDs)", "appstore.baseURL": "\(configuration.client.baseURLOverride ?? "Apple's hosts")",
             "appstore.rateScale": "\(configuration.client.rateLimits.scale)", "enrich.coalesce": "\(configuration.coalesce ? "on" : "off")",
+            "enrich.replayCache": "\(configuration.caches.replayEntries)", "enrich.lookupCacheTTL": "\(configuration.caches.lookupTimeToLive)",
+            "enrich.verifiedJWSCache": "\(configuration.verifiedJWSCacheEntries)",
         ])
         if !configuration.additionalTrustedRoots.isEmpty {
             logger.notice("additional trusted roots configured for API answers; honoured for non-Production data only")
         }
         let stage = EnrichStage(
             lookup: PurchaseLookup(client: client), outputTopic: outputTopic, coalesce: configuration.coalesce,
-            concurrency: configuration.concurrency, logger: logger)
+            concurrency: configuration.concurrency, caches: configuration.caches, logger: logger)
         return (stage, HTTPClientService(client: http))
     }
 }

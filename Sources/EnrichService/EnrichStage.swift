@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import Foundation
 import KafkaClient
 import Logging
+import Metrics
 import PipelineRecords
 import StageRuntime
 import Synchronization
@@ -16,7 +17,31 @@ import Synchronization
 /// different purchases are looked up concurrently. A transient API failure stops the batch at that
 /// record, so the runtime retries it and everything after it in place, in order; a permanent one
 /// dead-letters the records of that purchase with Apple's code (`apple_api_<errorCode>`).
+///
+/// Replays cost nothing: before any API call, a record whose event (``VerifiedRecord/eventKey``)
+/// was enriched and delivered recently is dropped (``ReplayCache``), a repeat within the batch
+/// shares its first occurrence's outcome, and a purchase looked up moments ago by an earlier batch
+/// shares that answer when it was requested after the record arrived (``LookupCache``).
 public struct EnrichStage: PipelineStage {
+    /// The stage's caches across batches.
+    public struct Caches: Sendable {
+        /// Most event keys remembered as delivered; 0 turns replay dropping off.
+        public var replayEntries: Int
+        /// How long a lookup's answer may serve records of later batches; zero turns sharing off.
+        public var lookupTimeToLive: Duration
+        /// Most purchases whose answer is remembered.
+        public var lookupEntries: Int
+
+        public init(replayEntries: Int = 100_000, lookupTimeToLive: Duration = .milliseconds(2000), lookupEntries: Int = 10_000) {
+            self.replayEntries = replayEntries
+            self.lookupTimeToLive = lookupTimeToLive
+            self.lookupEntries = lookupEntries
+        }
+
+        /// Nothing shared across batches: every record is looked up (or coalesced within its batch).
+        public static let disabled = Caches(replayEntries: 0, lookupTimeToLive: .zero)
+    }
+
     public let name = "enrich"
     let lookup: PurchaseLookup
     let outputTopic: String
@@ -29,10 +54,13 @@ public struct EnrichStage: PipelineStage {
     /// Lookups that completed for records behind a transient failure, kept for the retry of those
     /// records so a partial outage or Apple's rate limiting does not repeat work already done.
     private let carried = CarriedLookups()
+    let replays: ReplayCache
+    let recent: LookupCache
+    private let counters = CacheCounters()
 
     public init(
-        lookup: PurchaseLookup, outputTopic: String = Topics.enriched, coalesce: Bool = true, concurrency: Int = 8, logger: Logger,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        lookup: PurchaseLookup, outputTopic: String = Topics.enriched, coalesce: Bool = true, concurrency: Int = 8,
+        caches: Caches = Caches(), logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.lookup = lookup
         self.outputTopic = outputTopic
@@ -40,48 +68,113 @@ public struct EnrichStage: PipelineStage {
         self.concurrency = max(1, concurrency)
         self.logger = logger
         self.clock = clock
+        replays = ReplayCache(capacity: caches.replayEntries)
+        recent = LookupCache(
+            timeToLive: Double(caches.lookupTimeToLive.components.seconds) + Double(caches.lookupTimeToLive.components.attoseconds) / 1e18,
+            capacity: caches.lookupEntries)
+        // Both counters exist at zero from the start, so `rate()` sees the first burst.
+        _ = (Self.replaysDroppedMetric, Self.lookupCacheHitsMetric)
     }
 
     /// Purchase lookups performed so far (each is one history walk plus, for subscriptions, one status call).
     public var lookupsPerformed: Int { lookups.value.load(ordering: .relaxed) }
+    /// Records dropped as replays so far: their event was delivered before, or repeats one earlier in the batch.
+    public var replaysDropped: Int { counters.replays.load(ordering: .relaxed) }
+    /// Records enriched from an earlier batch's answer so far.
+    public var lookupCacheHits: Int { counters.lookupHits.load(ordering: .relaxed) }
+
+    /// The runtime delivered these records' outputs: their events now count as enriched.
+    public func delivered(_ inputs: [KafkaMessage]) {
+        replays.delivered(inputs)
+    }
 
     public func process(_ message: KafkaMessage) async throws -> [KafkaOutgoingMessage] {
         try await process(batch: [message])[0].get()
     }
 
     public func process(batch: [KafkaMessage]) async throws -> [Result<[KafkaOutgoingMessage], any Error>] {
-        // Decode and plan every record.
-        var planned: [Result<(VerifiedRecord, EnrichmentBuilder.Plan), any Error>] = []
-        for message in batch {
+        // Decode and plan every record; drop replays before anything is looked up.
+        var planned: [Step] = []
+        var firstOfEvent: [String: Int] = [:]
+        for (index, message) in batch.enumerated() {
+            let record: VerifiedRecord
             do {
-                let record = try VerifiedRecord.decode(message.value)
-                planned.append(.success((record, EnrichmentBuilder.plan(for: record))))
+                record = try VerifiedRecord.decode(message.value)
             } catch {
-                planned.append(.failure(StageError.permanent("malformed_record", "the verified record does not decode: \(String(describing: error).prefix(300))")))
+                planned.append(.failed(StageError.permanent("malformed_record", "the verified record does not decode: \(String(describing: error).prefix(300))")))
+                continue
             }
+            if replays.isEnabled, let event = record.eventKey {
+                let key = "\(record.environment.rawValue)|\(event)"
+                if replays.wasDelivered(key) {
+                    planned.append(.replay(record, of: nil))
+                    continue
+                }
+                if let first = firstOfEvent[key] {
+                    planned.append(.replay(record, of: first))
+                    continue
+                }
+                firstOfEvent[key] = index
+                replays.processing(message, key: key)
+            }
+            planned.append(.enrich(record, EnrichmentBuilder.plan(for: record)))
         }
-        // One lookup per purchase (or per record without coalescing), concurrently.
+        // One lookup per purchase (or per record without coalescing), concurrently, unless an
+        // answer requested after the record arrived is at hand (carried from a retry, or recent).
+        let startedAt = clock()
         var jobs: [String: PurchaseKey] = [:]
         var jobOfRecord: [Int: String] = [:]
         var answers: [String: Result<PurchaseLookupResult, any Error>] = [:]
+        var carriedHere: [String: PurchaseLookupResult?] = [:]
         for (index, item) in planned.enumerated() {
-            guard case .success((_, .history(let key))) = item else { continue }
-            let id = coalesce ? key.coalescingKey : "\(index)"
-            jobOfRecord[index] = id
-            if answers[id] == nil, let kept = carried.take(key.coalescingKey, now: clock()) {
-                answers[id] = .success(kept)
+            guard case .enrich(let record, .history(let key)) = item else { continue }
+            let arrival = LookupCache.arrival(receivedAt: Self.receivedAt(batch[index]), verifiedAt: record.verifiedAt)
+            let purchase = key.coalescingKey
+            if carriedHere[purchase] == nil { carriedHere[purchase] = .some(carried.take(purchase, now: startedAt)) }
+            if let kept = carriedHere[purchase] ?? nil, LookupCache.serves(kept, fetchedFor: key, record: key, arrivedBy: arrival) {
+                jobOfRecord[index] = "carried|" + purchase
+                answers["carried|" + purchase] = .success(kept)
+                continue
             }
-            if answers[id] == nil { jobs[id] = jobs[id] ?? key }
+            if let recent = recent.answer(for: key, arrivedBy: arrival, now: startedAt) {
+                jobOfRecord[index] = "recent|" + purchase
+                answers["recent|" + purchase] = .success(recent)
+                counters.lookupHits.add(1, ordering: .relaxed)
+                Self.lookupCacheHitsMetric.increment()
+                continue
+            }
+            let id = coalesce ? "lookup|" + purchase : "lookup|\(index)"
+            jobOfRecord[index] = id
+            if jobs[id] == nil { jobs[id] = key }
         }
-        answers.merge(await run(jobs)) { kept, _ in kept }
+        let fetched = await run(jobs)
+        for (id, answer) in fetched {
+            if case .success(let result) = answer, let key = jobs[id] { recent.keep(result, for: key) }
+        }
+        answers.merge(fetched) { kept, _ in kept }
         // Assemble in order; stop at the first transient failure (it and what follows are retried).
         var results: [Result<[KafkaOutgoingMessage], any Error>] = []
         for (index, item) in planned.enumerated() {
             let outcome: Result<[KafkaOutgoingMessage], any Error>
             switch item {
-            case .failure(let error):
+            case .failed(let error):
                 outcome = .failure(error)
-            case .success((let record, let plan)):
+            case .replay(let record, let first):
+                // A repeat shares its first occurrence's fate: dropped when that was enriched,
+                // dead-lettered with it when it failed.
+                if let first, case .failure(let error) = results[first] {
+                    outcome = .failure(error)
+                } else {
+                    counters.replays.add(1, ordering: .relaxed)
+                    logger.debug("replay dropped", metadata: [
+                        "kafka.partition": "\(batch[index].partition)", "kafka.offset": "\(batch[index].offset)",
+                        "notificationUUID": "\(record.notificationUUID ?? "-")", "originalTransactionId": "\(record.originalTransactionId ?? "-")",
+                        "enrich.replayOf": "\(first.map { "offset \(batch[$0].offset) of this batch" } ?? "an event delivered before")",
+                    ])
+                    Self.replaysDroppedMetric.increment()
+                    outcome = .success([])
+                }
+            case .enrich(let record, let plan):
                 outcome = Result { () throws -> [KafkaOutgoingMessage] in
                     let enrichment: Enrichment
                     switch plan {
@@ -99,7 +192,7 @@ public struct EnrichStage: PipelineStage {
                 // Keep what was fetched for the records that will be retried.
                 for later in (index + 1)..<planned.count {
                     guard let id = jobOfRecord[later], case .success(let answer)? = answers[id],
-                        case .success((_, .history(let key))) = planned[later]
+                        case .enrich(_, .history(let key)) = planned[later]
                     else { continue }
                     carried.keep(key.coalescingKey, answer)
                 }
@@ -108,6 +201,29 @@ public struct EnrichStage: PipelineStage {
         }
         return results
     }
+
+    /// What becomes of one record of a batch.
+    enum Step {
+        /// It does not decode.
+        case failed(any Error)
+        /// Its event was delivered before (`of` nil), or repeats the record at `of` in this batch.
+        case replay(VerifiedRecord, of: Int?)
+        /// It is enriched as planned.
+        case enrich(VerifiedRecord, EnrichmentBuilder.Plan)
+    }
+
+    /// Records dropped as replays, for operators: `enrich_replays_dropped_total`.
+    static let replaysDroppedMetric = Counter(label: "enrich_replays_dropped_total")
+    /// Records enriched from an earlier batch's answer: `enrich_lookup_cache_hits_total`.
+    static let lookupCacheHitsMetric = Counter(label: "enrich_lookup_cache_hits_total")
+
+    /// Ingest's `received-at` header, when present and readable.
+    static func receivedAt(_ message: KafkaMessage) -> Date? {
+        guard let text = message.headers.string(PipelineHeader.receivedAt) else { return nil }
+        return (try? withFraction.parse(text)) ?? (try? withoutFraction.parse(text))
+    }
+    private static let withFraction = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+    private static let withoutFraction = Date.ISO8601FormatStyle()
 
     /// Runs the lookups, ``concurrency`` at a time (in waves). Plain tasks awaited in order rather
     /// than a task group: the task-group form crashed in release builds of this toolchain.
@@ -166,7 +282,14 @@ final class LookupCounter: Sendable {
     let value = Atomic<Int>(0)
 }
 
-/// Completed lookups waiting for the retry of their records; each is used once, within a minute.
+/// Counters of the caches, shared by copies of the stage.
+final class CacheCounters: Sendable {
+    let replays = Atomic<Int>(0)
+    let lookupHits = Atomic<Int>(0)
+}
+
+/// Completed lookups waiting for the retry of their records; each is used once, within a minute,
+/// and only by records that arrived before it was requested (as every answer).
 final class CarriedLookups: Sendable {
     private let entries = Mutex<[String: PurchaseLookupResult]>([:])
     static let maximumAge: TimeInterval = 60

@@ -112,9 +112,16 @@ public struct PurchaseLookupResult: Hashable, Sendable {
     public var subscriptionStatus: SubscriptionStatusSnapshot?
     /// When the answers arrived.
     public var fetchedAt: Date
-    public init(history: [JWSTransactionDecodedPayload], subscriptionStatus: SubscriptionStatusSnapshot?, fetchedAt: Date) {
+    /// When the first request was sent (at the latest): an answer serves only records that arrived
+    /// before it, so it can be relied on to know of them.
+    public var requestedAt: Date
+    /// - Parameter requestedAt: When the first request was sent; `fetchedAt` when not given.
+    public init(
+        history: [JWSTransactionDecodedPayload], subscriptionStatus: SubscriptionStatusSnapshot?, fetchedAt: Date, requestedAt: Date? = nil
+    ) {
         self.history = history
         self.subscriptionStatus = subscriptionStatus
         self.fetchedAt = fetchedAt
+        self.requestedAt = requestedAt ?? fetchedAt
     }
 }

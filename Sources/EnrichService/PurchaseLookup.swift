@@ -17,6 +17,7 @@ public struct PurchaseLookup: Sendable {
 
     /// - Throws: ``AppStoreAPIError``.
     public func lookUp(_ key: PurchaseKey) async throws -> PurchaseLookupResult {
+        let requestedAt = clock()
         let target = AppStoreServerAPIClient.Target(bundleID: key.bundleID, environment: key.environment)
         var query = TransactionHistoryQuery()
         if let type = HistoryProductType(key.productType) { query.productTypes = [type] }
@@ -34,7 +35,7 @@ public struct PurchaseLookup: Sendable {
         }
         return PurchaseLookupResult(
             history: transactions, subscriptionStatus: snapshot,
-            fetchedAt: AppStoreJSON.date(milliseconds: AppStoreJSON.milliseconds(since1970: clock())))
+            fetchedAt: AppStoreJSON.date(milliseconds: AppStoreJSON.milliseconds(since1970: clock())), requestedAt: requestedAt)
     }
 
     /// Get All Subscription Statuses, for auto-renewables only.
