@@ -153,7 +153,8 @@ struct StoreTests {
             let customers = try await db.dump([("customers", "customer_id, external_user_id")])["customers"] ?? ""
             #expect(customers == "(\(customer.uuidString.lowercased()),user-first)")
             #expect(decisions[0].event.claim == nil)
-            #expect(try await db.count("SELECT count(*) FROM notifications WHERE note LIKE 'upload hints not counted%'") == 1)
+            let notes = try await db.dump([("notifications", "event_key, outcome, note")])["notifications"] ?? ""
+            #expect(try await db.count("SELECT count(*) FROM notifications WHERE note LIKE 'upload hints not counted%'") == 1, "\(notes)")
             #expect(try await db.count("SELECT count(*) FROM subscriptions WHERE owner_customer_id = '\(customer.uuidString)'") == 1)
         }
     }

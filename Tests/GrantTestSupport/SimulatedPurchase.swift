@@ -103,14 +103,15 @@ public struct SimulatedPurchase: Sendable {
         return "\(String(c[0..<8]))-\(String(c[8..<12]))-4\(String(c[13..<16]))-a\(String(c[17..<20]))-\(String(c[20..<32]))"
     }
 
-    /// The enriched record of the app uploading `transaction` (the latest by default) with its
-    /// hints, as enrich passes it on when Apple's data names no customer: the hint's token, if it
-    /// counts, is the enrichment's (`app-hint`); Apple's, when the transaction carries one.
+    /// The enriched record of the app uploading `transaction` (by default the latest, as signed
+    /// now: each upload is then its own event) with its hints, as enrich passes it on: the hint's
+    /// token is the enrichment's (`app-hint`) unless Apple's data carries one.
     public func upload(
         _ transaction: JWSTransactionDecodedPayload? = nil, hint: UUID?, userId: String?, authentication: UploadAuthentication?,
         fetchDelay: TimeInterval = 1
     ) -> EnrichedRecord {
-        let tx = transaction ?? latest
+        var tx = transaction ?? latest
+        if transaction == nil { tx?.signedDate = now }
         let hints = AppUploadHints(appAccountToken: hint, userId: userId, authentication: authentication)
         let verified = VerifiedRecord(
             kind: .transaction, source: "app-upload", environment: environment, bundleId: bundleId, appAppleId: 1234,
