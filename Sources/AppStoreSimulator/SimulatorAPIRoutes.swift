@@ -128,7 +128,7 @@ struct SimulatorAPIRoutes: Sendable {
             guard wanted.isEmpty || wanted.contains(status.rawValue) else { continue }
             let item = LastTransactionsItem(
                 status: status, originalTransactionId: latest.originalTransactionId,
-                signedTransactionInfo: try signing.sign(latest), signedRenewalInfo: try signing.sign(payload: signing.renewalInfo(of: latest)))
+                signedTransactionInfo: try signing.sign(latest), signedRenewalInfo: try signing.signedRenewalInfo(of: latest))
             groups[latest.subscriptionGroupIdentifier ?? "", default: []].append(item)
         }
         let data = groups.keys.sorted().map { SubscriptionGroupIdentifierItem(subscriptionGroupIdentifier: $0, lastTransactions: groups[$0]) }

@@ -91,7 +91,8 @@ struct SimulatorAdminRoutes: Sendable {
     }
 }
 
-/// Builds and records notifications from the simulator's current data, signed now.
+/// Builds and records notifications from the simulator's current data: the notification signed now, the
+/// transaction and renewal info it nests as first signed (see ``SignedJWSCache``).
 public struct SimulatorNotifications: Sendable {
     let store: SimulatorStore
     let signing: SimulatorSigning
@@ -113,7 +114,7 @@ public struct SimulatorNotifications: Sendable {
         if let transaction {
             data.signedTransactionInfo = try signing.sign(transaction)
             if transaction.type == .autoRenewableSubscription {
-                data.signedRenewalInfo = try signing.sign(payload: signing.renewalInfo(of: transaction))
+                data.signedRenewalInfo = try signing.signedRenewalInfo(of: transaction)
                 data.status = signing.status(of: transaction)
             }
         }

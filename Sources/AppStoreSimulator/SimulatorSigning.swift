@@ -9,11 +9,35 @@ struct SimulatorSigning: Sendable {
     let signer: JWSSigner
     let store: SimulatorStore
 
-    /// Signs a transaction as of now (`signedDate` = now, as Apple re-signs on every answer).
+    /// A transaction signed: once per version, then served from ``SimulatorStore/signedTransactions``
+    /// (`signedDate` is when this version was first signed; Apple re-signs on every answer, which
+    /// made signing the simulator's main cost).
     func sign(_ transaction: JWSTransactionDecodedPayload) throws(SimulatorError) -> String {
-        var payload = transaction
-        payload.signedDate = store.now()
-        return try sign(payload: payload)
+        var content = transaction
+        content.signedDate = nil
+        return try cached(store.signedTransactions, key: transaction.transactionId, content: content) { payload, now in
+            payload.signedDate = now
+        }
+    }
+
+    /// A subscription's renewal info signed, once per content (see ``sign(_:)``).
+    func signedRenewalInfo(of latest: JWSTransactionDecodedPayload) throws(SimulatorError) -> String {
+        let info = renewalInfo(of: latest)
+        return try cached(store.signedRenewalInfos, key: info.originalTransactionId, content: info) { payload, now in
+            payload.signedDate = now
+        }
+    }
+
+    /// The JWS held for `key` and `content`, or `content` dated now by `date`, signed and kept.
+    private func cached<Content: Hashable & Sendable & Encodable>(
+        _ cache: SignedJWSCache<Content>, key: String?, content: Content, date: (inout Content, Date) -> Void
+    ) throws(SimulatorError) -> String {
+        if let key, let jws = cache.jws(for: key, content: content) { return jws }
+        var payload = content
+        date(&payload, store.now())
+        let jws = try sign(payload: payload)
+        guard let key else { return jws }
+        return cache.store(jws, for: key, content: content)
     }
 
     func sign(payload: some Encodable) throws(SimulatorError) -> String {
@@ -47,7 +71,8 @@ struct SimulatorSigning: Sendable {
         return .expired
     }
 
-    /// The renewal info of a subscription, overridden or derived from its latest transaction.
+    /// The renewal info of a subscription, overridden or derived from its latest transaction, not yet
+    /// dated (`signedDate` nil: ``signedRenewalInfo(of:)`` dates it when it signs).
     func renewalInfo(of latest: JWSTransactionDecodedPayload) -> JWSRenewalInfoDecodedPayload {
         let original = latest.originalTransactionId ?? ""
         let status = status(of: latest)
@@ -57,7 +82,7 @@ struct SimulatorSigning: Sendable {
             recentSubscriptionStartDate: latest.originalPurchaseDate, renewalDate: latest.expiresDate)
         info.originalTransactionId = original
         info.environment = .sandbox
-        info.signedDate = store.now()
+        info.signedDate = nil
         return info
     }
 }

@@ -27,6 +27,12 @@ public final class SimulatorStore: Sendable {
     }
 
     let state = Mutex(State())
+    /// Transactions already signed, by `transactionId` (see ``SignedJWSCache``). A JWS carries its
+    /// three-certificate chain (about 4 KB), so a generation of 25,000 holds a bench run's purchases
+    /// in about 100 MB at most.
+    let signedTransactions = SignedJWSCache<JWSTransactionDecodedPayload>(capacity: 25_000)
+    /// Renewal infos already signed, by `originalTransactionId`.
+    let signedRenewalInfos = SignedJWSCache<JWSRenewalInfoDecodedPayload>(capacity: 10_000)
     /// The simulator's notion of now (replace it to run a lifecycle on a compressed clock).
     public let clock: @Sendable () -> Date
     /// App Apple IDs to put into notifications and answers, by bundle ID.
@@ -114,6 +120,8 @@ public final class SimulatorStore: Sendable {
     /// Forgets all data (not the CA or the key).
     public func reset() {
         state.withLock { $0 = State() }
+        signedTransactions.removeAll()
+        signedRenewalInfos.removeAll()
     }
 
     /// Consumption reports received so far.
