@@ -89,19 +89,20 @@ public struct GrantEvent: Hashable, Sendable {
         if let t = verified.transaction { all.append(t) }
         transactions = all.filter { $0.transactionId != nil }
 
+        // The key is the record's own (PipelineRecords), the one enrich drops replays by.
         switch verified.kind {
         case .notification:
-            guard let uuid = notificationUUID, !uuid.isEmpty else {
+            guard let key = verified.eventKey else {
                 throw GrantRejection(code: "grant.missing_notification_uuid", message: "the notification has no notificationUUID, so it cannot be deduplicated")
             }
-            eventKey = "notification:\(uuid)"
+            eventKey = key
             signedDate = verified.notification?.signedDate ?? verified.transaction?.signedDate
         case .transaction:
-            guard let tid = verified.transaction?.transactionId, !tid.isEmpty else {
+            guard let key = verified.eventKey else {
                 throw GrantRejection.missingPurchase("the uploaded transaction has no transactionId")
             }
+            eventKey = key
             signedDate = verified.transaction?.signedDate
-            eventKey = "transaction:\(tid):\(signedDate.map { AppStoreJSON.milliseconds(since1970: $0) } ?? 0)"
         }
 
         // Sandbox data must never grant Production access: every transaction must say the same.
