@@ -420,7 +420,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "AppStore", "AppStoreSimulator", "SimulatorLifecycle", "LifecycleSimulation",
+                "AppStore", "AppStoreSigning", "AppStoreSimulator", "SimulatorLifecycle", "LifecycleSimulation",
                 "LifecyclePlayback", "EntitlementStore", "GrantTestSupport", "KafkaClient", "StageRuntime",
                 "TestSupport", "PipelineOperations", asyncHTTPClient, postgresNIO, nioCore, nioHTTP1, logging,
             ],

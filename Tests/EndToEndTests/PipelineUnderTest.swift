@@ -33,8 +33,12 @@ final class PipelineUnderTest: @unchecked Sendable {
     var restarts: [String: Int] = [:]
     var topics: [String: String] = [:]
 
-    init(month: Double = 3600) {
+    /// Ingest's settings over the defaults (e.g. `INGEST_UPLOAD_AUTH=jwt` and its key set).
+    let ingestSettings: [String: String]
+
+    init(month: Double = 3600, ingest ingestSettings: [String: String] = [:]) {
         self.month = month
+        self.ingestSettings = ingestSettings
         database = "e2e_\(id)"
         stateDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("e2e-\(id)")
     }
@@ -80,7 +84,7 @@ final class PipelineUnderTest: @unchecked Sendable {
         ingest["RAW_TOPIC"] = topics[Topics.raw]
         ingest["INGEST_UPLOAD_AUTH"] = "none"  // open uploads: the simulated app is Sandbox-only
         ingest["APPSTORE_APPS"] = apps["APPSTORE_APPS"]
-        environments["ingest"] = ingest
+        environments["ingest"] = ingest.merging(ingestSettings) { _, given in given }
         environments["verify"] = stageEnvironment(.verify, input: Topics.raw, output: Topics.verified, dlq: Topics.verifyDeadLetters)
             .merging(apps) { a, _ in a }
         environments["enrich"] = stageEnvironment(.enrich, input: Topics.verified, output: Topics.enriched, dlq: Topics.enrichDeadLetters)
@@ -111,8 +115,8 @@ final class PipelineUnderTest: @unchecked Sendable {
     }
 
     /// Starts a pipeline, runs `body` on it, and stops it (processes and database) whatever happens.
-    static func with<T>(_ body: (PipelineUnderTest) async throws -> T) async throws -> T {
-        let pipeline = PipelineUnderTest()
+    static func with<T>(ingest: [String: String] = [:], _ body: (PipelineUnderTest) async throws -> T) async throws -> T {
+        let pipeline = PipelineUnderTest(ingest: ingest)
         do {
             try await pipeline.start()
             let result = try await body(pipeline)
