@@ -106,7 +106,7 @@ final class IngestHandler: Sendable {
             } else {
                 logger.debug("request refused", metadata: ["request.id": "\(requestID)", "error.code": "\(error.code)"])
             }
-            throw error
+            throw error.answering(requestID)
         }
     }
 

@@ -11,6 +11,8 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
     public let message: String
     /// The `WWW-Authenticate` challenge of a 401: which credential the route expects.
     public let challenge: String?
+    /// The request's ID (as ingest accepted it), echoed in `X-Request-Id` so a client can quote it.
+    public private(set) var requestID: String?
 
     public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, challenge: String? = nil) {
         self.status = status
@@ -25,8 +27,15 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
         var headers: HTTPFields = [.contentType: "application/json"]
         if status == .serviceUnavailable { headers[.retryAfter] = "1" }
         if let challenge { headers[.wwwAuthenticate] = challenge }
+        if let requestID { headers[.requestID] = requestID }
         let body = try JSONEncoder().encode(["error": ["code": code, "message": message]])
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    func answering(_ requestID: String) -> IngestError {
+        var error = self
+        error.requestID = requestID
+        return error
     }
 
     static func invalidJSON() -> IngestError { .init(.badRequest, "invalid_json", "the body is not a JSON object") }

@@ -20,6 +20,7 @@ struct UploadAuthRefusalTests {
         #expect(result.status == .unauthorized, "\(code): got \(result.status) \(result.text)", sourceLocation: sourceLocation)
         #expect(result.error?.error.code == code, "\(code): got \(result.text)", sourceLocation: sourceLocation)
         #expect(result.headers[.contentType] == "application/json", sourceLocation: sourceLocation)
+        #expect(result.headers[HTTPField.Name("X-Request-Id")!].flatMap(UUID.init(uuidString:)) != nil, sourceLocation: sourceLocation)
         let challenge = result.headers[.wwwAuthenticate] ?? ""
         #expect(challenge.hasPrefix(scheme + " "), "\(code): WWW-Authenticate \(challenge)", sourceLocation: sourceLocation)
         for secret in secrets where !secret.isEmpty {
