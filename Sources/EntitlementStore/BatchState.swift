@@ -8,6 +8,11 @@ import PipelineRecords
 struct BatchState {
     var applied: Set<String> = []
     var purchases: [PurchaseKey: PurchaseState] = [:]
+    /// The purchases as loaded: the ownership claims written are only those that differ from these.
+    var storedPurchases: [PurchaseKey: PurchaseState] = [:]
+    /// The `signedDate` (ms, as written in the stored payload; nil when it has none) of each stored
+    /// transaction the batch carries, by ``transactionKey(_:_:)``: a copy that is not newer is not sent.
+    var storedTransactions: [String: Double?] = [:]
     var entitlements: [PurchaseKey: [EntitlementGrant]] = [:]
     var consumables: [PurchaseKey: ConsumableGrant] = [:]
 
@@ -31,6 +36,19 @@ struct BatchState {
     /// Event keys are unique per environment.
     static func appliedKey(_ environment: String, _ eventKey: String) -> String {
         "\(environment)\u{0}\(eventKey)"
+    }
+
+    /// Transaction IDs are unique per environment.
+    static func transactionKey(_ environment: String, _ transactionId: String) -> String {
+        "\(environment)\u{0}\(transactionId)"
+    }
+
+    /// A date's milliseconds as the batch's JSON writes them (whole when within a microsecond of a
+    /// whole millisecond), so it compares exactly with a stored payload's `signedDate`.
+    static func encodedMilliseconds(_ date: Date) -> Double {
+        let milliseconds = date.timeIntervalSince1970 * 1000
+        let whole = milliseconds.rounded()
+        return abs(milliseconds - whole) < 0.001 ? whole : milliseconds
     }
 
     /// Folds one decision into the batch.
@@ -65,8 +83,11 @@ struct BatchState {
         }
         for t in event.transactions {
             guard let tid = t.transactionId, t.originalTransactionId != nil else { continue }
-            let id = "\(event.environment)\u{0}\(tid)"
+            let id = Self.transactionKey(event.environment, tid)
             if let existing = transactions[id], (existing.transaction.signedDate ?? .distantPast) >= (t.signedDate ?? .distantPast) { continue }
+            if case .some(.some(let stored)) = storedTransactions[id], (t.signedDate.map(Self.encodedMilliseconds) ?? -.infinity) <= stored {
+                continue  // the store holds this copy or a newer one (its upsert would change nothing)
+            }
             let raw = event.kind == .transaction && tid == event.transaction?.transactionId ? event.signedTransaction : nil
             transactions[id] = StoreRows.Transaction(environment: event.environment, transaction: t, rawJWS: raw)
         }

@@ -43,19 +43,14 @@ public final class EntitlementStore: Sendable {
         return decisions
     }
 
+    /// Two statements, whatever the batch's size: `grant_load` (locks and reads), then the
+    /// decisions in memory, then `grant_write` with only the rows they changed (migration 0004).
     private func apply(_ events: [GrantEvent], policy: GrantPolicy, on connection: PostgresConnection) async throws -> [Result<GrantDecision, GrantRejection>] {
-        let purchaseKeys = Set(events.compactMap(\.purchaseKey)).sorted()
-        let keyJSON = try StoreRows.json(purchaseKeys.map { StoreRows.Key(e: $0.environment, k: $0.originalTransactionId) })
-        let eventJSON = try StoreRows.json(events.map { StoreRows.Key(e: $0.environment, k: $0.eventKey) })
-        if !purchaseKeys.isEmpty { try await run(StoreStatements.LockKeys.self, keyJSON, connection) }
-
         var batch = BatchState()
-        for try await (env, key) in try await query(StoreStatements.LoadApplied.self, eventJSON, connection).decode((String, String).self) {
-            batch.applied.insert(BatchState.appliedKey(env, key))
-        }
-        if !purchaseKeys.isEmpty { try await load(into: &batch, keyJSON: keyJSON, connection) }
+        try await load(events, into: &batch, connection)
 
         var results: [Result<GrantDecision, GrantRejection>] = []
+        results.reserveCapacity(events.count)
         for event in events {
             do {
                 let decision = try GrantDecider.decide(batch.snapshot(for: event), event: event, policy: policy)
@@ -65,117 +60,123 @@ public final class EntitlementStore: Sendable {
                 results.append(.failure(error))
             }
         }
-        try await write(batch, policy: policy, connection)
+        if let rows = Self.writeRows(batch, policy: policy) {
+            // grant_write answers how many changes it numbered: fewer means a customer row was missing.
+            for try await numbered in try await query(StoreStatements.Write.self, try StoreRows.json(rows), connection).decode(Int.self)
+            where numbered != rows.changes?.count ?? 0 {
+                throw StoreError(code: "store.customer_missing", message: "a changed customer has no row", isTransient: false)
+            }
+        }
         return results
     }
 
-    private func load(into batch: inout BatchState, keyJSON: String, _ connection: PostgresConnection) async throws {
-        for try await text in try await query(StoreStatements.LoadPurchases.self, keyJSON, connection).decode(String.self) {
-            let state = try AppStoreJSON.decoder.decode(PurchaseState.self, from: Data(text.utf8))
-            batch.purchases[state.key] = state
+    /// Locks the batch's purchases and reads what the decisions need: which events were applied,
+    /// each purchase's state, entitlement rows and consumable grant, and the `signedDate` of every
+    /// stored transaction the events carry.
+    private func load(_ events: [GrantEvent], into batch: inout BatchState, _ connection: PostgresConnection) async throws {
+        var transactions: Set<StoreRows.TransactionKey> = []
+        for event in events {
+            for t in event.transactions {
+                guard let tid = t.transactionId, t.originalTransactionId != nil else { continue }
+                transactions.insert(StoreRows.TransactionKey(environment: event.environment, transactionId: tid))
+            }
         }
-        let rows = try await query(StoreStatements.LoadEntitlements.self, keyJSON, connection)
-        for try await (env, customer, key, source, kind, product, active, from, until, reason) in rows.decode(
-            (String, UUID, String, String, String, String, Bool, Date?, Date?, String).self
-        ) {
-            let grant = EntitlementGrant(
-                id: .init(customer: CustomerKey(environment: env, customerId: customer), entitlementKey: key, sourceId: source),
-                source: EntitlementSource(rawValue: kind) ?? .autoRenewable, productId: product, active: active,
-                activeFrom: from, activeUntil: until, reason: reason)
-            batch.entitlements[PurchaseKey(environment: env, originalTransactionId: source), default: []].append(grant)
-        }
-        let consumables = try await query(StoreStatements.LoadConsumables.self, keyJSON, connection)
-        for try await (env, tid, customer, product, keys, quantity, purchased, revoked, reason, asOf, eventKey) in consumables.decode(
-            (String, String, UUID?, String, [String], Int32, Date?, Date?, Int16?, Date, String).self
-        ) {
-            let key = PurchaseKey(environment: env, originalTransactionId: tid)
-            batch.consumables[key] = ConsumableGrant(
-                key: key, customer: customer.map { CustomerKey(environment: env, customerId: $0) }, productId: product,
-                entitlementKeys: keys, quantity: Int(quantity), purchasedAt: purchased, revokedAt: revoked,
-                revocationReason: reason.map(Int.init), version: EventVersion(asOf: asOf, eventKey: eventKey))
+        let arguments = StoreRows.Load(
+            purchases: Set(events.compactMap(\.purchaseKey)).sorted().map { StoreRows.Key(e: $0.environment, k: $0.originalTransactionId) },
+            events: events.map { StoreRows.Key(e: $0.environment, k: $0.eventKey) },
+            transactions: transactions.map { StoreRows.Key(e: $0.environment, k: $0.transactionId) })
+        for try await row in try await query(StoreStatements.Load.self, try StoreRows.json(arguments), connection) {
+            let cells = row.makeRandomAccess()
+            let env = try cells[Load.env].decode(String.self)
+            let id = try cells[Load.id].decode(String.self)
+            switch try cells[Load.kind].decode(String.self) {
+            case "a":
+                batch.applied.insert(BatchState.appliedKey(env, id))
+            case "p":
+                let text = try cells[Load.body].decode(String.self)
+                let state = try AppStoreJSON.decode(PurchaseState.self, from: Array(text.utf8))
+                batch.purchases[state.key] = state
+                batch.storedPurchases[state.key] = state
+            case "e":
+                let grant = EntitlementGrant(
+                    id: .init(customer: CustomerKey(environment: env, customerId: try cells[Load.customer].decode(UUID.self)),
+                              entitlementKey: try cells[Load.entitlementKey].decode(String.self), sourceId: id),
+                    source: EntitlementSource(rawValue: try cells[Load.sourceKind].decode(String.self)) ?? .autoRenewable,
+                    productId: try cells[Load.product].decode(String.self), active: try cells[Load.active].decode(Bool.self),
+                    activeFrom: try cells[Load.from].decode(Date?.self), activeUntil: try cells[Load.until].decode(Date?.self),
+                    reason: try cells[Load.reason].decode(String.self))
+                batch.entitlements[PurchaseKey(environment: env, originalTransactionId: id), default: []].append(grant)
+            case "c":
+                let key = PurchaseKey(environment: env, originalTransactionId: id)
+                batch.consumables[key] = ConsumableGrant(
+                    key: key, customer: try cells[Load.customer].decode(UUID?.self).map { CustomerKey(environment: env, customerId: $0) },
+                    productId: try cells[Load.product].decode(String.self), entitlementKeys: try cells[Load.entitlementKeys].decode([String].self),
+                    quantity: Int(try cells[Load.quantity].decode(Int32.self)), purchasedAt: try cells[Load.from].decode(Date?.self),
+                    revokedAt: try cells[Load.until].decode(Date?.self),
+                    revocationReason: try cells[Load.revocationReason].decode(Int16?.self).map(Int.init),
+                    version: EventVersion(asOf: try cells[Load.asOf].decode(Date.self), eventKey: try cells[Load.body].decode(String.self)))
+            case "t":
+                batch.storedTransactions[BatchState.transactionKey(env, id)] = .some(try cells[Load.signedMilliseconds].decode(Double?.self))
+            case let other:
+                throw StoreError(code: "store.unexpected_row", message: "grant_load returned a row of unknown kind \(other)", isTransient: false)
+            }
         }
     }
 
-    private func write(_ batch: BatchState, policy: GrantPolicy, _ connection: PostgresConnection) async throws {
-        if !batch.customers.isEmpty {
-            let rows = batch.customers.sorted { $0.key < $1.key }.map {
-                StoreRows.Customer(environment: $0.key.environment, customerId: $0.key.customerId, externalUserId: $0.value)
-            }
-            try await run(StoreStatements.UpsertCustomers.self, try StoreRows.json(rows), connection)
-        }
-        if !batch.transactions.isEmpty {
-            let rows = batch.transactions.sorted { $0.key < $1.key }.map(\.value)
-            try await run(StoreStatements.UpsertTransactions.self, try StoreRows.json(rows), connection)
-        }
-        if !batch.dirtyPurchases.isEmpty {
-            let states = batch.dirtyPurchases.sorted().compactMap { batch.purchases[$0] }
-            let rows = states.map { StoreRows.Purchase(state: $0, owner: $0.owner(policy: policy.transferPolicy)) }
-            try await run(StoreStatements.UpsertPurchases.self, try StoreRows.json(rows), connection)
-            let claims = states.flatMap { state -> [StoreRows.Claim] in
-                let owner = state.owner(policy: policy.transferPolicy)
-                return state.claims.map { claim in
-                    StoreRows.Claim(
-                        environment: state.key.environment, originalTransactionId: state.key.originalTransactionId,
-                        customerId: claim.customerId, firstClaimedAt: claim.claimedAt, verified: claim.verified,
-                        status: claim.customerId == owner ? "owner" : (policy.transferPolicy == .refuse ? "refused" : "superseded"),
-                        causeEventKey: claim.eventKey)
-                }
-            }
-            if !claims.isEmpty { try await run(StoreStatements.UpsertClaims.self, try StoreRows.json(claims), connection) }
-        }
+    /// The columns of `grant_load`'s rows, by position.
+    private enum Load {
+        static let kind = 0, env = 1, id = 2, body = 3, customer = 4, entitlementKey = 5, sourceKind = 6, product = 7, active = 8
+        static let from = 9, until = 10, reason = 11, entitlementKeys = 12, quantity = 13, revocationReason = 14, asOf = 15
+        static let signedMilliseconds = 16
+    }
+
+    /// What `grant_write` gets: every row the batch's decisions changed, nil when there is nothing
+    /// to write (every event a duplicate).
+    static func writeRows(_ batch: BatchState, policy: GrantPolicy) -> StoreRows.Write? {
+        var rows = StoreRows.Write()
+        func some<T>(_ array: [T]) -> [T]? { array.isEmpty ? nil : array }
+        rows.customers = some(batch.customers.sorted { $0.key < $1.key }.map {
+            StoreRows.Customer(environment: $0.key.environment, customerId: $0.key.customerId, externalUserId: $0.value)
+        })
+        rows.transactions = some(batch.transactions.sorted { $0.key < $1.key }.map(\.value))
+        let states = batch.dirtyPurchases.sorted().compactMap { batch.purchases[$0] }
+        rows.purchases = some(states.map { StoreRows.Purchase(state: $0, owner: $0.owner(policy: policy.transferPolicy)) })
+        rows.claims = some(states.flatMap { state -> [StoreRows.Claim] in
+            let before = batch.storedPurchases[state.key].map { Self.claimRows($0, policy: policy) } ?? []
+            return Self.claimRows(state, policy: policy).filter { !before.contains($0) }
+        })
         let writes = batch.entitlementWrites.sorted { $0.key < $1.key }
-        let deletions = writes.filter { $0.value == nil }.map {
+        rows.deletions = some(writes.filter { $0.value == nil }.map {
             StoreRows.EntitlementID(environment: $0.key.customer.environment, customerId: $0.key.customer.customerId,
                                     entitlementKey: $0.key.entitlementKey, sourceId: $0.key.sourceId)
-        }
-        let upserts = writes.compactMap { $0.value.map(StoreRows.Entitlement.init) }
-        if !deletions.isEmpty { try await run(StoreStatements.DeleteEntitlements.self, try StoreRows.json(deletions), connection) }
-        if !upserts.isEmpty { try await run(StoreStatements.UpsertEntitlements.self, try StoreRows.json(upserts), connection) }
-        if !batch.dirtyConsumables.isEmpty {
-            let rows = batch.dirtyConsumables.sorted().compactMap { batch.consumables[$0] }.map { c in
-                StoreRows.Consumable(
-                    environment: c.key.environment, transactionId: c.transactionId, customerId: c.customer?.customerId,
-                    productId: c.productId, entitlementKeys: c.entitlementKeys, quantity: c.quantity, purchasedAt: c.purchasedAt,
-                    revokedAt: c.revokedAt, revocationReason: c.revocationReason, asOf: c.version.asOf, eventKey: c.version.eventKey)
-            }
-            try await run(StoreStatements.UpsertConsumables.self, try StoreRows.json(rows), connection)
-        }
-        if !batch.notifications.isEmpty { try await run(StoreStatements.InsertNotifications.self, try StoreRows.json(batch.notifications), connection) }
-        if !batch.consumptionRequests.isEmpty {
-            try await run(StoreStatements.InsertConsumptionRequests.self, try StoreRows.json(batch.consumptionRequests), connection)
-        }
-        if !batch.changes.isEmpty { try await writeChanges(batch.changes, connection) }
+        })
+        rows.entitlements = some(writes.compactMap { $0.value.map(StoreRows.Entitlement.init) })
+        rows.consumables = some(batch.dirtyConsumables.sorted().compactMap { batch.consumables[$0] }.map { c in
+            StoreRows.Consumable(
+                environment: c.key.environment, transactionId: c.transactionId, customerId: c.customer?.customerId,
+                productId: c.productId, entitlementKeys: c.entitlementKeys, quantity: c.quantity, purchasedAt: c.purchasedAt,
+                revokedAt: c.revokedAt, revocationReason: c.revocationReason, asOf: c.version.asOf, eventKey: c.version.eventKey)
+        })
+        rows.notifications = some(batch.notifications)
+        rows.consumptionRequests = some(batch.consumptionRequests)
+        // Numbered by grant_write from the customers' counters; the body's seq is set there.
+        rows.changes = some(batch.changes.enumerated().map { i, change in
+            StoreRows.Change(i: i, environment: change.customer.environment, customerId: change.customer.customerId,
+                             body: ChangeEvent(change, seq: 0))
+        })
+        return rows.isEmpty ? nil : rows
     }
 
-    /// Numbers the changes per customer from the customers' locked counters, then writes the
-    /// history, the outbox and the new counters: a rollback takes all of it back, so no number is
-    /// ever skipped or reused.
-    private func writeChanges(_ changes: [EntitlementChange], _ connection: PostgresConnection) async throws {
-        let customers = Set(changes.map(\.customer)).sorted()
-        let keys = try StoreRows.json(customers.map { StoreRows.Key(e: $0.environment, k: $0.customerId.uuidString) })
-        var next: [CustomerKey: Int64] = [:]
-        for try await (env, id, seq) in try await query(StoreStatements.LockSequences.self, keys, connection).decode((String, UUID, Int64).self) {
-            next[CustomerKey(environment: env, customerId: id)] = seq
+    /// The `ownership_claims` rows of a purchase's state: one per claim, with its status under `policy`.
+    private static func claimRows(_ state: PurchaseState, policy: GrantPolicy) -> [StoreRows.Claim] {
+        let owner = state.owner(policy: policy.transferPolicy)
+        return state.claims.map { claim in
+            StoreRows.Claim(
+                environment: state.key.environment, originalTransactionId: state.key.originalTransactionId,
+                customerId: claim.customerId, firstClaimedAt: claim.claimedAt, verified: claim.verified,
+                status: claim.customerId == owner ? "owner" : (policy.transferPolicy == .refuse ? "refused" : "superseded"),
+                causeEventKey: claim.eventKey)
         }
-        var rows: [StoreRows.Change] = []
-        for change in changes {
-            guard let seq = next[change.customer] else {
-                throw StoreError(code: "store.customer_missing", message: "a changed customer has no row", isTransient: false)
-            }
-            next[change.customer] = seq + 1
-            let c = change.cause
-            rows.append(StoreRows.Change(
-                environment: change.customer.environment, customerId: change.customer.customerId, seq: seq,
-                entitlementKey: change.entitlementKey, sourceId: change.sourceId, productId: change.productId,
-                change: change.kind.rawValue, active: change.active, activeUntil: change.activeUntil, reason: change.reason,
-                quantity: change.quantity, causeEventKey: c.eventKey, causeType: c.type, causeSubtype: c.subtype,
-                causeLookup: c.lookup, causeAsOf: c.asOf, causeSignedDate: c.signedDate, body: ChangeEvent(change, seq: seq)))
-        }
-        let json = try StoreRows.json(rows)
-        try await run(StoreStatements.InsertChanges.self, json, connection)
-        try await run(StoreStatements.InsertOutbox.self, json, connection)
-        let counters = next.sorted { $0.key < $1.key }.map { StoreRows.SeqAllocation(environment: $0.key.environment, customerId: $0.key.customerId, nextSeq: $0.value) }
-        try await run(StoreStatements.UpdateSequences.self, try StoreRows.json(counters), connection)
     }
 
     private func query<S: BatchStatement>(

@@ -39,23 +39,7 @@ extension PostgresConnection {
 
 /// The statements as types (see ``BatchStatement``); the SQL stays in ``StoreStatements``.
 extension StoreStatements {
-    enum LockKeys: BatchStatement { static var sql: String { lockKeys } }
-    enum LoadApplied: BatchStatement { static var sql: String { loadApplied } }
-    enum LoadPurchases: BatchStatement { static var sql: String { loadPurchases } }
-    enum LoadEntitlements: BatchStatement { static var sql: String { loadEntitlements } }
-    enum LoadConsumables: BatchStatement { static var sql: String { loadConsumables } }
-    enum UpsertCustomers: BatchStatement { static var sql: String { upsertCustomers } }
-    enum LockSequences: BatchStatement { static var sql: String { lockSequences } }
-    enum UpdateSequences: BatchStatement { static var sql: String { updateSequences } }
-    enum UpsertTransactions: BatchStatement { static var sql: String { upsertTransactions } }
-    enum UpsertPurchases: BatchStatement { static var sql: String { upsertPurchases } }
-    enum UpsertClaims: BatchStatement { static var sql: String { upsertClaims } }
-    enum DeleteEntitlements: BatchStatement { static var sql: String { deleteEntitlements } }
-    enum UpsertEntitlements: BatchStatement { static var sql: String { upsertEntitlements } }
-    enum UpsertConsumables: BatchStatement { static var sql: String { upsertConsumables } }
-    enum InsertNotifications: BatchStatement { static var sql: String { insertNotifications } }
-    enum InsertConsumptionRequests: BatchStatement { static var sql: String { insertConsumptionRequests } }
-    enum InsertChanges: BatchStatement { static var sql: String { insertChanges } }
-    enum InsertOutbox: BatchStatement { static var sql: String { insertOutbox } }
+    enum Load: BatchStatement { static var sql: String { load } }
+    enum Write: BatchStatement { static var sql: String { write } }
     enum MarkPublished: BatchStatement { static var sql: String { markPublished } }
 }

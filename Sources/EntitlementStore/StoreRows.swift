@@ -34,7 +34,12 @@ enum StoreRows {
         var owner: UUID?
     }
 
-    struct Claim: Encodable {
+    struct TransactionKey: Hashable {
+        var environment: String
+        var transactionId: String
+    }
+
+    struct Claim: Encodable, Hashable {
         var environment: String
         var originalTransactionId: String
         var customerId: UUID
@@ -119,26 +124,42 @@ enum StoreRows {
         var deadline: Date
     }
 
+    /// One change of a batch: `i` is its place in the batch, which orders a customer's changes when
+    /// `grant_write` numbers them; the body's `seq` is set there too.
     struct Change: Encodable {
+        var i: Int
         var environment: String
         var customerId: UUID
-        var seq: Int64
-        var entitlementKey: String
-        var sourceId: String
-        var productId: String
-        var change: String
-        var active: Bool
-        var activeUntil: Date?
-        var reason: String
-        var quantity: Int?
-        var causeEventKey: String
-        var causeType: String
-        var causeSubtype: String?
-        var causeLookup: String
-        var causeAsOf: Date
-        var causeSignedDate: Date?
-        /// The outbox body (the change event as published).
+        /// The outbox body (the change event as published); the history row's columns are read from it.
         var body: ChangeEvent
+    }
+
+    /// `grant_load`'s argument: the batch's purchases (locked and read), event keys (already
+    /// applied?) and transactions (stored already?).
+    struct Load: Encodable {
+        var purchases: [Key]
+        var events: [Key]
+        var transactions: [Key]
+    }
+
+    /// `grant_write`'s argument: the rows a batch changes, table by table; a member with no rows is
+    /// left out, and its statement skipped.
+    struct Write: Encodable {
+        var customers: [Customer]?
+        var transactions: [Transaction]?
+        var purchases: [Purchase]?
+        var claims: [Claim]?
+        var deletions: [EntitlementID]?
+        var entitlements: [Entitlement]?
+        var consumables: [Consumable]?
+        var notifications: [Notification]?
+        var consumptionRequests: [ConsumptionRequest]?
+        var changes: [Change]?
+
+        var isEmpty: Bool {
+            customers == nil && transactions == nil && purchases == nil && claims == nil && deletions == nil && entitlements == nil
+                && consumables == nil && notifications == nil && consumptionRequests == nil && changes == nil
+        }
     }
 
     struct SeqAllocation: Encodable {

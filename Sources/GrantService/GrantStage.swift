@@ -1,3 +1,4 @@
+import AppStore
 import EntitlementStore
 import Foundation
 import GrantDecision
@@ -42,7 +43,9 @@ public struct GrantStage: PipelineStage {
         var positions: [Int] = []
         for (i, message) in batch.enumerated() {
             do {
-                let record = try EnrichedRecord.decode(message.value)
+                // AppStore's own decoder: a replay decodes a record per event, and Foundation's
+                // JSONDecoder had been half of grant's CPU.
+                let record = try AppStoreJSON.decode(EnrichedRecord.self, from: message.value)
                 var event = try GrantEvent(record)
                 event.receivedAt = message.headers.string(PipelineHeader.receivedAt).flatMap(Self.parseTimestamp)
                 events.append(event)
