@@ -3,11 +3,12 @@
 -- between BEGIN and COMMIT: four round trips a batch, where one statement per table had been about
 -- twenty. Each takes one jsonb object of arrays (StoreRows), parsed once.
 --
--- Their statements are planned once per connection (plan_cache_mode = force_generic_plan) rather than
--- for every batch, and with sequential scans, hash and merge joins off: the batch's rows (batch_rows,
--- estimated as one row) are joined to each table through its key's index whatever the table's size
--- was when the plan was made, so a plan made on an empty table stays right when it holds millions
--- of rows.
+-- Their statements are planned for every call (plan_cache_mode = force_custom_plan), as grant's
+-- statements were: a generic plan made while a table is empty or tiny takes any index that leads with
+-- the environment (seen here: notifications looked up through notifications_by_purchase, a scan of the
+-- whole environment per event) and keeps it however much the table grows. Sequential scans, hash and
+-- merge joins are off, so the batch's rows (batch_rows, estimated as one row) are joined to each table
+-- through its key's index whatever the statistics say.
 
 -- Locks the batch's purchases (transaction-scoped advisory locks, in key order, so concurrent
 -- writers of one purchase serialise and never deadlock), then returns one row per thing the
