@@ -564,7 +564,7 @@ def check_ingress(label, docs):
         name, spec = ing["metadata"]["name"], ing["spec"]
         ann = ing["metadata"].get("annotations", {})
         checks.check(f"{label}: Ingress {name} terminates TLS from a Secret", bool(spec.get("tls")) and all(t.get("secretName") for t in spec["tls"]))
-        checks.check(f"{label}: Ingress {name} limits bodies to 1 MiB", ann.get("nginx.ingress.kubernetes.io/proxy-body-size") == "1m")
+        checks.check(f"{label}: Ingress {name} limits bodies to 128 KiB, as ingest does", ann.get("nginx.ingress.kubernetes.io/proxy-body-size") == "128k")
         problems = ingress_tls_problems(ing)
         checks.check(f"{label}: Ingress {name} is HTTPS only (plain HTTP redirected, force-ssl-redirect, HSTS not off)", not problems, "; ".join(problems))
     problems = ingress_host_problems(ings)

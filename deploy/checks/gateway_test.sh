@@ -138,7 +138,7 @@ last_log() {
 marker="$(openssl rand -hex 16)"
 printf '{"signedPayload":"eyJhbGciOiJFUzI1NiJ9.eyJtYXJrZXIiOiIke%s.c2lnbmF0dXJl"}' "$marker" >"$tmp/notification.json"
 printf '{"signedTransaction":"eyJhbGciOiJFUzI1NiJ9.eyJtYXJrZXIiOiIke%s.c2lnbmF0dXJl","appAccountToken":"6f0c3a0e-1f7a-4c55-9b1c-2f4b8f6a1d2e"}' "$marker" >"$tmp/transaction.json"
-head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' 'a' >"$tmp/too-large.json"
+head -c $((128 * 1024 + 1)) /dev/zero | tr '\0' 'a' >"$tmp/too-large.json"
 printf 'not json' >"$tmp/invalid.json"
 
 # The address lists script refuses what would fail open, one line per bad value, and writes nothing.
@@ -170,7 +170,7 @@ expect "GET /health is not exposed (404)" "$(req open GET /health)" 404
 expect "GET /metrics is not exposed (404)" "$(req open GET /metrics)" 404
 expect "POST /v2/notifications/extra is not routed (404)" "$(req open POST /v2/notifications/extra "$tmp/notification.json")" 404
 expect "POST / is not routed (404)" "$(req open POST / "$tmp/notification.json")" 404
-expect "a body over 1 MiB is refused by the gateway (413)" "$(req open POST /v2/notifications "$tmp/too-large.json")" 413
+expect "a body over 128 KiB is refused by the gateway (413)" "$(req open POST /v2/notifications "$tmp/too-large.json")" 413
 
 # Plain HTTP to the TLS port: a JSON 400, never a redirect, and ingest never sees it.
 open_port="$(cat "$tmp/open/port")"
