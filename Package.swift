@@ -130,9 +130,15 @@ let package = Package(
             path: "Sources/Executables/loadgen",
             swiftSettings: swiftSettings
         ),
+        // What the test targets share, each defined once: the local stack and built executables,
+        // test PKI and sample App Store data, a simulated Apple on loopback, seeded randomness.
         .target(
             name: "TestSupport",
-            dependencies: ["KafkaClient", "StageRuntime", serviceLifecycle, logging, jwtKit, crypto, cryptoExtras],
+            dependencies: [
+                "KafkaClient", "StageRuntime", "AppStore", "AppStoreSigning", "AppStoreServerAPI", "AppStoreSimulator",
+                serviceLifecycle, logging, jwtKit, crypto, cryptoExtras, asyncHTTPClient, hummingbird, x509,
+                swiftASN1,
+            ],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),
@@ -169,7 +175,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AppStoreTests",
-            dependencies: ["AppStore", "AppStoreSigning"],
+            dependencies: ["AppStore", "AppStoreSigning", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         // The verify stage: raw records in, verified notifications out (JWS and X.509 checks, decoding,
@@ -382,7 +388,7 @@ let package = Package(
         .target(
             name: "GrantTestSupport",
             dependencies: [
-                "GrantDecision", "EntitlementStore", "AppStore", "PipelineRecords", "StageRuntime",
+                "GrantDecision", "EntitlementStore", "AppStore", "PipelineRecords", "StageRuntime", "TestSupport",
                 postgresNIO, logging,
             ],
             path: "Tests/GrantTestSupport",

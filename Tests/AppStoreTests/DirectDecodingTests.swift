@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import AppStore
@@ -101,7 +102,7 @@ struct DirectDecodingTests {
         for json in originals where !Self.agree(json) {
             disagreements.append(String(decoding: json, as: UTF8.self))
         }
-        var random = SplitMix64(seed: 99)
+        var random = SeededGenerator(seed: 99)
         let alphabet = Array(#"{}[]":,.-+eE0123456789 tfnul"\/abcAB"#.utf8) + [0x00, 0x0A, 0xC3, 0xA9, 0xFF]
         for round in 0..<30_000 {
             var bytes = originals[round % originals.count]
@@ -121,7 +122,7 @@ struct DirectDecodingTests {
 
     @Test("the canonical UUID reader agrees with UUID(uuidString:)")
     func uuids() {
-        var random = SplitMix64(seed: 5)
+        var random = SeededGenerator(seed: 5)
         let characters = Array("0123456789abcdefABCDEFgG-{} ".utf8)
         for _ in 0..<20_000 {
             var text = Array(UUID().uuidString.utf8)
@@ -140,18 +141,11 @@ struct DirectDecodingTests {
         }
     }
 
-    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/fixtures/apple-real-jws")
-
-    @Test("every real Apple payload, nested ones too, decodes alike and directly",
-          .enabled(if: FileManager.default.fileExists(atPath: fixtures.path)))
+    @Test("every real Apple payload, nested ones too, decodes alike and directly", .enabled(if: SharedFixtures.hasRealJWS))
     func realPayloads() throws {
-        let files = try FileManager.default.contentsOfDirectory(atPath: Self.fixtures.path).filter { $0.hasSuffix(".jws") }
+        let files = try SharedFixtures.realJWSFiles()
         #expect(!files.isEmpty)
-        var tokens = try files.map {
-            try String(contentsOf: Self.fixtures.appendingPathComponent($0), encoding: .utf8)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-        }
+        var tokens = try files.map(SharedFixtures.realToken)
         var index = 0
         while index < tokens.count {
             let segments = tokens[index].split(separator: ".")
@@ -170,7 +164,7 @@ extension DirectDecodingTests {
     /// Notifications, transactions and renewal infos with random fields, encoded as Apple does, some
     /// with their keys reordered, spaced, repeated or unknown ones added.
     static func generated(count: Int, seed: UInt64) -> [[UInt8]] {
-        var random = SplitMix64(seed: seed)
+        var random = SeededGenerator(seed: seed)
         return (0..<count).map { index in
             let model: any Encodable
             switch index % 3 {
@@ -188,26 +182,26 @@ extension DirectDecodingTests {
         }
     }
 
-    static func maybe<T>(_ value: T, _ random: inout SplitMix64) -> T? {
+    static func maybe<T>(_ value: T, _ random: inout SeededGenerator) -> T? {
         Int.random(in: 0..<4, using: &random) == 0 ? nil : value
     }
 
-    static func date(_ random: inout SplitMix64) -> Date {
+    static func date(_ random: inout SeededGenerator) -> Date {
         let milliseconds = Double(Int64.random(in: 0...4_000_000_000_000, using: &random))
         return Date(timeIntervalSince1970: (Bool.random(using: &random) ? milliseconds + 0.25 : milliseconds) / 1000)
     }
 
     static func transaction(index: Int) -> JWSTransactionDecodedPayload {
-        var random = SplitMix64(seed: UInt64(index))
+        var random = SeededGenerator(seed: UInt64(index))
         return transaction(index: index, random: &random)
     }
 
     static func renewal(index: Int) -> JWSRenewalInfoDecodedPayload {
-        var random = SplitMix64(seed: UInt64(index))
+        var random = SeededGenerator(seed: UInt64(index))
         return renewal(index: index, random: &random)
     }
 
-    static func transaction(index: Int, random: inout SplitMix64) -> JWSTransactionDecodedPayload {
+    static func transaction(index: Int, random: inout SeededGenerator) -> JWSTransactionDecodedPayload {
         JWSTransactionDecodedPayload(
             originalTransactionId: maybe(String(2_000_000_000_000_000 + index), &random),
             transactionId: maybe("t\(index)", &random), webOrderLineItemId: maybe("w", &random),
@@ -232,7 +226,7 @@ extension DirectDecodingTests {
             commitmentInfo: Int.random(in: 0..<8, using: &random) == 0 ? TransactionCommitmentInfo() : nil)
     }
 
-    static func renewal(index: Int, random: inout SplitMix64) -> JWSRenewalInfoDecodedPayload {
+    static func renewal(index: Int, random: inout SeededGenerator) -> JWSRenewalInfoDecodedPayload {
         JWSRenewalInfoDecodedPayload(
             expirationIntent: maybe(.unknown(42), &random), originalTransactionId: maybe("\(index)", &random),
             autoRenewProductId: maybe("p", &random), productId: maybe("p", &random), autoRenewStatus: maybe(.on, &random),
@@ -249,7 +243,7 @@ extension DirectDecodingTests {
             renewalBillingPlanType: maybe(.unknown("X"), &random))
     }
 
-    static func notification(index: Int, random: inout SplitMix64) -> ResponseBodyV2DecodedPayload {
+    static func notification(index: Int, random: inout SeededGenerator) -> ResponseBodyV2DecodedPayload {
         ResponseBodyV2DecodedPayload(
             notificationType: maybe([.didRenew, .test, .unknown("NEW")].randomElement(using: &random)!, &random),
             subtype: maybe(.unknown("SUB"), &random), notificationUUID: maybe(UUID().uuidString, &random),

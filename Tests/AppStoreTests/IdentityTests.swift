@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSigning
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("App identity and environment checks")

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("Models: decoding, unknown values and round trips")
@@ -200,11 +201,11 @@ struct ModelTests {
 
     @Test(
         "Apple's model fixtures decode with every field",
-        .enabled(if: TestPKI.fixture("apple-library-testdata/models/signedTransaction.json") != nil)
+        .enabled(if: SharedFixtures.url("apple-library-testdata/models/signedTransaction.json") != nil)
     )
     func appleModelFixtures() throws {
         func load<T: Decodable>(_ type: T.Type, _ name: String) throws -> T {
-            let url = try #require(TestPKI.fixture("apple-library-testdata/models/\(name)"))
+            let url = try #require(SharedFixtures.url("apple-library-testdata/models/\(name)"))
             return try AppStoreJSON.decoder.decode(type, from: Data(contentsOf: url))
         }
         let transaction = try load(JWSTransactionDecodedPayload.self, "signedTransaction.json")

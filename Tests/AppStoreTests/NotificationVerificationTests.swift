@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSigning
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("Verifying notifications signed by a local test CA")

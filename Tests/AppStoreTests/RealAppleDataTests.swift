@@ -2,6 +2,7 @@ import AppStore
 import Crypto
 import Foundation
 import SwiftASN1
+import TestSupport
 import Testing
 import X509
 
@@ -19,7 +20,7 @@ struct RealAppleDataTests {
         #expect(hex == "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179")
         let root = try #require(AppleRootCertificates.appleRootCAG3)
         #expect(root.subject.description.contains("Apple Root CA - G3"))
-        if let url = TestPKI.fixture("apple-library-testdata/inline-test-certs/real-apple-root-ca-g3.der") {
+        if let url = SharedFixtures.url("apple-library-testdata/inline-test-certs/real-apple-root-ca-g3.der") {
             #expect(try Array(Data(contentsOf: url)) == AppleRootCertificates.appleRootCAG3DER)
         }
     }
@@ -58,31 +59,11 @@ struct RealAppleDataTests {
         }
     }
 
-    struct Sample: Decodable {
-        let file: String
-        let kind: String
-        let environment: String?
-        let bundleId: String?
-        let appAppleId: Int64?
-        let parentFile: String?
-        let appleLibraryVerdict: String
+    typealias Sample = SharedFixtures.RealSample
 
-        enum CodingKeys: String, CodingKey {
-            case file, kind, environment, bundleId, appAppleId
-            case parentFile = "parent_file"
-            case appleLibraryVerdict = "official_python_lib_offline"
-        }
-    }
+    static func samples() throws -> [Sample] { try SharedFixtures.realSamples() }
 
-    static func samples() throws -> [Sample] {
-        let url = try #require(TestPKI.fixture("apple-real-jws/manifest.json"))
-        return try JSONDecoder().decode([Sample].self, from: Data(contentsOf: url))
-    }
-
-    static func token(_ sample: Sample) throws -> String {
-        let url = try #require(TestPKI.fixture("apple-real-jws/\(sample.file)"))
-        return try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
+    static func token(_ sample: Sample) throws -> String { try SharedFixtures.realToken(sample.file) }
 
     /// The configuration Apple's Python library was run with for this sample (README + manifest).
     static func verifier(
@@ -110,7 +91,7 @@ struct RealAppleDataTests {
 
     @Test(
         "every real Apple sample gets the same verdict as Apple's library",
-        .enabled(if: TestPKI.hasRealJWSFixtures)
+        .enabled(if: SharedFixtures.hasRealJWS)
     )
     func realSamples() async throws {
         let samples = try Self.samples()
@@ -137,7 +118,7 @@ struct RealAppleDataTests {
 
     @Test(
         "real samples are rejected under the other environment and after their leaf expired",
-        .enabled(if: TestPKI.hasRealJWSFixtures)
+        .enabled(if: SharedFixtures.hasRealJWS)
     )
     func realSampleNegatives() async throws {
         let samples = try Self.samples().filter { $0.environment != nil }
@@ -162,7 +143,7 @@ struct RealAppleDataTests {
 
     @Test(
         "a real notification re-verified at today's date fails only when its leaf has expired",
-        .enabled(if: TestPKI.hasRealJWSFixtures)
+        .enabled(if: SharedFixtures.hasRealJWS)
     )
     func realSampleAtNow() async throws {
         let samples = try Self.samples()
@@ -178,12 +159,12 @@ struct RealAppleDataTests {
         #expect(verified.payload.notificationType == .test)
     }
 
-    @Test("Apple's library test data gives Apple's verdicts", .enabled(if: TestPKI.hasAppleLibraryFixtures))
+    @Test("Apple's library test data gives Apple's verdicts", .enabled(if: SharedFixtures.hasAppleLibraryData))
     func appleLibraryTestData() async throws {
-        let rootURL = try #require(TestPKI.fixture("apple-library-testdata/certs/testCA.der"))
+        let rootURL = try #require(SharedFixtures.url("apple-library-testdata/certs/testCA.der"))
         let root = try Certificate(derEncoded: Array(Data(contentsOf: rootURL)))
         func token(_ name: String) throws -> String {
-            let url = try #require(TestPKI.fixture("apple-library-testdata/\(name)"))
+            let url = try #require(SharedFixtures.url("apple-library-testdata/\(name)"))
             return try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         }
         func verifier(_ environments: Set<AppStoreEnvironment>, appAppleID: Int64 = 1234) throws -> SignedDataVerifier {
@@ -215,12 +196,9 @@ struct RealAppleDataTests {
                 signedPayload: token("mock_signed_data/missingX5CHeaderClaim")
             )
         }
-        do {
-            _ = try await verifier([.sandbox]).verifyNotification(
-                signedPayload: token("mock_signed_data/wrongBundleId")
-            )
-            Issue.record("wrongBundleId was accepted")
-        } catch {}
+        await expectRejection(.wrongBundleID) {
+            try await verifier([.sandbox]).verifyNotification(signedPayload: token("mock_signed_data/wrongBundleId"))
+        }
         // Xcode-signed data carries a one-certificate chain and is never accepted as App Store data.
         await expectRejection(.invalidChainLength) {
             try await verifier([.sandbox]).verifyTransaction(token("xcode/xcode-signed-transaction"))

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import AppStore
@@ -20,7 +21,7 @@ struct StreamingJSONEncoderTests {
 
     @Test("Apple's models, generated with random fields, encode to the same JSON as Foundation's and decode back equal")
     func models() throws {
-        var random = SplitMix64(seed: 2026)
+        var random = SeededGenerator(seed: 2026)
         for index in 0..<1_500 {
             let transaction = DirectDecodingTests.transaction(index: index, random: &random)
             let renewal = DirectDecodingTests.renewal(index: index, random: &random)
@@ -67,7 +68,7 @@ struct StreamingJSONEncoderTests {
         "é 中文 😀 \u{7f}", String(repeating: "x\"", count: 600),
     ])
     func scalars(text: String) throws {
-        var random = SplitMix64(seed: UInt64(text.utf8.count))
+        var random = SeededGenerator(seed: UInt64(text.utf8.count))
         for _ in 0..<50 {
             let whole = Double(Int64.random(in: -4_000_000_000_000...4_000_000_000_000, using: &random))
             let row = Row(

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreSigning
 import Crypto
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("Token format, algorithm and signature")

@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import GrantDecision
 import PipelineRecords
+import TestSupport
 
 /// Realistic per-customer streams of enriched events: purchase, renewals, upgrade, downgrade,
 /// crossgrade at renewal, auto-renew off/on, billing retry with and without grace, recovery,

@@ -3,6 +3,7 @@ import Foundation
 import GrantDecision
 import Logging
 import PostgresNIO
+import TestSupport
 
 /// A fresh database on the local Postgres (`deploy/local/up`), migrated with the repository's
 /// `schemas/migrations`, with a running `PostgresClient`; dropped afterwards. Each test gets its
@@ -17,23 +18,11 @@ public struct ScratchDatabase: Sendable {
     public static var port: Int { Int(ProcessInfo.processInfo.environment["POSTGRES_PORT"] ?? "") ?? 15432 }
 
     /// The repository's migrations.
-    public static let migrationsDirectory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("schemas/migrations").path
+    public static let migrationsDirectory = TestServices.repositoryRoot.appendingPathComponent("schemas/migrations").path
 
     /// True when the local Postgres answers (or in CI, where a missing database must fail).
     public static var enabled: Bool {
-        if ProcessInfo.processInfo.environment["CI"] == "true" { return true }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = UInt16(port).bigEndian
-        addr.sin_addr.s_addr = inet_addr(host == "localhost" ? "127.0.0.1" : host)
-        return withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
+        TestServices.isCI || TestServices.portOpen(host: host, port: UInt16(clamping: port))
     }
 
     public static func configuration(database: String) -> StoreConfiguration {

@@ -7,12 +7,6 @@ public final class ManagedProcess: @unchecked Sendable {
     private let process = Process()
     public let logPath: String
 
-    /// The directory holding the built executables: `APPSTORE_BIN_DIR`, else `.build/debug`.
-    public static var binDirectory: URL {
-        if let dir = ProcessInfo.processInfo.environment["APPSTORE_BIN_DIR"] { return URL(fileURLWithPath: dir) }
-        return TestServices.repositoryRoot.appendingPathComponent(".build/debug")
-    }
-
     public init(_ executable: String, arguments: [String] = [], environment: [String: String], logName: String? = nil) throws {
         name = executable
         let logs = TestServices.repositoryRoot.appendingPathComponent(".local/logs")
@@ -21,11 +15,7 @@ public final class ManagedProcess: @unchecked Sendable {
         FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()
-        let binary = Self.binDirectory.appendingPathComponent(executable)
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            throw TestSupportError("\(binary.path) is not built; run `swift build` first (or set APPSTORE_BIN_DIR)")
-        }
-        process.executableURL = binary
+        process.executableURL = try BuiltProducts.executable(executable)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { _, new in new }
@@ -44,10 +34,15 @@ public final class ManagedProcess: @unchecked Sendable {
         process.waitUntilExit()
     }
 
-    /// SIGTERM, then wait for the exit status.
+    /// SIGTERM, then wait for the exit status; SIGKILL once `timeout` (when given) has passed.
     @discardableResult
-    public func terminate() async -> Int32 {
+    public func terminate(timeout: Duration? = nil) async -> Int32 {
         process.terminate()
+        if let timeout {
+            let deadline = ContinuousClock.now + timeout
+            while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
         return await waitForExit()
     }
 

@@ -16,7 +16,7 @@ public enum TestServices {
     /// True when the broker accepts TCP connections, or when running in CI.
     public static var brokerEnabled: Bool { isCI || portOpen(bootstrapServers) }
 
-    /// The repository's root, found from this file's path.
+    /// The repository's root, found from this file's path: the one place tests derive it.
     public static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -52,17 +52,29 @@ public enum TestServices {
         return l
     }
 
-    static func portOpen(_ hostPort: String) -> Bool {
+    /// A producer with ``producerConfiguration(deliveryTimeout:)``; the caller closes it.
+    public static func makeProducer() throws -> KafkaProducer {
+        try KafkaProducer(configuration: producerConfiguration(), logger: logger)
+    }
+
+    /// Whether the first `host:port` of a bootstrap list accepts TCP connections now.
+    public static func portOpen(_ hostPort: String) -> Bool {
         let first = hostPort.split(separator: ",").first.map(String.init) ?? hostPort
         let parts = first.split(separator: ":")
         guard parts.count == 2, let port = UInt16(parts[1]) else { return false }
+        return portOpen(host: String(parts[0]), port: port)
+    }
+
+    /// Whether `host:port` (an IPv4 address or `localhost`) accepts TCP connections now: how suites
+    /// that need a local service decide whether to run.
+    public static func portOpen(host: String, port: UInt16) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = port.bigEndian
-        addr.sin_addr.s_addr = inet_addr(String(parts[0]) == "localhost" ? "127.0.0.1" : String(parts[0]))
+        addr.sin_addr.s_addr = inet_addr(host == "localhost" ? "127.0.0.1" : host)
         return withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
