@@ -21,60 +21,9 @@ import Testing
     "appstorectl status, customer and --json against the whole pipeline",
     .enabled(if: TestServices.brokerEnabled && ScratchDatabase.enabled), .serialized, .timeLimit(.minutes(15)))
 struct OperatorToolTests {
-    /// The pipeline's settings as an operator's shell has them: enrich's API and broker variables,
-    /// grant's database, and the run's own topic and group names.
-    static func environment(_ pipeline: PipelineUnderTest) -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment
-        for (name, value) in pipeline.environments["enrich"] ?? [:] where name.hasPrefix("APPSTORE_") || name.hasPrefix("KAFKA_") {
-            environment[name] = value
-        }
-        for (name, value) in pipeline.environments["grant"] ?? [:] where name.hasPrefix("POSTGRES_") { environment[name] = value }
-        environment["RAW_TOPIC"] = pipeline.topics[Topics.raw]
-        environment["VERIFIED_TOPIC"] = pipeline.topics[Topics.verified]
-        environment["ENRICHED_TOPIC"] = pipeline.topics[Topics.enriched]
-        for (stage, dlq) in [("verify", Topics.verifyDeadLetters), ("enrich", Topics.enrichDeadLetters), ("grant", Topics.grantDeadLetters)] {
-            environment["\(stage.uppercased())_DLQ_TOPIC"] = pipeline.topics[dlq]
-            environment["\(stage.uppercased())_GROUP_ID"] = pipeline.environments[stage]?["KAFKA_GROUP_ID"]
-        }
-        return environment
-    }
-
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-        var output: String { stdout + stderr }
-    }
-
-    /// Runs the built `appstorectl` with the pipeline's settings.
-    static func appstorectl(_ arguments: [String], _ pipeline: PipelineUnderTest) async throws -> Result {
-        guard let bin = ProcessInfo.processInfo.environment["APPSTORE_BIN_DIR"] else {
-            throw TestSupportError("APPSTORE_BIN_DIR is not set (swift build --show-bin-path)")
-        }
-        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("appstorectl-\(UUID().uuidString).stderr")
-        FileManager.default.createFile(atPath: errors.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: errors) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: bin).appendingPathComponent("appstorectl")
-        process.arguments = arguments
-        process.environment = environment(pipeline)
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
-        let (status, stdout) = await Task.detached { () -> (Int32, String) in
-            let data = out.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-        }.value
-        let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
-        print("$ appstorectl \(arguments.joined(separator: " ")) → \(status)\n\(stdout)\(stderr)")
-        return Result(status: status, stdout: stdout, stderr: stderr)
-    }
-
     /// Runs a `--json` command: its exit status and standard output parsed as one JSON object.
     static func json(_ arguments: [String], _ pipeline: PipelineUnderTest) async throws -> (Int32, [String: Any]) {
-        let result = try await appstorectl(arguments, pipeline)
+        let result = try await pipeline.appstorectl(arguments)
         let lines = result.stdout.split(separator: "\n")
         #expect(lines.count == 1, "--json prints exactly one line: \(result.stdout)")
         let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
@@ -82,14 +31,14 @@ struct OperatorToolTests {
     }
 
     /// Repeats `appstorectl` until `done` holds for its result or `timeout` passes; returns the last result.
-    static func until(_ arguments: [String], _ pipeline: PipelineUnderTest, timeout: Duration = .seconds(90), _ done: (Result) -> Bool)
-        async throws -> Result
+    static func until(_ arguments: [String], _ pipeline: PipelineUnderTest, timeout: Duration = .seconds(90), _ done: (CommandResult) -> Bool)
+        async throws -> CommandResult
     {
         let deadline = ContinuousClock.now + timeout
-        var result = try await appstorectl(arguments, pipeline)
+        var result = try await pipeline.appstorectl(arguments)
         while !done(result), ContinuousClock.now < deadline {
             try await Task.sleep(for: .seconds(2))
-            result = try await appstorectl(arguments, pipeline)
+            result = try await pipeline.appstorectl(arguments)
         }
         return result
     }
@@ -164,11 +113,11 @@ struct OperatorToolTests {
                 #expect(customers.allSatisfy { Self.keys($0) == Self.customerKeys })
                 #expect((customers.first?["notifications"] as? [Any])?.isEmpty == false, "the timeline of \(by)")
             }
-            let shown = try await Self.appstorectl(["customer", "--original-transaction-id", original], pipeline)
+            let shown = try await pipeline.appstorectl(["customer", "--original-transaction-id", original])
             #expect(shown.status == 0)
             #expect(shown.stdout.contains("customer \(token.lowercased())") && shown.stdout.contains("notifications (timeline):"))
-            #expect(try await Self.appstorectl(["customer", "--transaction-id", "no-such-transaction"], pipeline).status == 1)
-            #expect(try await Self.appstorectl(["customer", token, "--transaction-id", transaction], pipeline).status == 2)
+            #expect(try await pipeline.appstorectl(["customer", "--transaction-id", "no-such-transaction"]).status == 1)
+            #expect(try await pipeline.appstorectl(["customer", token, "--transaction-id", transaction]).status == 2)
 
             // A refused ownership claim, produced as grant produces one: a second customer's claim on an owned purchase.
             let owner = UUID(), intruder = UUID()
@@ -193,7 +142,7 @@ struct OperatorToolTests {
             let intruderClaim = claims.first { $0["customerId"] as? String == intruder.uuidString.lowercased() }
             #expect(intruderClaim?["status"] as? String == "refused", "\(claims)")
             #expect(intruderClaim?["owner"] as? String == owner.uuidString.lowercased())
-            let claimText = try await Self.appstorectl(["customer", "--original-transaction-id", "e2e-claim-\(pipeline.id)"], pipeline)
+            let claimText = try await pipeline.appstorectl(["customer", "--original-transaction-id", "e2e-claim-\(pipeline.id)"])
             #expect(claimText.stdout.contains("customer \(owner.uuidString.lowercased())"))
             #expect(claimText.stdout.contains("refused: the purchase belongs to \(owner.uuidString.lowercased())"))
 

@@ -327,6 +327,33 @@ final class PipelineUnderTest: @unchecked Sendable {
         return problems
     }
 
+    // MARK: The operator tool
+
+    /// The pipeline's settings as an operator's shell has them: enrich's API and broker variables,
+    /// grant's database, and the run's own topic and group names.
+    var operatorEnvironment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        for (name, value) in environments["enrich"] ?? [:] where name.hasPrefix("APPSTORE_") || name.hasPrefix("KAFKA_") {
+            environment[name] = value
+        }
+        for (name, value) in environments["grant"] ?? [:] where name.hasPrefix("POSTGRES_") { environment[name] = value }
+        environment["RAW_TOPIC"] = topics[Topics.raw]
+        environment["VERIFIED_TOPIC"] = topics[Topics.verified]
+        environment["ENRICHED_TOPIC"] = topics[Topics.enriched]
+        for (stage, dlq) in [("verify", Topics.verifyDeadLetters), ("enrich", Topics.enrichDeadLetters), ("grant", Topics.grantDeadLetters)] {
+            environment["\(stage.uppercased())_DLQ_TOPIC"] = topics[dlq]
+            environment["\(stage.uppercased())_GROUP_ID"] = environments[stage]?["KAFKA_GROUP_ID"]
+        }
+        return environment
+    }
+
+    /// Runs the built `appstorectl` with ``operatorEnvironment``; prints the command and its output.
+    func appstorectl(_ arguments: [String], timeout: Duration = .seconds(600)) async throws -> CommandResult {
+        let result = try await BuiltProducts.run("appstorectl", arguments, environment: operatorEnvironment, timeout: timeout)
+        print("$ appstorectl \(arguments.joined(separator: " ")) → \(result.status)\n\(result.output)")
+        return result
+    }
+
     // MARK: HTTP
 
     func get(_ path: String, absolute: Bool = false) async throws -> Data {

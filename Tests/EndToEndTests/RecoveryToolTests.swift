@@ -19,15 +19,15 @@ struct RecoveryToolTests {
     @Test("test-notification: the simulator POSTs the TEST notification to ingest and it arrives on the verified topic")
     func testNotificationArrives() async throws {
         try await PipelineUnderTest.with { pipeline in
-            let (refused, _) = try await Self.appstorectl(["test-notification", "--app", pipeline.bundleID, "--timeout", "3"], pipeline)
+            let refused = try await pipeline.appstorectl(["test-notification", "--app", pipeline.bundleID, "--timeout", "3"]).status
             #expect(refused == 1, "without a webhook the simulator delivers nothing, so nothing arrives")
             let code = try await pipeline.post(
                 "/sim/webhook", json: WebhookSetting(url: "http://127.0.0.1:\(pipeline.ports["ingest"]!)/v2/notifications"), method: .PUT)
             #expect(code == 200)
-            let (status, output) = try await Self.appstorectl(["test-notification", "--app", pipeline.bundleID, "--timeout", "60"], pipeline)
-            #expect(status == 0, "\(output)")
-            #expect(output.contains("arrived:"))
-            #expect(output.contains("Apple's send attempts: SUCCESS"), "the simulator records its delivery as a send attempt")
+            let traced = try await pipeline.appstorectl(["test-notification", "--app", pipeline.bundleID, "--timeout", "60"])
+            #expect(traced.status == 0, "\(traced.output)")
+            #expect(traced.output.contains("arrived:"))
+            #expect(traced.output.contains("Apple's send attempts: SUCCESS"), "the simulator records its delivery as a send attempt")
         }
     }
 
@@ -49,23 +49,22 @@ struct RecoveryToolTests {
             // Reconcile first: the subscriptions left running past their end are queued, enrich fetches
             // their truth, and grant applies it, after which none is overdue any more.
             let reconcileArguments = ["reconcile", "--app", pipeline.bundleID, "--leeway-seconds", "\(pipeline.leeway)"]
-            let (reconcile, reconcileOutput) = try await Self.appstorectl(reconcileArguments, pipeline)
-            #expect(reconcile == 0, "\(reconcileOutput)")
+            let reconcile = try await pipeline.appstorectl(reconcileArguments)
+            #expect(reconcile.status == 0, "\(reconcile.output)")
             var repaired = false
             let repairDeadline = ContinuousClock.now + .seconds(90)
             while !repaired, ContinuousClock.now < repairDeadline {
                 try await Task.sleep(for: .seconds(1))
-                let (_, dryRun) = try await Self.appstorectl(reconcileArguments + ["--dry-run"], pipeline)
+                let dryRun = try await pipeline.appstorectl(reconcileArguments + ["--dry-run"]).output
                 repaired = dryRun.contains("\n0 overdue subscription(s)")
             }
             #expect(repaired, "reconciled subscriptions are still overdue after enrich and grant had 90 s")
 
             // Sandbox keeps 30 days of notification history; the simulated lifecycles fit well inside.
             let logged = try await pipeline.loggedEvents()
-            let (backfill, backfillOutput) = try await Self.appstorectl(
-                ["backfill", "--app", pipeline.bundleID, "--since", "29d", "--only-failures"], pipeline)
-            #expect(backfill == 0, "\(backfillOutput)")
-            #expect(backfillOutput.contains("\(report.dropped + report.undelivered) written"), "\(backfillOutput)")
+            let backfill = try await pipeline.appstorectl(["backfill", "--app", pipeline.bundleID, "--since", "29d", "--only-failures"])
+            #expect(backfill.status == 0, "\(backfill.output)")
+            #expect(backfill.output.contains("\(report.dropped + report.undelivered) written"), "\(backfill.output)")
             // The backfilled notifications are new to grant: wait until it logged them too.
             let deadline = ContinuousClock.now + .seconds(180)
             while try await pipeline.loggedEvents() < logged + report.dropped + report.undelivered, ContinuousClock.now < deadline {
@@ -83,54 +82,11 @@ struct RecoveryToolTests {
 
             let entitled = try await pipeline.entitlements().first { !$0.value.isEmpty }
             let customer = try #require(entitled)
-            let (shown, customerOutput) = try await Self.appstorectl(["customer", customer.key, "--environment", "Sandbox"], pipeline)
-            #expect(shown == 0, "\(customerOutput)")
-            for key in customer.value.keys where !key.hasPrefix("units:") { #expect(customerOutput.contains(key)) }
-            let (unknown, _) = try await Self.appstorectl(["customer", UUID().uuidString], pipeline)
+            let shown = try await pipeline.appstorectl(["customer", customer.key, "--environment", "Sandbox"])
+            #expect(shown.status == 0, "\(shown.output)")
+            for key in customer.value.keys where !key.hasPrefix("units:") { #expect(shown.output.contains(key)) }
+            let unknown = try await pipeline.appstorectl(["customer", UUID().uuidString]).status
             #expect(unknown == 1)
         }
-    }
-
-    /// Runs `appstorectl` with the pipeline's settings (enrich's API and broker variables, grant's
-    /// database, the run's own topics); returns the exit status and everything it printed.
-    static func appstorectl(_ arguments: [String], _ pipeline: PipelineUnderTest) async throws -> (Int32, String) {
-        guard let bin = ProcessInfo.processInfo.environment["APPSTORE_BIN_DIR"] else {
-            throw TestSupportError("APPSTORE_BIN_DIR is not set (swift build --show-bin-path)")
-        }
-        var environment = ProcessInfo.processInfo.environment
-        for (name, value) in pipeline.environments["enrich"] ?? [:] where name.hasPrefix("APPSTORE_") || name.hasPrefix("KAFKA_") {
-            environment[name] = value
-        }
-        for (name, value) in pipeline.environments["grant"] ?? [:] where name.hasPrefix("POSTGRES_") { environment[name] = value }
-        environment["RAW_TOPIC"] = pipeline.topics[Topics.raw]
-        environment["VERIFIED_TOPIC"] = pipeline.topics[Topics.verified]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: bin).appendingPathComponent("appstorectl")
-        process.arguments = arguments
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let running = RunningProcess(process: process, pipe: pipe)
-        let (status, output) = await Task.detached { running.wait() }.value
-        print("$ appstorectl \(arguments.joined(separator: " "))\n\(output)")
-        return (status, output)
-    }
-}
-
-/// A started process and its output pipe, waited for off the cooperative pool.
-private final class RunningProcess: @unchecked Sendable {
-    let process: Process
-    let pipe: Pipe
-    init(process: Process, pipe: Pipe) {
-        self.process = process
-        self.pipe = pipe
-    }
-
-    func wait() -> (Int32, String) {
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }

@@ -95,12 +95,9 @@ struct ReplayCostTests {
         let product = SimulationCatalog.standard(bundleID: pipeline.bundleID).premiumMonthly
         let now = Date()
         let id = "77\(String(UInt64(now.timeIntervalSince1970 * 1000)).suffix(14))"
-        let transaction = JWSTransactionDecodedPayload(
-            originalTransactionId: id, transactionId: id, webOrderLineItemId: "9\(id)", bundleId: pipeline.bundleID, productId: product.productId,
-            subscriptionGroupIdentifier: product.subscriptionGroup, purchaseDate: now.addingTimeInterval(-60), originalPurchaseDate: now.addingTimeInterval(-60),
-            expiresDate: now.addingTimeInterval(30 * 86_400), quantity: 1, type: .autoRenewableSubscription, appAccountToken: UUID(),
-            inAppOwnershipType: .purchased, environment: .sandbox, storefront: "USA", storefrontId: "143441", transactionReason: .purchase,
-            currency: "USD", price: product.price)
+        let transaction = SimFixture.transaction(
+            original: id, id: id, purchased: now.addingTimeInterval(-60), token: UUID(), product: product.productId,
+            subscriptionGroup: product.subscriptionGroup, price: product.price, bundleID: pipeline.bundleID)
         #expect(try await pipeline.post("/sim/transactions", json: SeedTransactionsRequest(transactions: [transaction])) == 201)
         try signer.store.upsert([transaction])
         let notification = try signer.notifications.record(SeedNotificationRequest(

@@ -36,11 +36,10 @@ struct UploadAuthEndToEndTests {
             let purchased = Date().addingTimeInterval(-86_400)
             let id = "88\(String(UInt64(Date().timeIntervalSince1970 * 1000)).suffix(14))"
             // A one-time purchase whose transaction carries no appAccountToken: only uploads name the buyer.
-            var transaction = JWSTransactionDecodedPayload(
-                originalTransactionId: id, transactionId: id, bundleId: pipeline.bundleID, productId: product.productId,
-                purchaseDate: purchased, originalPurchaseDate: purchased, quantity: 1, type: .nonConsumable,
-                inAppOwnershipType: .purchased, signedDate: purchased, environment: .sandbox, storefront: "USA",
-                storefrontId: "143441", transactionReason: .purchase, currency: "USD", price: product.price)
+            var transaction = SimFixture.transaction(
+                original: id, id: id, purchased: purchased, type: .nonConsumable, product: product.productId, price: product.price,
+                bundleID: pipeline.bundleID)
+            transaction.signedDate = purchased
             #expect(try await pipeline.post("/sim/transactions", json: SeedTransactionsRequest(transactions: [transaction])) == 201)
             let oldCopy = try signer.sign(transaction)
             transaction.signedDate = Date().addingTimeInterval(-60)

@@ -168,8 +168,7 @@ struct ClientFailureTests {
     @Test("credentials: the list syntax, env: keys, and nothing secret in descriptions or errors")
     func credentials() throws {
         let pem = SimFixture.apiKey.privateKey.pemRepresentation
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("key-\(UUID().uuidString.prefix(6)).p8").path
-        try Data(pem.utf8).write(to: URL(fileURLWithPath: path))
+        let path = try SimFixture.writeAPIKey()
         let list = try AppStoreAPICredentials.parseList(
             "com.a:iss-1:KEY1:\(path), com.b:iss-2:KEY2:env:B_KEY", environment: ["B_KEY": pem])
         #expect(list.map(\.bundleID) == ["com.a", "com.b"])

@@ -16,7 +16,6 @@ import Testing
 /// that answer with records that arrived before it was requested.
 @Suite("enrich caches", .serialized, .timeLimit(.minutes(5)))
 struct EnrichCacheTests {
-    typealias TestClock = VerifiedJWSCacheTests.TestClock
     let t0 = SimFixture.now().addingTimeInterval(-40 * 86_400)
 
     func makeStage(
@@ -166,7 +165,7 @@ struct EnrichCacheTests {
         let a = try await event(arrived: -1)
         #expect(stage.lookupsPerformed == 1)
         #expect(ms(a.fetchedAt) == ms(base))
-        clock.advance(0.5)
+        clock.advance(by: 0.5)
         // Arrived before A's answer was requested: shares it.
         let b = try await event(arrived: -0.5)
         #expect(stage.lookupsPerformed == 1)
@@ -177,17 +176,17 @@ struct EnrichCacheTests {
         #expect(stage.lookupsPerformed == 2)
         #expect(ms(c.fetchedAt) == ms(base) + 500)
         // Arrived in the very millisecond C's answer was requested: it may not know of it.
-        clock.advance(0.1)
+        clock.advance(by: 0.1)
         _ = try await event(arrived: 0.5)
         #expect(stage.lookupsPerformed == 3)
         // Arrived long before, but the newest answer (requested at base + 0.6) is older than the TTL.
-        clock.advance(2.5)
+        clock.advance(by: 2.5)
         let d = try await event(arrived: 0.1)
         #expect(stage.lookupsPerformed == 4)
         #expect(ms(d.fetchedAt) == ms(base) + 3100)
         #expect(stage.lookupCacheHits == 1)
         // Within the TTL, an old event shares the fresh answer.
-        clock.advance(1)
+        clock.advance(by: 1)
         let e = try await event(arrived: 0)
         #expect(stage.lookupsPerformed == 4)
         #expect(e.fetchedAt == d.fetchedAt)
@@ -196,8 +195,7 @@ struct EnrichCacheTests {
 
     @Test("configuration: the cache variables, their defaults and bad values")
     func configuration() throws {
-        let keyPath = FileManager.default.temporaryDirectory.appendingPathComponent("k-\(UUID().uuidString.prefix(6)).p8").path
-        try Data(SimFixture.apiKey.privateKey.pemRepresentation.utf8).write(to: URL(fileURLWithPath: keyPath))
+        let keyPath = try SimFixture.writeAPIKey()
         let base = [
             "APPSTORE_APPS": "\(SimFixture.bundleID)::Sandbox", "APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleID):iss:KEY:\(keyPath)",
         ]

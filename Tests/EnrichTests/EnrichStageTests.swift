@@ -122,8 +122,7 @@ struct EnrichStageTests {
 
     @Test("configuration: credentials required per app, bad values named")
     func configuration() throws {
-        let keyPath = FileManager.default.temporaryDirectory.appendingPathComponent("k-\(UUID().uuidString.prefix(6)).p8").path
-        try Data(SimFixture.apiKey.privateKey.pemRepresentation.utf8).write(to: URL(fileURLWithPath: keyPath))
+        let keyPath = try SimFixture.writeAPIKey()
         let good: [String: String] = [
             "APPSTORE_APPS": "\(SimFixture.bundleID)::Sandbox",
             "APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleID):iss:KEY:\(keyPath)",

@@ -5,21 +5,13 @@ import Crypto
 import EnrichService
 import Foundation
 import StageRuntime
-import Synchronization
+import TestSupport
 import Testing
 
 /// The API client's verifier remembers JWS it verified (issue 15.3): a token seen again byte for byte
 /// is not verified again, yet every rule that depends on the moment or on the caller still applies.
 @Suite("verified-JWS cache")
 struct VerifiedJWSCacheTests {
-    /// A clock the test moves.
-    final class TestClock: Sendable {
-        private let value: Mutex<Date>
-        init(_ start: Date) { value = Mutex(start) }
-        var now: Date { value.withLock { $0 } }
-        func advance(_ seconds: TimeInterval) { value.withLock { $0 = $0.addingTimeInterval(seconds) } }
-    }
-
     static let start = SimFixture.now()
 
     static func verifier(
@@ -99,7 +91,7 @@ struct VerifiedJWSCacheTests {
         _ = try await verifier.verifyTransaction(token)
         #expect(verifier.tokenCacheStatistics.hits == 1, "valid now: a hit")
 
-        clock.advance(2 * 3600)
+        clock.advance(by: 2 * 3600)
         let cached = await #expect(throws: AppStoreVerificationError.self) { _ = try await verifier.verifyTransaction(token) }
         let fresh = try Self.verifier(clock: clock, authority: authority, validationTime: .currentTime, chainCache: policy)
         let first = await #expect(throws: AppStoreVerificationError.self) { _ = try await fresh.verifyTransaction(token) }
@@ -116,10 +108,10 @@ struct VerifiedJWSCacheTests {
         let verifier = try Self.verifier(clock: clock, chainCache: ChainCachePolicy(maximumAge: 60))
         let token = try Self.signedTransaction()
         _ = try await verifier.verifyTransaction(token)
-        clock.advance(30)
+        clock.advance(by: 30)
         _ = try await verifier.verifyTransaction(token)
         #expect(Self.fullVerifications(verifier) == 1)
-        clock.advance(60)
+        clock.advance(by: 60)
         _ = try await verifier.verifyTransaction(token)
         #expect(Self.fullVerifications(verifier) == 2, "older than the chain cache allows: verified in full")
         #expect(verifier.tokenCacheStatistics.stale == 1)
@@ -180,8 +172,7 @@ struct VerifiedJWSCacheTests {
 
     @Test("enrich's verifier remembers answer JWS unless ENRICH_VERIFIED_JWS_CACHE_SIZE is 0")
     func enrichConfiguration() throws {
-        let keyPath = FileManager.default.temporaryDirectory.appendingPathComponent("k-\(UUID().uuidString.prefix(6)).p8").path
-        try Data(SimFixture.apiKey.privateKey.pemRepresentation.utf8).write(to: URL(fileURLWithPath: keyPath))
+        let keyPath = try SimFixture.writeAPIKey()
         let base = [
             "APPSTORE_APPS": "\(SimFixture.bundleID)::Sandbox", "APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleID):iss:KEY:\(keyPath)",
         ]

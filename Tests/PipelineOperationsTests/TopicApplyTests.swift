@@ -96,45 +96,11 @@ struct TopicApplyTests {
 /// The built `appstorectl topics apply` as a process, twice in a row.
 @Suite("appstorectl topics apply as a process", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
 struct TopicsApplyCommandTests {
-    /// The built executables: `APPSTORE_BIN_DIR`, else the directory of the running test binary.
-    static var binDirectory: URL {
-        if let dir = ProcessInfo.processInfo.environment["APPSTORE_BIN_DIR"] { return URL(fileURLWithPath: dir) }
-        var dir = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "")
-            .deletingLastPathComponent()
-        while ["MacOS", "Contents"].contains(dir.lastPathComponent) || dir.lastPathComponent.hasSuffix(".xctest") {
-            dir.deleteLastPathComponent()
-        }
-        return dir
-    }
-
-    static func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
-        let binary = binDirectory.appendingPathComponent("appstorectl")
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            throw TestSupportError("\(binary.path) is not built; build the package first (or set APPSTORE_BIN_DIR)")
-        }
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
+    /// Runs the built `appstorectl` against the local broker.
+    static func run(_ arguments: [String]) async throws -> CommandResult {
         var environment = ProcessInfo.processInfo.environment
         environment["KAFKA_BOOTSTRAP_SERVERS"] = TestServices.bootstrapServers
-        process.environment = environment
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("topics-apply-\(UUID().uuidString.prefix(8)).out")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: output) }
-        let handle = try FileHandle(forWritingTo: output)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        let deadline = ContinuousClock.now + .seconds(120)
-        while process.isRunning {
-            if ContinuousClock.now > deadline {
-                process.terminate()
-                throw TestSupportError("appstorectl \(arguments) did not finish within 120 s")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        try handle.close()
-        return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
+        return try await BuiltProducts.run("appstorectl", arguments, environment: environment, timeout: .seconds(120))
     }
 
     @Test("run twice: the first creates the topics, the second says nothing changed")
@@ -160,7 +126,7 @@ struct TopicsApplyCommandTests {
         #expect(second.output.contains("topics: 3 in the catalogue, 0 created, 0 changed, 0 drifted — nothing to do"))
 
         let json = try await Self.run(arguments + ["--json", "--dry-run"])
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect(object["outcome"] as? String == "in_sync")
         #expect(object["created"] as? Int == 0 && object["changed"] as? Int == 0 && object["drifted"] as? Int == 0)
 

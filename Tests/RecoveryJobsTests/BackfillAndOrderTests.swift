@@ -15,26 +15,26 @@ import TestSupport
 struct BackfillAndOrderTests {
     @Test("backfill writes the window's notification history to raw as ingest would; --only-failures filters")
     func backfillWritesHistory() async throws {
-        try await RecoverySimulator.with { sim in
+        try await RunningSimulator.with { sim in
             let now = Date()
             try sim.apple.store.upsert([
-                RecoverySimulator.transaction(original: "3100", id: "3100", purchased: now.addingTimeInterval(-7200)),
-                RecoverySimulator.transaction(original: "3200", id: "3200", purchased: now.addingTimeInterval(-7200)),
+                SimFixture.transaction(original: "3100", id: "3100", purchased: now.addingTimeInterval(-7200)),
+                SimFixture.transaction(original: "3200", id: "3200", purchased: now.addingTimeInterval(-7200)),
             ])
             let notifications = sim.apple.notifications
             let delivered = try notifications.record(.init(
-                bundleId: RecoverySimulator.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: "3100",
+                bundleId: SimFixture.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: "3100",
                 sentDate: now.addingTimeInterval(-3600)))
             let failed = try notifications.record(.init(
-                bundleId: RecoverySimulator.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: "3200",
+                bundleId: SimFixture.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: "3200",
                 sentDate: now.addingTimeInterval(-1800), sendAttemptResults: ["TIMED_OUT", "NO_RESPONSE"]))
             let outside = try notifications.record(.init(
-                bundleId: RecoverySimulator.bundleID, notificationType: .didRenew, transactionId: "3100", sentDate: now.addingTimeInterval(-86_400)))
+                bundleId: SimFixture.bundleID, notificationType: .didRenew, transactionId: "3100", sentDate: now.addingTimeInterval(-86_400)))
 
-            let producer = try RecoverySimulator.producer()
+            let producer = try TestServices.makeProducer()
             let raw = try await TestServices.makeTopic("backfill-raw")
             let report = try await NotificationBackfill(client: sim.client, producer: producer, rawTopic: raw).run(
-                target: RecoverySimulator.target, since: now.addingTimeInterval(-7200), until: now, onlyFailures: false)
+                target: SimFixture.target, since: now.addingTimeInterval(-7200), until: now, onlyFailures: false)
             #expect(report.fetched == 2)
             #expect(report.written == 2)
             #expect(report.undelivered == 1)
@@ -57,14 +57,14 @@ struct BackfillAndOrderTests {
 
             let failuresTopic = try await TestServices.makeTopic("backfill-failures")
             let onlyFailures = try await NotificationBackfill(client: sim.client, producer: producer, rawTopic: failuresTopic).run(
-                target: RecoverySimulator.target, since: now.addingTimeInterval(-7200), until: now, onlyFailures: true)
+                target: SimFixture.target, since: now.addingTimeInterval(-7200), until: now, onlyFailures: true)
             #expect(onlyFailures.fetched == 1)
             let failureRecords = try await TopicReader.read(failuresTopic, timeout: .seconds(90)) { $0.count >= 1 }
             #expect(failureRecords.map { String(decoding: $0.value, as: UTF8.self) } == [#"{"signedPayload":"\#(failed.signedPayload)"}"#])
 
             await #expect(throws: OperationsError.self) {
                 try await NotificationBackfill(client: sim.client, producer: producer, rawTopic: raw).run(
-                    target: RecoverySimulator.target, since: now, until: now.addingTimeInterval(-60), onlyFailures: false)
+                    target: SimFixture.target, since: now, until: now.addingTimeInterval(-60), onlyFailures: false)
             }
             await producer.close()
         }
@@ -72,25 +72,25 @@ struct BackfillAndOrderTests {
 
     @Test("lookup-order finds an order's transactions and customer, feeds them, and refuses an unknown order")
     func lookupOrder() async throws {
-        try await RecoverySimulator.with { sim in
+        try await RunningSimulator.with { sim in
             let customer = UUID()
             let now = Date()
             try sim.apple.store.upsert([
-                RecoverySimulator.transaction(original: "4100", id: "4100", purchased: now.addingTimeInterval(-600), token: customer),
-                RecoverySimulator.transaction(
-                    original: "4200", id: "4200", purchased: now.addingTimeInterval(-600), token: customer, product: "com.example.coins.100",
-                    type: .consumable),
-                RecoverySimulator.transaction(original: "4300", id: "4300", purchased: now.addingTimeInterval(-600)),
+                SimFixture.transaction(original: "4100", id: "4100", purchased: now.addingTimeInterval(-600), token: customer),
+                SimFixture.transaction(
+                    original: "4200", id: "4200", purchased: now.addingTimeInterval(-600), type: .consumable, token: customer,
+                    product: "com.example.coins.100"),
+                SimFixture.transaction(original: "4300", id: "4300", purchased: now.addingTimeInterval(-600)),
             ])
             sim.apple.store.addOrder("MQ4X2Y7Z9", transactionIds: ["4100", "4200"])
             let job = OrderLookupJob(client: sim.client)
-            let result = try await job.lookUp("MQ4X2Y7Z9", target: RecoverySimulator.target)
+            let result = try await job.lookUp("MQ4X2Y7Z9", target: SimFixture.target)
             #expect(Set(result.transactions.compactMap(\.transactionId)) == ["4100", "4200"])
             #expect(result.customers == [customer])
 
             let verified = try await TestServices.makeTopic("order-verified")
-            let producer = try RecoverySimulator.producer()
-            let keys = try await job.feed(result, target: RecoverySimulator.target, producer: producer, verifiedTopic: verified)
+            let producer = try TestServices.makeProducer()
+            let keys = try await job.feed(result, target: SimFixture.target, producer: producer, verifiedTopic: verified)
             await producer.close()
             #expect(Set(keys) == ["Sandbox:4100", "Sandbox:4200"])
             let records = try await TopicReader.read(verified, timeout: .seconds(90)) { $0.count >= 2 }
@@ -100,7 +100,7 @@ struct BackfillAndOrderTests {
             #expect(records.allSatisfy { $0.headers.string(PipelineHeader.source) == "reconcile" && $0.headers.string(PipelineHeader.schema) == Topics.verified })
 
             await #expect {
-                try await job.lookUp("UNKNOWN123", target: RecoverySimulator.target)
+                try await job.lookUp("UNKNOWN123", target: SimFixture.target)
             } throws: { ($0 as? OperationsError)?.code == "order_not_found" }
         }
     }

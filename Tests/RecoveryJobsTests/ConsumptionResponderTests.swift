@@ -13,14 +13,14 @@ import TestSupport
 
 @Suite("consumption requests answered from grant's records", .enabled(if: ScratchDatabase.enabled))
 struct ConsumptionResponderTests {
-    static let policy = ConsumptionPolicy(apps: [RecoverySimulator.bundleID], deliveredRefundPreference: "DECLINE")
+    static let policy = ConsumptionPolicy(apps: [SimFixture.bundleID], deliveredRefundPreference: "DECLINE")
 
     /// A purchase of the simulator's app, in Sandbox, made two hours ago; its clock is now.
     static func purchase(_ original: String, _ type: ProductType, customer: UUID?) -> SimulatedPurchase {
         var purchase = SimulatedPurchase(
             environment: .sandbox, customer: customer, productType: type, productId: type == .consumable ? "com.example.coins" : "com.example.premium",
             originalTransactionId: original, start: Date().addingTimeInterval(-7200), uuidSeed: UInt64(original)!)
-        purchase.bundleId = RecoverySimulator.bundleID
+        purchase.bundleId = SimFixture.bundleID
         purchase.addTransaction(reason: .purchase)
         purchase.now = Date()
         return purchase
@@ -40,14 +40,14 @@ struct ConsumptionResponderTests {
         return rows
     }
 
-    static func responder(_ db: ScratchDatabase, _ sim: RecoverySimulator, policy: ConsumptionPolicy = policy) -> ConsumptionResponder {
+    static func responder(_ db: ScratchDatabase, _ sim: RunningSimulator, policy: ConsumptionPolicy = policy) -> ConsumptionResponder {
         ConsumptionResponder(store: db.store, client: sim.client, policy: policy, logger: ScratchDatabase.logger)
     }
 
     @Test("each opted-in request is answered once from our records; other apps are skipped and late ones never sent")
     func answersFromRecords() async throws {
         try await ScratchDatabase.with { db in
-            try await RecoverySimulator.with { sim in
+            try await RunningSimulator.with { sim in
                 let customer = UUID()
                 // A subscription delivered and renewed; the customer asks about the first period.
                 var subscription = Self.purchase("6001", .autoRenewableSubscription, customer: customer)
@@ -109,7 +109,7 @@ struct ConsumptionResponderTests {
     @Test("an outage at Apple is retried until the answer is accepted; Apple's permanent refusal is recorded with its code")
     func retriesThenRecordsRefusal() async throws {
         try await ScratchDatabase.with { db in
-            try await RecoverySimulator.with { sim in
+            try await RunningSimulator.with { sim in
                 var coins = Self.purchase("6501", .consumable, customer: UUID())
                 var unknown = Self.purchase("6601", .consumable, customer: UUID())
                 try sim.apple.store.upsert(coins.transactions)  // Apple does not know 6601
@@ -143,7 +143,7 @@ struct ConsumptionResponderTests {
 
     @Test("the policy never claims a delivery our records do not show, and never sends a percentage for a subscription")
     func policyRules() {
-        func record(_ type: String?, delivered: Bool, bundle: String? = RecoverySimulator.bundleID, tid: String? = "1") -> ConsumptionRequestRecord {
+        func record(_ type: String?, delivered: Bool, bundle: String? = SimFixture.bundleID, tid: String? = "1") -> ConsumptionRequestRecord {
             ConsumptionRequestRecord(
                 environment: "Sandbox", notificationUUID: UUID().uuidString, bundleId: bundle, transactionId: tid, originalTransactionId: tid,
                 reason: "OTHER", deadline: Date().addingTimeInterval(3600), attempts: 1, productType: type, delivered: delivered)
@@ -152,7 +152,7 @@ struct ConsumptionResponderTests {
             if case let .send(_, _, body) = decision { return body }
             return nil
         }
-        let policy = ConsumptionPolicy(apps: [RecoverySimulator.bundleID], sampleContentProvided: true)
+        let policy = ConsumptionPolicy(apps: [SimFixture.bundleID], sampleContentProvided: true)
         #expect(body(policy.decide(record("Auto-Renewable Subscription", delivered: false)))?.consumptionPercentage == nil)
         #expect(body(policy.decide(record("Non-Consumable", delivered: false)))?.consumptionPercentage == 0)
         #expect(body(policy.decide(record("Non-Consumable", delivered: true)))?.deliveryStatus == "DELIVERED")

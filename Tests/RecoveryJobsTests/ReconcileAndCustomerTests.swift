@@ -16,7 +16,7 @@ struct ReconcileAndCustomerTests {
     /// One `subscriptions` row as grant writes it (the columns reconcile and customer read).
     static func insertSubscription(
         _ db: ScratchDatabase, original: String, lifecycle: String, expires: Date, grace: Date? = nil, owner: UUID? = nil,
-        type: String = "Auto-Renewable Subscription", bundle: String = RecoverySimulator.bundleID
+        type: String = "Auto-Renewable Subscription", bundle: String = SimFixture.bundleID
     ) async throws {
         try await db.client.query(
             """
@@ -64,25 +64,25 @@ struct ReconcileAndCustomerTests {
                 db, original: "5009", lifecycle: "active", expires: now - 2 * hour, type: "Non-Renewing Subscription")
 
             let reconciler = SubscriptionReconciler(database: db.client, logger: ScratchDatabase.logger)
-            let overdue = try await reconciler.overdue(bundleID: RecoverySimulator.bundleID, leeway: .seconds(3600), now: now)
+            let overdue = try await reconciler.overdue(bundleID: SimFixture.bundleID, leeway: .seconds(3600), now: now)
             #expect(overdue.map(\.originalTransactionId) == ["5001", "5006"])
             let everyApp = try await reconciler.overdue(leeway: .seconds(3600), now: now)
             #expect(Set(everyApp.map(\.originalTransactionId)) == ["5001", "5006", "5008"])
-            let noLeeway = try await reconciler.overdue(bundleID: RecoverySimulator.bundleID, leeway: .zero, now: now)
+            let noLeeway = try await reconciler.overdue(bundleID: SimFixture.bundleID, leeway: .zero, now: now)
             #expect(Set(noLeeway.map(\.originalTransactionId)) == ["5001", "5005", "5006"])
 
-            try await RecoverySimulator.with { sim in
+            try await RunningSimulator.with { sim in
                 // Apple's truth: 5001 renewed (a newer transaction), 5006 is unchanged.
                 try sim.apple.store.upsert([
-                    RecoverySimulator.transaction(original: "5001", id: "5001", purchased: now.addingTimeInterval(-32 * 86_400)),
-                    RecoverySimulator.transaction(original: "5001", id: "5101", purchased: now.addingTimeInterval(-2 * 86_400)),
-                    RecoverySimulator.transaction(original: "5006", id: "5006", purchased: now.addingTimeInterval(-33 * 86_400)),
+                    SimFixture.transaction(original: "5001", id: "5001", purchased: now.addingTimeInterval(-32 * 86_400)),
+                    SimFixture.transaction(original: "5001", id: "5101", purchased: now.addingTimeInterval(-2 * 86_400)),
+                    SimFixture.transaction(original: "5006", id: "5006", purchased: now.addingTimeInterval(-33 * 86_400)),
                 ])
                 let verified = try await TestServices.makeTopic("reconcile-verified", partitions: 2)
                 let dryRun = await SubscriptionReconciler.queue(overdue, client: sim.client, producer: nil, verifiedTopic: verified)
                 #expect(dryRun.allSatisfy { $0.key == nil && $0.failure == nil })
 
-                let producer = try RecoverySimulator.producer()
+                let producer = try TestServices.makeProducer()
                 let items = await SubscriptionReconciler.queue(overdue, client: sim.client, producer: producer, verifiedTopic: verified)
                 await producer.close()
                 #expect(items.map(\.failure) == [nil, nil])
@@ -93,7 +93,7 @@ struct ReconcileAndCustomerTests {
                     let record = try VerifiedRecord.decode(message.value)
                     #expect(record.kind == .transaction)
                     #expect(record.source == "reconcile")
-                    #expect(record.bundleId == RecoverySimulator.bundleID)
+                    #expect(record.bundleId == SimFixture.bundleID)
                     #expect(record.environment == .sandbox)
                     let signed = try #require(record.signedTransaction)
                     #expect(try await sim.client.verifier.verifyTransaction(signed) == record.transaction)
@@ -105,7 +105,7 @@ struct ReconcileAndCustomerTests {
                 var unknown = overdue[0]
                 unknown.originalTransactionId = "9999"
                 unknown.latestTransactionId = "9999"
-                let second = try RecoverySimulator.producer()
+                let second = try TestServices.makeProducer()
                 let mixed = await SubscriptionReconciler.queue([unknown, overdue[1]], client: sim.client, producer: second, verifiedTopic: verified)
                 await second.close()
                 #expect(mixed[0].failure?.hasPrefix("appstore_") == true)

@@ -7,13 +7,7 @@ import KafkaClient
 import NIOCore
 import StageRuntime
 import TestSupport
-import Synchronization
 import Testing
-
-final class Counter: Sendable {
-    private let value = Mutex(0)
-    func next() -> Int { value.withLock { $0 += 1; return $0 } }
-}
 
 extension Resilience {
     @Suite("Broker outage", .timeLimit(.minutes(5)))
@@ -29,7 +23,7 @@ extension Resilience {
             let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
             let counter = Counter()
             @Sendable func post(_ client: some TestClientProtocol) async throws -> (HTTPResponse.Status, Int, Duration) {
-                let id = counter.next()
+                let id = counter.increment()
                 let start = ContinuousClock.now
                 let body = #"{"signedPayload":"eyJhbGciOiJFUzI1NiJ9.\#(Data(#"{"loadgenId":\#(id)}"#.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")).c2ln"}"#
                 let status = try await client.execute(uri: "/v2/notifications", method: .post, headers: [.contentType: "application/json"],

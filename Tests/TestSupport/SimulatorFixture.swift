@@ -57,13 +57,14 @@ public enum SimFixture {
     /// by default, or another product type; `purchased` is kept in whole milliseconds, as Apple's dates are.
     public static func transaction(
         original: String, id: String, purchased: Date, type: ProductType = .autoRenewableSubscription, token: UUID? = nil,
-        product: String = TestPKI.productID, revoked: Date? = nil, price: Int64 = 9990, bundleID: String = bundleID
+        product: String = TestPKI.productID, subscriptionGroup: String? = "21000000", revoked: Date? = nil, price: Int64 = 9990,
+        bundleID: String = bundleID
     ) -> JWSTransactionDecodedPayload {
         let purchased = AppStoreJSON.date(milliseconds: AppStoreJSON.milliseconds(since1970: purchased))
         let subscription = type == .autoRenewableSubscription
         return JWSTransactionDecodedPayload(
             originalTransactionId: original, transactionId: id, webOrderLineItemId: subscription ? "9\(id)" : nil,
-            bundleId: bundleID, productId: product, subscriptionGroupIdentifier: subscription ? "21000000" : nil,
+            bundleId: bundleID, productId: product, subscriptionGroupIdentifier: subscription ? subscriptionGroup : nil,
             purchaseDate: purchased, originalPurchaseDate: purchased,
             expiresDate: subscription ? purchased.addingTimeInterval(30 * 86_400) : nil, quantity: 1, type: type,
             appAccountToken: token, inAppOwnershipType: .purchased, revocationReason: revoked == nil ? nil : .refundedForOtherReason,

@@ -7,45 +7,24 @@ import VerifyService
 /// The built `appstorectl inspect` binary, run as support would run it.
 @Suite("appstorectl inspect", .timeLimit(.minutes(5)))
 struct InspectCommandTests {
-    /// A sample of `../shared/fixtures/apple-real-jws/manifest.json`.
-    struct Sample: Decodable {
-        let file: String
-        let kind: String
-        let environment: String?
-        let bundleId: String?
-        let appAppleId: Int64?
-        let parentFile: String?
-        let appleLibraryVerdict: String
+    /// Apple's real samples, beside the repository.
+    static let fixtures = SharedFixtures.url("apple-real-jws")
 
-        enum CodingKeys: String, CodingKey {
-            case file, kind, environment, bundleId, appAppleId
-            case parentFile = "parent_file"
-            case appleLibraryVerdict = "official_python_lib_offline"
-        }
-    }
-
-    static let fixtures = TestServices.repositoryRoot.deletingLastPathComponent()
-        .appendingPathComponent("shared/fixtures/apple-real-jws")
-    static var hasFixtures: Bool {
-        FileManager.default.fileExists(atPath: fixtures.appendingPathComponent("manifest.json").path)
-    }
-
-    @Test("every real Apple sample gets the verdict of Apple's library", .enabled(if: hasFixtures))
+    @Test("every real Apple sample gets the verdict of Apple's library", .enabled(if: SharedFixtures.hasRealJWS))
     func realSamples() async throws {
-        let samples = try JSONDecoder().decode(
-            [Sample].self, from: Data(contentsOf: Self.fixtures.appendingPathComponent("manifest.json")))
+        let samples = try SharedFixtures.realSamples()
         var accepted = 0
         var rejected: [String: String] = [:]
         for sample in samples {
             // The configuration Apple's library was run with: the sample's own app, or its parent's.
             let parent = samples.first { $0.file == sample.parentFile }
             let environment = sample.environment ?? parent?.environment ?? "Production"
-            var arguments = ["inspect", Self.fixtures.appendingPathComponent(sample.file).path, "--environment", environment]
+            var arguments = ["inspect", try #require(Self.fixtures).appendingPathComponent(sample.file).path, "--environment", environment]
             if let bundleID = sample.bundleId ?? parent?.bundleId { arguments += ["--bundle-id", bundleID] }
             if let appAppleID = sample.appAppleId ?? parent?.appAppleId ?? (environment == "Production" ? 1 : nil) {
                 arguments += ["--app-apple-id", String(appAppleID)]
             }
-            let result = try await CommandRunner.run("appstorectl", arguments)
+            let result = try await BuiltProducts.run("appstorectl", arguments)
             let appleAccepts = sample.appleLibraryVerdict.hasPrefix("OK")
             if result.status == 0 {
                 accepted += 1
@@ -65,10 +44,10 @@ struct InspectCommandTests {
         #expect(rejected == ["legacy-no-environment-transaction-consumable-revoked-1.jws": "wrong_environment"])
     }
 
-    @Test("a real notification pasted without flags: values assumed from the token and said so", .enabled(if: hasFixtures))
+    @Test("a real notification pasted without flags: values assumed from the token and said so", .enabled(if: SharedFixtures.hasRealJWS))
     func assumedFromToken() async throws {
-        let token = try String(contentsOf: Self.fixtures.appendingPathComponent("sandbox-notification-did-renew-1.jws"), encoding: .utf8)
-        let result = try await CommandRunner.run("appstorectl", ["inspect", "-"], stdin: #"{"signedPayload":"\#(token.trimmingCharacters(in: .whitespacesAndNewlines))"}"#)
+        let token = try SharedFixtures.realToken("sandbox-notification-did-renew-1.jws")
+        let result = try await BuiltProducts.run("appstorectl", ["inspect", "-"], stdin: #"{"signedPayload":"\#(token)"}"#)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("assuming bundle ID com.loki-project.loki-messenger"))
         #expect(result.stderr.contains("assuming environment Sandbox"))
@@ -84,21 +63,21 @@ struct InspectCommandTests {
 
     @Test("a test-CA notification is valid only when its root is trusted; a forgery fails with 1 and its code")
     func forgedToken() async throws {
-        let token = try TestCA.notification(originalTransactionId: "2000000000000001")
+        let token = try TestPKI.notification(originalTransactionId: "2000000000000001")
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("inspect-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let file = dir.appendingPathComponent("token.jws")
         try Data(token.utf8).write(to: file)
-        let roots = try TestCA.writeRoot()
+        let roots = try TestPKI.writeRoot()
 
-        let untrusted = try await CommandRunner.run("appstorectl", ["inspect", file.path])
+        let untrusted = try await BuiltProducts.run("appstorectl", ["inspect", file.path])
         #expect(untrusted.status == 1)
         #expect(untrusted.stderr.contains("untrusted_root"))
         #expect(untrusted.stdout.isEmpty)
         #expect(!untrusted.stderr.contains(token), "the token is never echoed")
 
-        let trusted = try await CommandRunner.run("appstorectl", [
-            "inspect", file.path, "--trust-root", roots.pem, "--bundle-id", TestCA.bundleID, "--environment", "Sandbox",
+        let trusted = try await BuiltProducts.run("appstorectl", [
+            "inspect", file.path, "--trust-root", roots.pem, "--bundle-id", TestPKI.bundleID, "--environment", "Sandbox",
             "--validation-date", "now",
         ])
         #expect(trusted.status == 0, "\(trusted.stderr)")
@@ -107,20 +86,20 @@ struct InspectCommandTests {
         #expect((object["checkedAgainst"] as? [String: Any])?["validationTime"] as? String == "now")
 
         // Same token, DER root, but checked against another app: rejected with that code.
-        let wrongApp = try await CommandRunner.run("appstorectl", [
-            "inspect", file.path, "--trust-root", roots.der, "--bundle-id", TestCA.otherBundleID,
+        let wrongApp = try await BuiltProducts.run("appstorectl", [
+            "inspect", file.path, "--trust-root", roots.der, "--bundle-id", TestPKI.otherBundleID,
         ])
         #expect(wrongApp.status == 1)
         #expect(wrongApp.stderr.contains("wrong_bundle_id"))
 
         // A tampered signature.
-        let tampered = TestCA.tampered(token, payloadFrom: try TestCA.notification(originalTransactionId: "2"))
-        let bad = try await CommandRunner.run("appstorectl", ["inspect", "-", "--trust-root", roots.pem], stdin: tampered)
+        let tampered = TestPKI.tampered(token, payloadFrom: try TestPKI.notification(originalTransactionId: "2"))
+        let bad = try await BuiltProducts.run("appstorectl", ["inspect", "-", "--trust-root", roots.pem], stdin: tampered)
         #expect(bad.status == 1)
         #expect(bad.stderr.contains("invalid_signature"))
 
         // Not a JWS at all.
-        let junk = try await CommandRunner.run("appstorectl", ["inspect", "-"], stdin: "hello")
+        let junk = try await BuiltProducts.run("appstorectl", ["inspect", "-"], stdin: "hello")
         #expect(junk.status == 1)
         #expect(junk.stderr.contains("malformed"))
     }
@@ -136,17 +115,17 @@ struct InspectCommandTests {
         ["no-such-command"],
     ])
     func badUsage(arguments: [String]) async throws {
-        let result = try await CommandRunner.run("appstorectl", arguments, stdin: "")
+        let result = try await BuiltProducts.run("appstorectl", arguments, stdin: "")
         #expect(result.status == 2, "\(arguments): \(result.stderr)")
         #expect(!result.stderr.isEmpty)
     }
 
     @Test("--help lists the subcommands and exits 0")
     func help() async throws {
-        let root = try await CommandRunner.run("appstorectl", ["--help"])
+        let root = try await BuiltProducts.run("appstorectl", ["--help"])
         #expect(root.status == 0)
         #expect(root.stdout.contains("inspect"))
-        let inspect = try await CommandRunner.run("appstorectl", ["inspect", "--help"])
+        let inspect = try await BuiltProducts.run("appstorectl", ["inspect", "--help"])
         #expect(inspect.status == 0)
         for flag in ["--bundle-id", "--app-apple-id", "--environment", "--trust-root", "--validation-date"] {
             #expect(inspect.stdout.contains(flag))
@@ -155,7 +134,7 @@ struct InspectCommandTests {
 
     @Test("the verify executable lists its variables with --help")
     func verifyHelp() async throws {
-        let result = try await CommandRunner.run("verify", ["--help"])
+        let result = try await BuiltProducts.run("verify", ["--help"])
         #expect(result.status == 0)
         for name in VerifyConfiguration.variables.map(\.name) + ["KAFKA_BOOTSTRAP_SERVERS"] {
             #expect(result.stdout.contains(name))

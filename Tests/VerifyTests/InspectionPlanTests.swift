@@ -1,17 +1,18 @@
 import AppStore
 import AppStoreSigning
 import Foundation
+import TestSupport
 import Testing
 import VerifyService
 
 /// `inspect`'s logic in-process: input forms, assumptions and verdicts.
 @Suite("inspection plans")
 struct InspectionPlanTests {
-    let trusting = InspectOptions(trustedRoots: [TestCA.trusted.root])
+    let trusting = InspectOptions(trustedRoots: [TestPKI.trusted.root])
 
     @Test("a bare token, a JSON string and both body forms yield the token")
     func inputs() throws {
-        let token = try TestCA.signedTransaction(originalTransactionId: "1")
+        let token = try TestPKI.signedTransaction(originalTransactionId: "1")
         #expect(try InspectInput.extract(from: "  \(token)\n").token == token)
         let half = token.index(token.startIndex, offsetBy: token.count / 2)
         #expect(try InspectInput.extract(from: "\(token[..<half])\n  \(token[half...])").token == token)
@@ -27,11 +28,11 @@ struct InspectionPlanTests {
 
     @Test("claims fill what flags leave out, and each assumption is stated")
     func assumptions() async throws {
-        let plan = try InspectionPlan(input: try TestCA.notification(originalTransactionId: "5"), options: trusting)
+        let plan = try InspectionPlan(input: try TestPKI.notification(originalTransactionId: "5"), options: trusting)
         #expect(plan.kind == .notification)
-        #expect(plan.app.bundleID == TestCA.bundleID)
+        #expect(plan.app.bundleID == TestPKI.bundleID)
         #expect(plan.app.environments == [.sandbox])
-        #expect(plan.app.appAppleID == TestCA.appAppleID)
+        #expect(plan.app.appAppleID == TestPKI.appAppleID)
         #expect(plan.assumptions.count == 4)
         let report = try await plan.run()
         #expect(report.notification?.transaction?.originalTransactionId == "5")
@@ -39,35 +40,35 @@ struct InspectionPlanTests {
         #expect(report.certificates.count == 3)
 
         var flags = trusting
-        flags.bundleID = TestCA.bundleID
+        flags.bundleID = TestPKI.bundleID
         flags.environment = .sandbox
-        flags.appAppleID = TestCA.appAppleID
-        let explicit = try InspectionPlan(input: try TestCA.notification(originalTransactionId: "5"), options: flags)
+        flags.appAppleID = TestPKI.appAppleID
+        let explicit = try InspectionPlan(input: try TestPKI.notification(originalTransactionId: "5"), options: flags)
         #expect(explicit.assumptions.isEmpty)
     }
 
     @Test("every kind is detected and verified")
     func kinds() async throws {
-        let signer = TestCA.signer
-        let renewal = try signer.sign(TestCA.renewalInfo(originalTransactionId: "7"))
+        let signer = TestPKI.signer
+        let renewal = try signer.sign(TestPKI.renewalInfo(originalTransactionId: "7"))
         let renewalReport = try await InspectionPlan(input: renewal, options: trusting).run()
         #expect(renewalReport.kind == .renewalInfo)
         #expect(renewalReport.renewalInfo?.originalTransactionId == "7")
-        let transaction = try await InspectionPlan(input: try TestCA.signedTransaction(originalTransactionId: "8"), options: trusting).run()
+        let transaction = try await InspectionPlan(input: try TestPKI.signedTransaction(originalTransactionId: "8"), options: trusting).run()
         #expect(transaction.kind == .transaction)
         let appTransaction = try signer.sign(AppTransaction(
-            receiptType: .sandbox, appAppleId: TestCA.appAppleID, bundleId: TestCA.bundleID, applicationVersion: "1",
+            receiptType: .sandbox, appAppleId: TestPKI.appAppleID, bundleId: TestPKI.bundleID, applicationVersion: "1",
             receiptCreationDate: Date(), originalPurchaseDate: Date(), originalApplicationVersion: "1"))
         let appReport = try await InspectionPlan(input: appTransaction, options: trusting).run()
-        #expect(appReport.appTransaction?.bundleId == TestCA.bundleID)
+        #expect(appReport.appTransaction?.bundleId == TestPKI.bundleID)
     }
 
     @Test("rejections carry the verifier's code; the test CA never passes for Production")
     func rejections() async throws {
         var production = trusting
         production.environment = .production
-        production.appAppleID = TestCA.appAppleID
-        let token = try TestCA.notification(originalTransactionId: "5", environment: .production)
+        production.appAppleID = TestPKI.appAppleID
+        let token = try TestPKI.notification(originalTransactionId: "5", environment: .production)
         do {
             _ = try await InspectionPlan(input: token, options: production).run()
             Issue.record("a test-CA token passed as Production")
@@ -89,8 +90,8 @@ struct InspectionPlanTests {
     func productionNeedsAppAppleID() throws {
         let payload = ResponseBodyV2DecodedPayload(
             notificationType: .test, notificationUUID: "u",
-            data: NotificationData(environment: .production, bundleId: TestCA.bundleID), signedDate: Date())
-        let token = try TestCA.signer.sign(payload)
+            data: NotificationData(environment: .production, bundleId: TestPKI.bundleID), signedDate: Date())
+        let token = try TestPKI.signer.sign(payload)
         do {
             _ = try InspectionPlan(input: token, options: trusting)
             Issue.record("planned without an app Apple ID")

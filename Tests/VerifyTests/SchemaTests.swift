@@ -14,15 +14,15 @@ import VerifyService
 struct SchemaTests {
     /// One record of each shape, made by the stage from test-CA data.
     static func records() async throws -> [(name: String, record: VerifiedRecord)] {
-        let stage = try VerifyStage(configuration: TestCA.configuration(), logger: Logger(label: "tests"))
+        let stage = try VerifyStage(configuration: TestPKI.configuration(), logger: Logger(label: "tests"))
         let notification = try await stage.verify(
-            rawBody: TestCA.webhookBody(try TestCA.notification(originalTransactionId: "2000000000000001")), source: "apple-webhook")
+            rawBody: TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "2000000000000001")), source: "apple-webhook")
         let test = try await stage.verify(
-            rawBody: TestCA.webhookBody(try TestCA.testNotification(uuid: "9f4c2a1e-3b5d-4e6f-8a7b-0c1d2e3f4a5b")),
+            rawBody: TestPKI.webhookBody(try TestPKI.testNotification(uuid: "9f4c2a1e-3b5d-4e6f-8a7b-0c1d2e3f4a5b")),
             source: "apple-webhook")
         let upload = try await stage.verify(
-            rawBody: TestCA.uploadBody(
-                try TestCA.signedTransaction(originalTransactionId: "2000000000000002"),
+            rawBody: TestPKI.uploadBody(
+                try TestPKI.signedTransaction(originalTransactionId: "2000000000000002"),
                 appAccountToken: "0b7e2c55-9d0e-4a53-8d55-2f1d3c6f4a10", userId: "user-42"),
             source: "app-upload")
         return [("subscribed-initial-buy", notification), ("test-notification", test), ("app-upload", upload)]

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreSigning
 import Foundation
 import StageRuntime
+import TestSupport
 import Testing
 import VerifyService
 
@@ -42,14 +43,14 @@ struct VerifyConfigurationTests {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let apps = dir.appendingPathComponent("apps.json")
         try Data(#"[{"bundleId":"com.example.app","appAppleId":42,"environments":["Production","Sandbox"]}]"#.utf8).write(to: apps)
-        let roots = try TestCA.writeRoot()
+        let roots = try TestPKI.writeRoot()
         let config = try read([
             "APPSTORE_APPS": apps.path, "APPSTORE_TRUSTED_ROOTS": "\(roots.pem), \(roots.der)",
             "APPSTORE_VALIDATION_TIME": "2025-10-01T00:00:00Z", "APPSTORE_CHAIN_CACHE": "off",
         ])
         #expect(config.apps.first?.appAppleID == 42)
         #expect(config.apps.first?.environments == [.sandbox, .production])
-        #expect(config.additionalTrustedRoots == [TestCA.trusted.root, TestCA.trusted.root])
+        #expect(config.additionalTrustedRoots == [TestPKI.trusted.root, TestPKI.trusted.root])
         #expect(config.validationTime == .fixed(Date(timeIntervalSince1970: 1_759_276_800)))
         #expect(!config.chainCache.isEnabled)
         #expect(try read(["APPSTORE_APPS": "a::Sandbox", "APPSTORE_VALIDATION_TIME": "now"]).validationTime == .currentTime)

@@ -16,7 +16,7 @@ import VerifyService
 @Suite("verify stage on the real broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
 struct VerifyPipelineTests {
     func makeStage(_ topics: PipelineTopics) throws -> VerifyStage {
-        try VerifyStage(configuration: TestCA.configuration(), outputTopic: topics.verified, logger: TestServices.logger)
+        try VerifyStage(configuration: TestPKI.configuration(), outputTopic: topics.verified, logger: TestServices.logger)
     }
 
     @Test("valid notifications are verified and keyed; forgeries are dead-lettered with their code; none is lost")
@@ -27,26 +27,26 @@ struct VerifyPipelineTests {
         // 12 valid notifications over 4 purchases, 3 events each.
         for i in 0..<12 {
             let otid = "20000000000010\(i % 4)"
-            inputs.append((TestCA.webhookBody(try TestCA.notification(originalTransactionId: otid)), "apple-webhook"))
+            inputs.append((TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: otid)), "apple-webhook"))
             expectedKeys.append("Sandbox:\(otid)")
         }
         // A TEST notification, keyed by its UUID.
         let testUUID = UUID().uuidString.lowercased()
-        inputs.append((TestCA.webhookBody(try TestCA.testNotification(uuid: testUUID)), "apple-webhook"))
+        inputs.append((TestPKI.webhookBody(try TestPKI.testNotification(uuid: testUUID)), "apple-webhook"))
         expectedKeys.append("Sandbox:notification:\(testUUID)")
         // An app upload of one of those purchases.
-        let upload = try TestCA.signedTransaction(originalTransactionId: "200000000000101")
-        inputs.append((TestCA.uploadBody(upload, appAccountToken: "0b7e2c55-9d0e-4a53-8d55-2f1d3c6f4a10", userId: "u-1"), "app-upload"))
+        let upload = try TestPKI.signedTransaction(originalTransactionId: "200000000000101")
+        inputs.append((TestPKI.uploadBody(upload, appAccountToken: "0b7e2c55-9d0e-4a53-8d55-2f1d3c6f4a10", userId: "u-1"), "app-upload"))
         expectedKeys.append("Sandbox:200000000000101")
         // Forgeries and junk, with the code each must be dead-lettered with.
-        let valid = try TestCA.notification(originalTransactionId: "200000000000199")
-        let other = try TestCA.notification(originalTransactionId: "200000000000198")
+        let valid = try TestPKI.notification(originalTransactionId: "200000000000199")
+        let other = try TestPKI.notification(originalTransactionId: "200000000000198")
         let forged: [(body: [UInt8], source: String, code: String)] = [
-            (TestCA.webhookBody(try TestCA.notification(originalTransactionId: "9", signer: TestCA.forger)), "apple-webhook", "untrusted_root"),
-            (TestCA.webhookBody(TestCA.tampered(valid, payloadFrom: other)), "apple-webhook", "invalid_signature"),
-            (TestCA.webhookBody(try TestCA.notification(originalTransactionId: "9", bundleID: TestCA.otherBundleID)), "apple-webhook", "wrong_bundle_id"),
-            (TestCA.webhookBody(try TestCA.notification(originalTransactionId: "9", environment: .production)), "apple-webhook", "untrusted_root"),
-            (TestCA.uploadBody(try TestCA.signedTransaction(originalTransactionId: "9", signer: TestCA.forger)), "app-upload", "untrusted_root"),
+            (TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "9", signer: TestPKI.forger)), "apple-webhook", "untrusted_root"),
+            (TestPKI.webhookBody(TestPKI.tampered(valid, payloadFrom: other)), "apple-webhook", "invalid_signature"),
+            (TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "9", bundleID: TestPKI.otherBundleID)), "apple-webhook", "wrong_bundle_id"),
+            (TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "9", environment: .production)), "apple-webhook", "untrusted_root"),
+            (TestPKI.uploadBody(try TestPKI.signedTransaction(originalTransactionId: "9", signer: TestPKI.forger)), "app-upload", "untrusted_root"),
             (Array("not json".utf8), "apple-webhook", "malformed_record"),
             (Array(#"{"signedPayload":"x.y"}"#.utf8), "apple-webhook", "malformed"),
         ]
@@ -107,17 +107,17 @@ struct VerifyPipelineTests {
     func throughIngest() async throws {
         let topics = try await PipelineTopics.make("verify-ingest")
         // Open uploads (Sandbox-only app): the body's userId is stored, marked "none".
-        let uploads = try UploadAuthSettings.read(EnvironmentReader(["INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "\(TestCA.bundleID)::Sandbox"]))
+        let uploads = try UploadAuthSettings.read(EnvironmentReader(["INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "\(TestPKI.bundleID)::Sandbox"]))
         let config = IngestConfiguration(kafka: TestServices.clientConfiguration("ingest"), uploadAuthentication: uploads, rawTopic: topics.raw)
         let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
         let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
-        let notification = try TestCA.notification(originalTransactionId: "200000000000555")
-        let upload = try TestCA.signedTransaction(originalTransactionId: "200000000000556")
-        let forged = try TestCA.notification(originalTransactionId: "200000000000557", signer: TestCA.forger)
+        let notification = try TestPKI.notification(originalTransactionId: "200000000000555")
+        let upload = try TestPKI.signedTransaction(originalTransactionId: "200000000000556")
+        let forged = try TestPKI.notification(originalTransactionId: "200000000000557", signer: TestPKI.forger)
         let posts: [(String, [UInt8], String)] = [
-            ("/v2/notifications", TestCA.webhookBody(notification), "ingest-req-1"),
-            ("/v1/transactions", TestCA.uploadBody(upload, userId: "user-9"), "ingest-req-2"),
-            ("/v2/notifications", TestCA.webhookBody(forged), "ingest-req-3"),
+            ("/v2/notifications", TestPKI.webhookBody(notification), "ingest-req-1"),
+            ("/v1/transactions", TestPKI.uploadBody(upload, userId: "user-9"), "ingest-req-2"),
+            ("/v2/notifications", TestPKI.webhookBody(forged), "ingest-req-3"),
         ]
         try await app.test(.router) { client in
             for (uri, body, requestID) in posts {
@@ -155,26 +155,26 @@ struct VerifyPipelineTests {
     @Test("the verify executable: configuration from the environment, raw → verified and DLQ, graceful stop")
     func executable() async throws {
         let topics = try await PipelineTopics.make("verify-exe")
-        let roots = try TestCA.writeRoot()
+        let roots = try TestPKI.writeRoot()
         let port = LocalHTTP.freePort()
-        let stage = try CommandRunner.Child("verify", environment: [
+        let stage = try ManagedProcess("verify", environment: [
             "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "INPUT_TOPIC": topics.raw,
             "OUTPUT_TOPIC": topics.verified, "DLQ_TOPIC": topics.deadLetters,
             "KAFKA_GROUP_ID": TestServices.uniqueGroup("verify-exe"), "KAFKA_SESSION_TIMEOUT_MS": "6000",
             "KAFKA_HEARTBEAT_INTERVAL_MS": "2000", "KAFKA_FETCH_WAIT_MAX_MS": "25", "HTTP_HOST": "127.0.0.1",
             "HTTP_PORT": String(port), "LOG_LEVEL": "info",
-            "APPSTORE_APPS": "\(TestCA.bundleID):\(TestCA.appAppleID):Sandbox+Production",
+            "APPSTORE_APPS": "\(TestPKI.bundleID):\(TestPKI.appAppleID):Sandbox+Production",
             "APPSTORE_TRUSTED_ROOTS": roots.pem,
-        ])
+        ], logName: "verify-executable-test")
         try await LocalHTTP.waitForPort(port)
-        let token = try TestCA.notification(originalTransactionId: "200000000000888")
+        let token = try TestPKI.notification(originalTransactionId: "200000000000888")
         try await produceRaw(topics.raw, [
-            (TestCA.webhookBody(token), "apple-webhook"),
-            (TestCA.webhookBody(try TestCA.notification(originalTransactionId: "200000000000889", signer: TestCA.forger)), "apple-webhook"),
+            (TestPKI.webhookBody(token), "apple-webhook"),
+            (TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "200000000000889", signer: TestPKI.forger)), "apple-webhook"),
         ])
         let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { !$0.isEmpty }
         let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(120)) { !$0.isEmpty }
-        let status = await stage.terminate()
+        let status = await stage.terminate(timeout: .seconds(30))
         #expect(status == 0, "\(stage.output)")
         #expect(verified.first?.keyString == "Sandbox:200000000000888")
         #expect(try VerifiedRecord.decode(try #require(verified.first).value).signedPayload == token)
@@ -189,12 +189,12 @@ struct VerifyPipelineTests {
         base["KAFKA_BOOTSTRAP_SERVERS"] = TestServices.bootstrapServers
         base["HTTP_PORT"] = String(LocalHTTP.freePort())
         base["APPSTORE_APPS"] = nil
-        let missing = try await CommandRunner.run("verify", [], environment: base)
+        let missing = try await BuiltProducts.run("verify", [], environment: base)
         #expect(missing.status == 78)
         #expect(missing.stderr.contains("APPSTORE_APPS"))
         base["APPSTORE_APPS"] = "com.example::Sandbox"
         base["APPSTORE_TRUSTED_ROOTS"] = "/nonexistent/root.pem"
-        let badRoot = try await CommandRunner.run("verify", [], environment: base)
+        let badRoot = try await BuiltProducts.run("verify", [], environment: base)
         #expect(badRoot.status == 78)
         #expect(badRoot.stderr.contains("APPSTORE_TRUSTED_ROOTS"))
     }

@@ -5,6 +5,7 @@ import KafkaClient
 import Logging
 import PipelineRecords
 import StageRuntime
+import TestSupport
 import Testing
 import VerifyService
 
@@ -14,7 +15,7 @@ struct VerifyStageTests {
     let stage: VerifyStage
 
     init() throws {
-        stage = try VerifyStage(configuration: TestCA.configuration(), logger: Logger(label: "tests"))
+        stage = try VerifyStage(configuration: TestPKI.configuration(), logger: Logger(label: "tests"))
     }
 
     func message(_ body: [UInt8], source: String = PipelineHeader.Source.appleWebhook, extra: [KafkaHeader] = []) -> KafkaMessage {
@@ -46,8 +47,8 @@ struct VerifyStageTests {
 
     @Test("a notification becomes one record keyed <environment>:<originalTransactionId>, headers kept, schema replaced")
     func notification() async throws {
-        let token = try TestCA.notification(originalTransactionId: "2000000000000001", uuid: "uuid-1")
-        let out = try await stage.process(message(TestCA.webhookBody(token), extra: [KafkaHeader(key: "dlq-error-code", string: "old")]))
+        let token = try TestPKI.notification(originalTransactionId: "2000000000000001", uuid: "uuid-1")
+        let out = try await stage.process(message(TestPKI.webhookBody(token), extra: [KafkaHeader(key: "dlq-error-code", string: "old")]))
         let record = try #require(out.first)
         #expect(out.count == 1)
         #expect(record.topic == Topics.verified)
@@ -66,8 +67,8 @@ struct VerifyStageTests {
         #expect(body.kind == .notification)
         #expect(body.source == "apple-webhook")
         #expect(body.environment == .sandbox)
-        #expect(body.bundleId == TestCA.bundleID)
-        #expect(body.appAppleId == TestCA.appAppleID)
+        #expect(body.bundleId == TestPKI.bundleID)
+        #expect(body.appAppleId == TestPKI.appAppleID)
         #expect(body.notificationUUID == "uuid-1")
         #expect(body.originalTransactionId == "2000000000000001")
         #expect(body.transactionId == "20000000000000019")
@@ -83,7 +84,7 @@ struct VerifyStageTests {
     @Test("a TEST notification has no transaction and is keyed <environment>:notification:<notificationUUID>")
     func testNotification() async throws {
         let uuid = UUID().uuidString.lowercased()
-        let out = try await stage.process(message(TestCA.webhookBody(try TestCA.testNotification(uuid: uuid))))
+        let out = try await stage.process(message(TestPKI.webhookBody(try TestPKI.testNotification(uuid: uuid))))
         let record = try #require(out.first)
         #expect(record.key == Array("Sandbox:notification:\(uuid)".utf8))
         let body = try VerifiedRecord.decode(record.value)
@@ -93,8 +94,8 @@ struct VerifyStageTests {
 
     @Test("an app upload becomes the same shape with source app-upload, keeping the app's hints")
     func appUpload() async throws {
-        let token = try TestCA.signedTransaction(originalTransactionId: "2000000000000777")
-        let body = TestCA.uploadBody(token, appAccountToken: "0b7e2c55-9d0e-4a53-8d55-2f1d3c6f4a10", userId: "user-42")
+        let token = try TestPKI.signedTransaction(originalTransactionId: "2000000000000777")
+        let body = TestPKI.uploadBody(token, appAccountToken: "0b7e2c55-9d0e-4a53-8d55-2f1d3c6f4a10", userId: "user-42")
         let out = try await stage.process(message(body, source: PipelineHeader.Source.appUpload))
         let record = try #require(out.first)
         #expect(record.key == Array("Sandbox:2000000000000777".utf8))
@@ -103,37 +104,37 @@ struct VerifyStageTests {
         #expect(decoded.kind == .transaction)
         #expect(decoded.source == "app-upload")
         #expect(decoded.environment == .sandbox)
-        #expect(decoded.appAppleId == TestCA.appAppleID)
+        #expect(decoded.appAppleId == TestPKI.appAppleID)
         #expect(decoded.transaction?.originalTransactionId == "2000000000000777")
         #expect(decoded.hints == AppUploadHints(appAccountToken: UUID(uuidString: "0b7e2c55-9d0e-4a53-8d55-2f1d3c6f4a10"), userId: "user-42"))
         #expect(decoded.signedTransaction == token)
         #expect(decoded.notification == nil && decoded.signedPayload == nil)
         // Without hints there is no hints object.
-        let bare = try await stage.verify(rawBody: TestCA.uploadBody(token), source: "app-upload")
+        let bare = try await stage.verify(rawBody: TestPKI.uploadBody(token), source: "app-upload")
         #expect(bare.hints == nil)
     }
 
     @Test("forgeries are rejected with the verifier's code")
     func forgeries() async throws {
-        let valid = try TestCA.notification(originalTransactionId: "2000000000000002")
-        let other = try TestCA.notification(originalTransactionId: "2000000000000003")
-        await expectRejected(TestCA.webhookBody(try TestCA.notification(originalTransactionId: "1", signer: TestCA.forger)), code: "untrusted_root")
-        await expectRejected(TestCA.webhookBody(TestCA.tampered(valid, payloadFrom: other)), code: "invalid_signature")
+        let valid = try TestPKI.notification(originalTransactionId: "2000000000000002")
+        let other = try TestPKI.notification(originalTransactionId: "2000000000000003")
+        await expectRejected(TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", signer: TestPKI.forger)), code: "untrusted_root")
+        await expectRejected(TestPKI.webhookBody(TestPKI.tampered(valid, payloadFrom: other)), code: "invalid_signature")
         await expectRejected(
-            TestCA.webhookBody(try TestCA.notification(originalTransactionId: "1", bundleID: TestCA.otherBundleID)),
+            TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", bundleID: TestPKI.otherBundleID)),
             code: "wrong_bundle_id")
         // The test CA is never good enough for Production, even though the app accepts Production.
         await expectRejected(
-            TestCA.webhookBody(try TestCA.notification(originalTransactionId: "1", environment: .production)),
+            TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", environment: .production)),
             code: "untrusted_root")
         // A genuine envelope around a forged nested transaction.
         await expectRejected(
-            TestCA.webhookBody(try TestCA.notification(originalTransactionId: "1", nestedSigner: TestCA.forger)),
+            TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", nestedSigner: TestPKI.forger)),
             code: "untrusted_root")
         await expectRejected(
-            TestCA.uploadBody(try TestCA.signedTransaction(originalTransactionId: "1", signer: TestCA.forger)),
+            TestPKI.uploadBody(try TestPKI.signedTransaction(originalTransactionId: "1", signer: TestPKI.forger)),
             source: "app-upload", code: "untrusted_root")
-        await expectRejected(TestCA.webhookBody("a.b.c"), code: "malformed")
+        await expectRejected(TestPKI.webhookBody("a.b.c"), code: "malformed")
     }
 
     @Test("bodies without a JWS are malformed_record", arguments: [
@@ -165,7 +166,7 @@ struct VerifyStageTests {
     @Test("a warm stage reuses the verified chain")
     func chainCache() async throws {
         for i in 0..<5 {
-            _ = try await stage.process(message(TestCA.webhookBody(try TestCA.notification(originalTransactionId: "\(i)"))))
+            _ = try await stage.process(message(TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "\(i)"))))
         }
         let statistics = stage.verifier.cacheStatistics
         #expect(statistics.misses == 1)
