@@ -62,8 +62,9 @@ public final class EntitlementStore: Sendable {
         }
         if let rows = Self.writeRows(batch, policy: policy) {
             // grant_write answers how many changes it numbered: fewer means a customer row was missing.
+            let changes = batch.changes.count
             for try await numbered in try await query(StoreStatements.Write.self, try StoreRows.json(rows), connection).decode(Int.self)
-            where numbered != rows.changes?.count ?? 0 {
+            where numbered != changes {
                 throw StoreError(code: "store.customer_missing", message: "a changed customer has no row", isTransient: false)
             }
         }
@@ -159,11 +160,20 @@ public final class EntitlementStore: Sendable {
         })
         rows.notifications = some(batch.notifications)
         rows.consumptionRequests = some(batch.consumptionRequests)
-        // Numbered by grant_write from the customers' counters; the body's seq is set there.
-        rows.changes = some(batch.changes.enumerated().map { i, change in
-            StoreRows.Change(i: i, environment: change.customer.environment, customerId: change.customer.customerId,
-                             body: ChangeEvent(change, seq: 0))
-        })
+        // Numbered by grant_write from the customers' counters; each body's seq is set there.
+        var byCustomer: [CustomerKey: Int] = [:]
+        var changes: [StoreRows.CustomerChanges] = []
+        for change in batch.changes {
+            let body = ChangeEvent(change, seq: 0)
+            if let i = byCustomer[change.customer] {
+                changes[i].changes.append(body)
+            } else {
+                byCustomer[change.customer] = changes.count
+                changes.append(StoreRows.CustomerChanges(
+                    environment: change.customer.environment, customerId: change.customer.customerId, changes: [body]))
+            }
+        }
+        rows.changes = some(changes)
         return rows.isEmpty ? nil : rows
     }
 

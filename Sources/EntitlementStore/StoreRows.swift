@@ -124,14 +124,13 @@ enum StoreRows {
         var deadline: Date
     }
 
-    /// One change of a batch: `i` is its place in the batch, which orders a customer's changes when
-    /// `grant_write` numbers them; the body's `seq` is set there too.
-    struct Change: Encodable {
-        var i: Int
+    /// One customer's changes in a batch, in batch order: `grant_write` numbers them from the
+    /// customer's counter and sets each body's `seq`.
+    struct CustomerChanges: Encodable {
         var environment: String
         var customerId: UUID
-        /// The outbox body (the change event as published); the history row's columns are read from it.
-        var body: ChangeEvent
+        /// The outbox bodies (the change events as published); the history rows' columns are read from them.
+        var changes: [ChangeEvent]
     }
 
     /// `grant_load`'s argument: the batch's purchases (locked and read), event keys (already
@@ -154,7 +153,7 @@ enum StoreRows {
         var consumables: [Consumable]?
         var notifications: [Notification]?
         var consumptionRequests: [ConsumptionRequest]?
-        var changes: [Change]?
+        var changes: [CustomerChanges]?
 
         var isEmpty: Bool {
             customers == nil && transactions == nil && purchases == nil && claims == nil && deletions == nil && entitlements == nil
