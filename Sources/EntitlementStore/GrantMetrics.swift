@@ -29,16 +29,26 @@ public enum GrantMetrics {
     }
 
     /// Counts and times the events of one committed transaction, `committedAt` being the commit.
+    /// Each series is looked up once per transaction, not once per event: with batches of hundreds
+    /// of events the lookups had been a twentieth of grant's CPU.
     public static func committed(_ decisions: [Result<GrantDecision, GrantRejection>], committedAt: Date = Date()) {
+        struct Series: Hashable { var type: String; var subtype: String; var outcome: String }
+        var counts: [Series: Int] = [:]
+        var latencies: [String: [Int64]] = [:]
         for case .success(let decision) in decisions {
             let event = decision.event
-            Counter(label: "notifications_total", dimensions: [
-                ("type", event.typeName), ("subtype", event.subtype?.rawValue ?? ""), ("outcome", decision.outcome.rawValue),
-            ]).increment()
+            counts[Series(type: event.typeName, subtype: event.subtype?.rawValue ?? "", outcome: decision.outcome.rawValue), default: 0] += 1
             guard decision.outcome != .duplicate, let ingested = event.receivedAt else { continue }
             let seconds = max(0, committedAt.timeIntervalSince(ingested))
-            Timer(label: "entitlement_latency_seconds", dimensions: [("environment", event.environment)], preferredDisplayUnit: .seconds)
-                .recordNanoseconds(Int64(min(seconds, 1e9) * 1e9))
+            latencies[event.environment, default: []].append(Int64(min(seconds, 1e9) * 1e9))
+        }
+        for (series, count) in counts {
+            Counter(label: "notifications_total", dimensions: [("type", series.type), ("subtype", series.subtype), ("outcome", series.outcome)])
+                .increment(by: count)
+        }
+        for (environment, nanoseconds) in latencies {
+            let timer = Timer(label: "entitlement_latency_seconds", dimensions: [("environment", environment)], preferredDisplayUnit: .seconds)
+            for value in nanoseconds { timer.recordNanoseconds(value) }
         }
     }
 

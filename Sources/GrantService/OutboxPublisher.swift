@@ -52,11 +52,13 @@ public final class OutboxPublisher: Service, Sendable {
         var failures = 0
         var backlogReadAt: ContinuousClock.Instant?
         while !Task.isCancelled {
+            var roundFoundNothing = false
             do {
                 let count = try await store.publishOutbox(limit: batchSize) { entries in
                     _ = try await self.producer.sendAll(entries.map(self.message))
                 }
                 failures = 0
+                roundFoundNothing = count == 0
                 if let count, count > 0 {
                     published.add(count, ordering: .relaxed)
                     // A full round may have left more behind; a partial one took everything
@@ -79,14 +81,19 @@ public final class OutboxPublisher: Service, Sendable {
                 try? await Task.sleep(for: .milliseconds(min(100 << min(failures, 8), 10_000)))
                 continue
             }
-            await reportBacklog()
-            backlogReadAt = .now
+            // The backlog query counts every unpublished row: while commits keep waking us (a
+            // replay) it ran several times a second over thousands of rows, so then it runs at most
+            // once a second; a round that found nothing reports at once (the gauges go to 0).
+            if roundFoundNothing || backlogReadAt.map({ ContinuousClock.now - $0 >= .seconds(1) }) ?? true {
+                await reportBacklog()
+                backlogReadAt = .now
+            }
             await waitForWork()
         }
     }
 
-    /// Updates `outbox_unpublished_rows` and `outbox_oldest_unpublished_age_seconds` (each round the
-    /// publisher is about to wait, and about once a second while it drains a backlog). A failed read
+    /// Updates `outbox_unpublished_rows` and `outbox_oldest_unpublished_age_seconds` (when a round
+    /// found nothing to publish, and otherwise about once a second while there is work). A failed read
     /// leaves them as they were: the age then stops rising, but the failing rounds show in the log
     /// and in the database's own alerts.
     private func reportBacklog() async {
