@@ -41,11 +41,60 @@ public final class LifecyclePlayer: Sendable {
         case upload(body: ByteBuffer)
     }
 
+    /// One request the player would send, made ahead of time.
+    public struct PreparedRequest: Sendable {
+        /// `/v2/notifications` (Apple's notification) or `/v1/transactions` (the app's upload).
+        public var path: String
+        /// The JSON body, as ``play(_:)`` would post it.
+        public var body: ByteBuffer
+    }
+
+    /// Every customer's steps in the order they are played: by time, then customer, then step.
+    static func orderedSteps(_ customers: [SimulatedCustomer]) -> [(SimulatedCustomer, LifecycleStep)] {
+        customers.flatMap { customer in customer.steps.enumerated().map { (customer, $0.offset, $0.element) } }
+            .sorted { ($0.2.time, $0.0.index, $0.1) < ($1.2.time, $1.0.index, $1.1) }
+            .map { ($0.0, $0.2) }
+    }
+
+    static func notificationBody(_ signedPayload: String) throws -> ByteBuffer {
+        ByteBuffer(bytes: try StreamingJSONEncoder.encode(["signedPayload": signedPayload]))
+    }
+
+    static func uploadBody(_ signedTransaction: String, appAccountToken: UUID) throws -> ByteBuffer {
+        ByteBuffer(bytes: try StreamingJSONEncoder.encode([
+            "signedTransaction": signedTransaction, "appAccountToken": appAccountToken.uuidString.lowercased(),
+        ]))
+    }
+
+    /// Applies every customer's steps to the records and signs what they cause, in the order
+    /// ``play(_:)`` would, but sends nothing: the requests come back in that order, without
+    /// duplicates, delays, reordering or losses, for a load generator to post as fast as the webhook
+    /// takes them (signing in the player would otherwise cap what it offers).
+    public func prepare(_ customers: [SimulatedCustomer]) async throws -> [PreparedRequest] {
+        var requests: [PreparedRequest] = []
+        for (customer, step) in Self.orderedSteps(customers) {
+            try await records.apply(step.mutations, customerID: customer.customer.uuidString.lowercased())
+            report.withLock { $0.steps += 1 }
+            if let spec = step.notification {
+                let (_, signedPayload) = try await records.sign(spec, signedAt: step.time)
+                requests.append(PreparedRequest(path: "/v2/notifications", body: try Self.notificationBody(signedPayload)))
+                report.withLock { $0.notifications += 1 }
+            }
+            if let upload = step.upload {
+                let signed = try await records.signedTransaction(upload.transactionId)
+                requests.append(PreparedRequest(path: "/v1/transactions", body: try Self.uploadBody(signed, appAccountToken: upload.appAccountToken)))
+            }
+        }
+        return requests
+    }
+
+    /// What was applied and signed so far (``prepare(_:)`` counts steps and notifications).
+    public var progress: PlaybackReport { report.withLock { $0 } }
+
     /// Plays every customer's steps and returns once each delivery succeeded or gave up.
     public func play(_ customers: [SimulatedCustomer]) async throws -> PlaybackReport {
         var random = SplitMix64(seed: seed)
-        let steps = customers.flatMap { customer in customer.steps.enumerated().map { (customer, $0.offset, $0.element) } }
-            .sorted { ($0.2.time, $0.0.index, $0.1) < ($1.2.time, $1.0.index, $1.1) }
+        let steps = Self.orderedSteps(customers)
         let started = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             var inFlight = 0
@@ -60,7 +109,7 @@ public final class LifecyclePlayer: Sendable {
                     group.addTask { try await self.run(job) }
                 }
             }
-            for (number, (customer, _, step)) in steps.enumerated() {
+            for (number, (customer, step)) in steps.enumerated() {
                 if let rate = options.stepsPerSecond, rate > 0 {
                     let due = started + .milliseconds(Int64(Double(number) / rate * 1000))
                     if due > .now { try await Task.sleep(until: due) }
@@ -69,9 +118,8 @@ public final class LifecyclePlayer: Sendable {
                 report.withLock { $0.steps += 1 }
                 if let spec = step.notification {
                     let (uuid, signedPayload) = try await records.sign(spec, signedAt: step.time)
-                    let body = try StreamingJSONEncoder.encode(["signedPayload": signedPayload])
                     let delivery = Delivery(
-                        notificationUUID: uuid, body: ByteBuffer(bytes: body),
+                        notificationUUID: uuid, body: try Self.notificationBody(signedPayload),
                         delay: Self.fraction(random.unit(), of: options.maxDelay),
                         dropped: random.unit() < options.dropRate,
                         duplicateAfter: random.unit() < options.duplicateRate ? Self.fraction(random.unit(), of: options.maxDelay) : nil)
@@ -80,10 +128,7 @@ public final class LifecyclePlayer: Sendable {
                 }
                 if let upload = step.upload {
                     let signed = try await records.signedTransaction(upload.transactionId)
-                    let body = try StreamingJSONEncoder.encode([
-                        "signedTransaction": signed, "appAccountToken": upload.appAccountToken.uuidString.lowercased(),
-                    ])
-                    window.append(.upload(body: ByteBuffer(bytes: body)))
+                    window.append(.upload(body: try Self.uploadBody(signed, appAccountToken: upload.appAccountToken)))
                 }
                 if window.count >= max(1, options.reorderWindow) {
                     window.shuffle(using: &random)

@@ -37,10 +37,14 @@ public struct LifecycleSimulation: Sendable {
     }
 
     /// `count` customers; scenarios rotate so every one is played by ⌈count/23⌉ customers or so.
-    public func customers(_ count: Int, scenarios: [LifecycleScenario] = LifecycleScenario.allCases) -> [SimulatedCustomer] {
+    /// Transaction IDs follow from a customer's index, so runs into one simulator or database keep
+    /// their purchases apart by starting at different indexes (`firstIndex`).
+    public func customers(
+        _ count: Int, firstIndex: Int = 0, scenarios: [LifecycleScenario] = LifecycleScenario.allCases
+    ) -> [SimulatedCustomer] {
         var random = SplitMix64(seed: seed)
-        return (0..<count).map { index in
-            let scenario = scenarios[index % scenarios.count]
+        return (firstIndex..<firstIndex + count).map { index in
+            let scenario = scenarios[(index - firstIndex) % scenarios.count]
             let customer = random.uuid()
             let withoutToken = scenario == .withoutTokenUploaded
             let ownership: InAppOwnershipType = scenario == .familySharingRevoked ? .familyShared : .purchased

@@ -23,10 +23,27 @@ public struct LifecycleRunRequest: Codable, Sendable, Hashable {
     public var retries: Bool?
     public var stepsPerSecond: Double?
     public var concurrency: Int?
+    /// The first customer's index (default 0): transaction IDs follow from it, so runs into one
+    /// simulator or database keep their purchases apart by starting at different indexes.
+    public var firstCustomerIndex: Int?
 
     public init(customers: Int, webhook: String) {
         self.customers = customers
         self.webhook = webhook
+    }
+}
+
+/// `POST /sim/lifecycle/prepare`: customers whose lifecycles the simulator applies and signs at
+/// once, answering the requests it would have sent for a load generator to post.
+public struct LifecyclePrepareRequest: Codable, Sendable, Hashable {
+    public var customers: Int
+    public var seed: UInt64?
+    public var monthSeconds: Double?
+    public var bundleId: String?
+    public var firstCustomerIndex: Int?
+
+    public init(customers: Int) {
+        self.customers = customers
     }
 }
 
@@ -67,30 +84,18 @@ public final class LifecycleRuns: Sendable {
     /// Generates the customers (their lifecycles end now) and starts playing them.
     /// - Throws: ``SimulatorInputError`` when a run is in progress or the request is out of bounds.
     public func start(_ request: LifecycleRunRequest) throws -> LifecycleRunStatus {
-        guard (1...100_000).contains(request.customers) else { throw SimulatorInputError("customers must be 1…100000") }
-        let month = request.monthSeconds ?? 300
-        guard month >= 1 else { throw SimulatorInputError("monthSeconds must be at least 1") }
         let bundleID = request.bundleId ?? defaultBundleID
-        let simulation = LifecycleSimulation(
-            catalog: .standard(bundleID: bundleID), month: month, horizon: Date(), seed: request.seed ?? 1)
-        let customers = simulation.customers(request.customers)
+        let (simulation, customers) = try Self.customers(
+            request.customers, month: request.monthSeconds, seed: request.seed, firstIndex: request.firstCustomerIndex, bundleID: bundleID)
         var options = DeliveryOptions()
         options.duplicateRate = request.duplicateRate ?? 0
         options.maxDelay = .milliseconds(Int64(request.maxDelayMs ?? 0))
         options.reorderWindow = request.reorderWindow ?? 1
         options.dropRate = request.dropRate ?? 0
-        options.retryDelays = request.retries == false ? [] : DeliveryOptions.retrySchedule(month: month)
+        options.retryDelays = request.retries == false ? [] : DeliveryOptions.retrySchedule(month: simulation.month)
         options.stepsPerSecond = request.stepsPerSecond
         options.concurrency = request.concurrency ?? 32
-        let started = try state.withLock { current -> LifecycleRunStatus in
-            guard current.state != "running" else { throw SimulatorInputError("a lifecycle run is in progress") }
-            current = LifecycleRunStatus(
-                state: "running", horizon: simulation.horizon,
-                customers: customers.map {
-                    .init(customer: $0.customer, scenario: $0.scenario.rawValue, entitlements: $0.expected, consumables: $0.consumableUnits)
-                })
-            return current
-        }
+        let started = try claim("running", simulation: simulation, customers: customers)
         let player = LifecyclePlayer(
             records: SimulatorLifecycleRecords(apple: apple, bundleID: bundleID), webhook: request.webhook, options: options,
             seed: (request.seed ?? 1) &+ 1, client: client)
@@ -109,5 +114,62 @@ public final class LifecycleRuns: Sendable {
             }
         }
         return started
+    }
+
+    /// Generates the customers, applies every step of their lifecycles to the simulator and signs
+    /// what each causes, and returns the requests the player would have sent, in its order (see
+    /// ``LifecyclePlayer/prepare(_:)``). The status then says `prepared`, with the ground truth.
+    /// - Throws: ``SimulatorInputError`` when a run is in progress or the request is out of bounds.
+    public func prepare(_ request: LifecyclePrepareRequest) async throws -> [LifecyclePlayer.PreparedRequest] {
+        let bundleID = request.bundleId ?? defaultBundleID
+        let (simulation, customers) = try Self.customers(
+            request.customers, month: request.monthSeconds, seed: request.seed, firstIndex: request.firstCustomerIndex, bundleID: bundleID)
+        _ = try claim("preparing", simulation: simulation, customers: customers)
+        let player = LifecyclePlayer(
+            records: SimulatorLifecycleRecords(apple: apple, bundleID: bundleID), webhook: "", options: DeliveryOptions(),
+            seed: request.seed ?? 1, client: client)
+        do {
+            let requests = try await player.prepare(customers)
+            state.withLock {
+                $0.state = "prepared"
+                $0.report = player.progress
+            }
+            return requests
+        } catch {
+            state.withLock {
+                $0.state = "failed"
+                $0.error = "\(error)"
+            }
+            throw error
+        }
+    }
+
+    /// The request's customers, its bounds checked.
+    static func customers(
+        _ count: Int, month: Double?, seed: UInt64?, firstIndex: Int?, bundleID: String
+    ) throws(SimulatorInputError) -> (LifecycleSimulation, [SimulatedCustomer]) {
+        guard (1...100_000).contains(count) else { throw SimulatorInputError("customers must be 1…100000") }
+        let month = month ?? 300
+        guard month >= 1 else { throw SimulatorInputError("monthSeconds must be at least 1") }
+        let first = firstIndex ?? 0
+        // Transaction IDs are 7 followed by 15 digits of index × 1,000 + sequence.
+        guard first >= 0, first + count <= 999_000_000 else {
+            throw SimulatorInputError("firstCustomerIndex must be 0 or more, and with customers at most 999000000")
+        }
+        let simulation = LifecycleSimulation(catalog: .standard(bundleID: bundleID), month: month, horizon: Date(), seed: seed ?? 1)
+        return (simulation, simulation.customers(count, firstIndex: first))
+    }
+
+    /// Marks a run or a preparation as started, unless another is under way.
+    private func claim(_ name: String, simulation: LifecycleSimulation, customers: [SimulatedCustomer]) throws(SimulatorInputError) -> LifecycleRunStatus {
+        try state.withLock { current throws(SimulatorInputError) -> LifecycleRunStatus in
+            guard current.state != "running", current.state != "preparing" else { throw SimulatorInputError("a lifecycle run is in progress") }
+            current = LifecycleRunStatus(
+                state: name, horizon: simulation.horizon,
+                customers: customers.map {
+                    .init(customer: $0.customer, scenario: $0.scenario.rawValue, entitlements: $0.expected, consumables: $0.consumableUnits)
+                })
+            return current
+        }
     }
 }

@@ -30,8 +30,11 @@ let usage = """
     GET /sim/consumption, GET|PUT /sim/webhook {"url":…}, GET|PUT|DELETE /sim/faults, GET|DELETE /sim/stats, POST /sim/reset.
     Lifecycles: POST /sim/lifecycle {"customers":N,"webhook":"http://127.0.0.1:8080","monthSeconds":300,
     "duplicateRate":0.1,"maxDelayMs":500,"reorderWindow":8,"dropRate":0,"retries":true,"seed":1} plays N
-    customers through renewals, plan changes, billing retry, refunds… to the webhook; GET /sim/lifecycle
-    shows progress, the delivery report and each customer's expected entitlements.
+    customers through renewals, plan changes, billing retry, refunds… to the webhook (optional
+    "firstCustomerIndex" keeps runs' transaction IDs apart); GET /sim/lifecycle shows progress, the
+    delivery report and each customer's expected entitlements. POST /sim/lifecycle/prepare
+    {"customers":N,"seed":1,"monthSeconds":300,"firstCustomerIndex":0} applies and signs N customers'
+    lifecycles at once and answers the requests it would send, one a line: the path, a space, the body.
     """
 let arguments = CommandLine.arguments.dropFirst()
 if arguments.contains("--help") || arguments.contains("-h") {
