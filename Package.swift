@@ -73,12 +73,18 @@ let package = Package(
             dependencies: ["CRdKafka", logging, serviceLifecycle],
             swiftSettings: swiftSettings
         ),
+        // Typed reads of environment variables and ClassifiedError: no dependencies, so every layer
+        // (the store, the API client, the stages) reads its settings the same way.
+        .target(
+            name: "EnvironmentSettings",
+            swiftSettings: swiftSettings
+        ),
         // The consume → process → produce → commit loop shared by every stage, with retries,
         // dead-lettering, metrics, probes and typed configuration.
         .target(
             name: "StageRuntime",
             dependencies: [
-                "KafkaClient", dequeModule, logging, metrics, prometheus, serviceLifecycle, unixSignals,
+                "EnvironmentSettings", "KafkaClient", dequeModule, logging, metrics, prometheus, serviceLifecycle, unixSignals,
                 hummingbird,
             ],
             swiftSettings: swiftSettings
@@ -106,12 +112,12 @@ let package = Package(
         // The webhook front door: HTTP in, raw topic out; app uploads authenticated (JWT or HMAC).
         .target(
             name: "IngestService",
-            dependencies: ["AppStore", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient, nioHTTP1, logging],
+            dependencies: ["EnvironmentSettings", "AppStore", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient, nioHTTP1, logging],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "ingest",
-            dependencies: ["IngestService", asyncHTTPClient],
+            dependencies: ["EnvironmentSettings", "IngestService", asyncHTTPClient],
             path: "Sources/Executables/ingest",
             swiftSettings: swiftSettings
         ),
@@ -150,7 +156,7 @@ let package = Package(
         .testTarget(
             name: "StageRuntimeTests",
             dependencies: [
-                "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting, serviceLifecycle, prometheus,
+                "EnvironmentSettings", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting, serviceLifecycle, prometheus,
                 metrics,
             ],
             swiftSettings: swiftSettings
@@ -158,7 +164,7 @@ let package = Package(
         .testTarget(
             name: "IngestTests",
             dependencies: [
-                "IngestService", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting,
+                "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting,
                 asyncHTTPClient, nioCore, nioHTTP1, hummingbird, jwtKit, crypto, logging,
             ],
             swiftSettings: swiftSettings
@@ -167,7 +173,7 @@ let package = Package(
         .testTarget(
             name: "ResilienceTests",
             dependencies: [
-                "IngestService", "KafkaClient", "TestSupport", "GrantService", "EntitlementStore",
+                "EnvironmentSettings", "IngestService", "KafkaClient", "TestSupport", "GrantService", "EntitlementStore",
                 "GrantDecision", "GrantTestSupport", "PipelineRecords", "StageRuntime", serviceLifecycle,
                 hummingbirdTesting, asyncHTTPClient,
             ],
@@ -183,7 +189,7 @@ let package = Package(
         .target(
             name: "VerifyService",
             dependencies: [
-                "AppStore", "PipelineRecords", "StageRuntime", "KafkaClient", logging, metrics, x509, swiftASN1,
+                "EnvironmentSettings", "AppStore", "PipelineRecords", "StageRuntime", "KafkaClient", logging, metrics, x509, swiftASN1,
             ],
             swiftSettings: swiftSettings
         ),
@@ -235,7 +241,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PipelineOperationsTests",
-            dependencies: ["PipelineOperations", "KafkaClient", "StageRuntime", "TestSupport"],
+            dependencies: ["EnvironmentSettings", "PipelineOperations", "KafkaClient", "StageRuntime", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         // The operator jobs behind appstorectl that need Apple's API or the entitlements database:
@@ -263,7 +269,7 @@ let package = Package(
         .executableTarget(
             name: "appstorectl",
             dependencies: [
-                "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
+                "EnvironmentSettings", "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
                 "VerifyService", "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
                 "EntitlementStore", "StageRuntime", argumentParser, logging,
             ],
@@ -298,7 +304,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "appstore-sim",
-            dependencies: ["AppStoreSimulator", "SimulatorLifecycle", "StageRuntime", asyncHTTPClient, nioSSL],
+            dependencies: ["EnvironmentSettings", "AppStoreSimulator", "SimulatorLifecycle", "StageRuntime", asyncHTTPClient, nioSSL],
             path: "Sources/Executables/appstore-sim",
             swiftSettings: swiftSettings
         ),
@@ -307,7 +313,7 @@ let package = Package(
         .target(
             name: "EnrichService",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "PipelineRecords", "StageRuntime", "KafkaClient",
+                "EnvironmentSettings", "AppStore", "AppStoreServerAPI", "PipelineRecords", "StageRuntime", "KafkaClient",
                 asyncHTTPClient, nioCore, logging, metrics, serviceLifecycle,
             ],
             swiftSettings: swiftSettings
@@ -333,7 +339,7 @@ let package = Package(
         .testTarget(
             name: "EnrichTests",
             dependencies: [
-                "EnrichService", "AppStoreServerAPI", "AppStoreSimulator", "AppStoreSigning", "AppStore",
+                "EnvironmentSettings", "EnrichService", "AppStoreServerAPI", "AppStoreSimulator", "AppStoreSigning", "AppStore",
                 "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport", asyncHTTPClient, hummingbird,
                 nioCore, nioHTTP1, crypto, logging, serviceLifecycle,
             ],
@@ -351,7 +357,7 @@ let package = Package(
         .target(
             name: "EntitlementStore",
             dependencies: [
-                "GrantDecision", "AppStore", "PipelineRecords", "StageRuntime", postgresNIO, nioSSL, crypto,
+                "EnvironmentSettings", "GrantDecision", "AppStore", "PipelineRecords", postgresNIO, nioSSL, crypto,
                 logging, metrics,
             ],
             swiftSettings: swiftSettings
@@ -360,7 +366,7 @@ let package = Package(
         .target(
             name: "GrantService",
             dependencies: [
-                "EntitlementStore", "GrantDecision", "PipelineRecords", "StageRuntime", "KafkaClient",
+                "EnvironmentSettings", "EntitlementStore", "GrantDecision", "PipelineRecords", "StageRuntime", "KafkaClient",
                 postgresNIO, logging, serviceLifecycle,
             ],
             swiftSettings: swiftSettings
@@ -369,7 +375,7 @@ let package = Package(
         .target(
             name: "ConsumptionResponder",
             dependencies: [
-                "EntitlementStore", "AppStore", "AppStoreServerAPI", "EnrichService", "StageRuntime",
+                "EnvironmentSettings", "EntitlementStore", "AppStore", "AppStoreServerAPI", "EnrichService", "StageRuntime",
                 asyncHTTPClient, logging, metrics, serviceLifecycle,
             ],
             swiftSettings: swiftSettings
@@ -399,7 +405,7 @@ let package = Package(
         .executableTarget(
             name: "grant-bench",
             dependencies: [
-                "EntitlementStore", "GrantDecision", "GrantTestSupport", "PipelineRecords", "StageRuntime",
+                "EnvironmentSettings", "EntitlementStore", "GrantDecision", "GrantTestSupport", "PipelineRecords", "StageRuntime",
                 "KafkaClient", "AppStore", postgresNIO, logging,
             ],
             path: "Sources/Executables/grant-bench",
@@ -415,7 +421,7 @@ let package = Package(
         .testTarget(
             name: "GrantStoreTests",
             dependencies: [
-                "GrantService", "EntitlementStore", "GrantDecision", "GrantTestSupport", "AppStore",
+                "EnvironmentSettings", "GrantService", "EntitlementStore", "GrantDecision", "GrantTestSupport", "AppStore",
                 "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport", postgresNIO, logging,
                 serviceLifecycle, metrics, prometheus,
             ],
@@ -435,7 +441,7 @@ let package = Package(
         .testTarget(
             name: "VerifyTests",
             dependencies: [
-                "VerifyService", "PipelineRecords", "AppStore", "AppStoreSigning", "StageRuntime",
+                "EnvironmentSettings", "VerifyService", "PipelineRecords", "AppStore", "AppStoreSigning", "StageRuntime",
                 "KafkaClient", "TestSupport", "IngestService", x509, swiftASN1, crypto, hummingbirdTesting,
                 serviceLifecycle,
             ],

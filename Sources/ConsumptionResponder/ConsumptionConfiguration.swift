@@ -3,6 +3,7 @@ import AppStore
 import AppStoreServerAPI
 import AsyncHTTPClient
 import EnrichService
+import EnvironmentSettings
 import Logging
 import StageRuntime
 

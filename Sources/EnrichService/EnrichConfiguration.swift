@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreServerAPI
+import EnvironmentSettings
 import Foundation
 import StageRuntime
 import X509

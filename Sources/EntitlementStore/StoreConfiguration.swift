@@ -1,7 +1,7 @@
+import EnvironmentSettings
 import Foundation
 import NIOSSL
 import PostgresNIO
-import StageRuntime
 
 /// Where the entitlements database is and how to reach it, from `POSTGRES_*` variables. The
 /// password comes from a file (`POSTGRES_PASSWORD_FILE`, for mounted secrets) or a variable, and

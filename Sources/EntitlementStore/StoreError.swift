@@ -1,5 +1,5 @@
+import EnvironmentSettings
 import PostgresNIO
-import StageRuntime
 
 /// A database failure, classified for the stage runtime: transient ones (the database is down,
 /// restarting, overloaded, a serialization conflict or deadlock) are retried in place; the rest are

@@ -1,5 +1,6 @@
 import AppStore
 import EntitlementStore
+import EnvironmentSettings
 import Foundation
 import GrantDecision
 import KafkaClient

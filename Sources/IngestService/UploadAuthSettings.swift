@@ -1,5 +1,6 @@
 import AppStore
 import Crypto
+import EnvironmentSettings
 import Foundation
 import StageRuntime
 

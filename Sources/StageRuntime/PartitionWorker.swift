@@ -1,4 +1,5 @@
 import DequeModule
+import EnvironmentSettings
 import Foundation
 import KafkaClient
 import Logging

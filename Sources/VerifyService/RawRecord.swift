@@ -1,3 +1,4 @@
+import EnvironmentSettings
 import Foundation
 import PipelineRecords
 import StageRuntime

@@ -1,4 +1,5 @@
 import AppStore
+import EnvironmentSettings
 import StageRuntime
 
 /// A verifier rejection as the stage runtime sees it: the verifier's stable code becomes the

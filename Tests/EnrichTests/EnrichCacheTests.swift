@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import AppStoreSimulator
 import Crypto
 import EnrichService
+import EnvironmentSettings
 import Foundation
 import KafkaClient
 import PipelineRecords

@@ -3,6 +3,7 @@ import AppStoreSigning
 import AppStoreSimulator
 import Crypto
 import EnrichService
+import EnvironmentSettings
 import Foundation
 import StageRuntime
 import TestSupport

@@ -1,3 +1,4 @@
+import EnvironmentSettings
 import Foundation
 @testable import IngestService
 import StageRuntime

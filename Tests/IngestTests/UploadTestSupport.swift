@@ -1,4 +1,5 @@
 import Crypto
+import EnvironmentSettings
 import Foundation
 import HTTPTypes
 import Hummingbird

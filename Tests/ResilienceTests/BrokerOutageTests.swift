@@ -1,3 +1,4 @@
+import EnvironmentSettings
 import Foundation
 import HTTPTypes
 import Hummingbird

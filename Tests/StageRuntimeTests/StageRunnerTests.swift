@@ -1,3 +1,4 @@
+import EnvironmentSettings
 import Foundation
 import KafkaClient
 import Metrics

@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreSigning
+import EnvironmentSettings
 import Foundation
 import StageRuntime
 import TestSupport

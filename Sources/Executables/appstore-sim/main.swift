@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import AsyncHTTPClient
+import EnvironmentSettings
 import Foundation
 import Hummingbird
 import Logging

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EntitlementStore
+import EnvironmentSettings
 import Foundation
 import GrantService
 import Logging

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EnvironmentSettings
 import Foundation
 import KafkaClient
 import Logging

@@ -4,6 +4,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import EnrichService
 import EntitlementStore
+import EnvironmentSettings
 import Foundation
 import KafkaClient
 import PipelineOperations

@@ -1,4 +1,5 @@
 import AppStore
+import EnvironmentSettings
 import Foundation
 import GrantTestSupport
 import KafkaClient
