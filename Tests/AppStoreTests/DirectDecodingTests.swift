@@ -10,16 +10,9 @@ import Testing
 /// mutations and the real Apple fixtures.
 @Suite("Direct model decoding agrees with the general JSON path")
 struct DirectDecodingTests {
-    enum Outcome<T: Equatable>: Equatable {
-        case value(T)
-        case failure
-    }
-
     /// `AppStoreJSON.decode` (direct first) and the general path alone, for one model type.
-    static func both<T: Decodable & Equatable>(_ type: T.Type, _ json: [UInt8]) -> (used: Outcome<T>, general: Outcome<T>) {
-        let used: Outcome<T> = (try? AppStoreJSON.decode(type, from: json)).map { .value($0) } ?? .failure
-        let general: Outcome<T> = (try? AppStoreJSON.decodeGenerally(type, from: json)).map { .value($0) } ?? .failure
-        return (used, general)
+    static func both<T: Decodable & Equatable>(_ type: T.Type, _ json: [UInt8]) -> (used: DecodingOutcome<T>, general: DecodingOutcome<T>) {
+        (DecodingOutcome { try AppStoreJSON.decode(type, from: json) }, DecodingOutcome { try AppStoreJSON.decodeGenerally(type, from: json) })
     }
 
     /// Whether all four hot models decode `json` alike both ways.
@@ -103,18 +96,8 @@ struct DirectDecodingTests {
             disagreements.append(String(decoding: json, as: UTF8.self))
         }
         var random = SeededGenerator(seed: 99)
-        let alphabet = Array(#"{}[]":,.-+eE0123456789 tfnul"\/abcAB"#.utf8) + [0x00, 0x0A, 0xC3, 0xA9, 0xFF]
         for round in 0..<30_000 {
-            var bytes = originals[round % originals.count]
-            for _ in 0..<Int.random(in: 1...3, using: &random) {
-                let position = Int.random(in: 0..<bytes.count, using: &random)
-                switch Int.random(in: 0..<3, using: &random) {
-                case 0: bytes[position] = alphabet.randomElement(using: &random)!
-                case 1: bytes.remove(at: position)
-                default: bytes.insert(alphabet.randomElement(using: &random)!, at: position)
-                }
-                if bytes.isEmpty { bytes = [0x7B] }
-            }
+            let bytes = JSONMutation.mutate(originals[round % originals.count], using: &random)
             if !Self.agree(bytes) { disagreements.append(String(decoding: bytes, as: UTF8.self)) }
         }
         #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")

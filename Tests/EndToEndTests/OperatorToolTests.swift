@@ -124,15 +124,9 @@ struct OperatorToolTests {
             try await pipeline.withDatabase { client in
                 let store = EntitlementStore(client: client, logger: ScratchDatabase.logger)
                 let policy = GrantPolicy(catalog: LifecycleGenerator.catalog, expiryLeeway: 3600, transferPolicy: .refuse)
-                var sub = SimulatedPurchase(customer: owner, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
-                                            originalTransactionId: "e2e-claim-\(pipeline.id)", start: Date().addingTimeInterval(-3600), uuidSeed: 31)
-                sub.addTransaction(reason: .purchase)
-                let buy = sub.notify(.subscribed, .initialBuy)
-                sub.advance(600)
-                sub.customer = intruder
-                sub.transactions[0].appAccountToken = intruder
-                let claim = sub.notify(.didChangeRenewalStatus, .autoRenewEnabled)
-                for record in [buy, claim] {
+                let records = SimulatedPurchase.claimedByAnother(
+                    owner: owner, intruder: intruder, originalTransactionId: "e2e-claim-\(pipeline.id)", uuidSeed: 31)
+                for record in records {
                     for result in try await store.apply([try GrantEvent(record)], policy: policy) { _ = try result.get() }
                 }
             }

@@ -117,14 +117,11 @@ final class PipelineUnderTest: @unchecked Sendable {
     /// Starts a pipeline, runs `body` on it, and stops it (processes and database) whatever happens.
     static func with<T>(ingest: [String: String] = [:], _ body: (PipelineUnderTest) async throws -> T) async throws -> T {
         let pipeline = PipelineUnderTest(ingest: ingest)
-        do {
+        return try await withCleanup {
             try await pipeline.start()
-            let result = try await body(pipeline)
+            return try await body(pipeline)
+        } cleanup: {
             await pipeline.stop()
-            return result
-        } catch {
-            await pipeline.stop()
-            throw error
         }
     }
 

@@ -177,3 +177,21 @@ public struct SimulatedPurchase: Sendable {
         return EnrichedRecord(verified: verified, enrichment: enrichment)
     }
 }
+
+extension SimulatedPurchase {
+    /// A monthly subscription bought by `owner` an hour ago, then claimed ten minutes later by
+    /// `intruder` (the app sent the intruder's token): the purchase and the claim, in the order grant
+    /// receives them.
+    public static func claimedByAnother(owner: UUID, intruder: UUID, originalTransactionId: String, uuidSeed: UInt64) -> [EnrichedRecord] {
+        var sub = SimulatedPurchase(
+            customer: owner, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
+            originalTransactionId: originalTransactionId, start: Date().addingTimeInterval(-3600), uuidSeed: uuidSeed)
+        sub.addTransaction(reason: .purchase)
+        let buy = sub.notify(.subscribed, .initialBuy)
+        sub.advance(600)
+        sub.customer = intruder
+        sub.transactions[0].appAccountToken = intruder
+        let claim = sub.notify(.didChangeRenewalStatus, .autoRenewEnabled)
+        return [buy, claim]
+    }
+}

@@ -9,28 +9,9 @@ import Testing
 struct DeadLetterQueueTests {
     let client = TestServices.clientConfiguration("tests-dlq")
 
-    /// A stage with fresh input and dead-letter topics, and `count` dead letters in it: records of
-    /// the input that "failed" with alternating codes, written as StageRunner writes them.
+    /// A queue holding `count` dead letters (see ``makeStageWithDeadLetters(_:letters:attempts:)``).
     func makeQueue(count: Int) async throws -> (DeadLetterQueue, KafkaProducer) {
-        let input = try await TestServices.makeTopic("dlq-in", partitions: 2)
-        let dlq = try await TestServices.makeTopic("dlq", partitions: 2)
-        let stage = PipelineStageInfo(
-            name: "test-\(UUID().uuidString.prefix(6))", groupID: TestServices.uniqueGroup("dlq-stage"),
-            inputTopic: input, outputTopic: nil, deadLetterTopic: dlq)
-        let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: TestServices.logger)
-        let letters = (0..<count).map { i in
-            let original = KafkaMessage(
-                topic: input, partition: Int32(i % 2), offset: Int64(i / 2), key: Array("key-\(i)".utf8),
-                value: Array("{\"n\":\(i)}".utf8), headers: [KafkaHeader(key: "source", string: "apple-webhook")],
-                timestamp: Date())
-            let failure = FailureClassification(
-                i.isMultiple(of: 2) ? StageError.permanent("invalid_signature", "signature \(i) does not match")
-                    : StageError.permanent("malformed_record", "record \(i) is not JSON"))
-            return DeadLetterHeader.record(
-                for: original, topic: dlq, stage: stage.name, failure: failure, attempts: 1, firstFailure: Date(),
-                lastFailure: Date())
-        }
-        _ = try await producer.sendAll(letters)
+        let (stage, producer) = try await makeStageWithDeadLetters("dlq", letters: count)
         return (DeadLetterQueue(stage: stage, client: client), producer)
     }
 

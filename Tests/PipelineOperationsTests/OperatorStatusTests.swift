@@ -43,28 +43,6 @@ struct OperatorParsingTests {
 struct OperatorStatusTests {
     let client = TestServices.clientConfiguration("tests-status")
 
-    /// A stage with fresh input and dead-letter topics; `letters` dead letters with alternating codes.
-    func makeStage(letters: Int) async throws -> (PipelineStageInfo, KafkaProducer) {
-        let input = try await TestServices.makeTopic("status-in", partitions: 2)
-        let dlq = try await TestServices.makeTopic("status-dlq", partitions: 2)
-        let stage = PipelineStageInfo(
-            name: "test-\(UUID().uuidString.prefix(6))", groupID: TestServices.uniqueGroup("status-stage"),
-            inputTopic: input, outputTopic: nil, deadLetterTopic: dlq)
-        let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: TestServices.logger)
-        let records = (0..<letters).map { i in
-            let original = KafkaMessage(
-                topic: input, partition: Int32(i % 2), offset: Int64(i / 2), key: Array("key-\(i)".utf8),
-                value: Array("{\"n\":\(i)}".utf8), headers: [KafkaHeader(key: "source", string: "apple-webhook")], timestamp: Date())
-            let failure = FailureClassification(
-                i.isMultiple(of: 2) ? StageError.permanent("invalid_signature", "signature \(i) does not match")
-                    : StageError.permanent("malformed_record", "record \(i) is not JSON"))
-            return DeadLetterHeader.record(
-                for: original, topic: dlq, stage: stage.name, failure: failure, attempts: 2, firstFailure: Date(), lastFailure: Date())
-        }
-        _ = try await producer.sendAll(records)
-        return (stage, producer)
-    }
-
     /// Writes `counts[p]` records to partition p, one batch per record (exact watermarks on any broker).
     func produce(_ counts: [Int32: Int], to topic: String, producer: KafkaProducer) async throws {
         for (partition, count) in counts {
@@ -76,7 +54,7 @@ struct OperatorStatusTests {
 
     @Test("lag per partition from the committed offset, members, last record time and dead letters by code")
     func status() async throws {
-        let (stage, producer) = try await makeStage(letters: 3)
+        let (stage, producer) = try await makeStageWithDeadLetters("status", letters: 3, attempts: 2)
         let before = Date().addingTimeInterval(-2)
         try await produce([0: 5, 1: 3], to: stage.inputTopic, producer: producer)
         let reader = PipelineStatusReader(client: client)
@@ -120,7 +98,7 @@ struct OperatorStatusTests {
 
     @Test("dlq replay --dry-run sends and remembers nothing; a replay by code is remembered like an unfiltered one")
     func dryRunAndCode() async throws {
-        let (stage, producer) = try await makeStage(letters: 6)
+        let (stage, producer) = try await makeStageWithDeadLetters("status", letters: 6, attempts: 2)
         let queue = DeadLetterQueue(stage: stage, client: client)
 
         let plan = try await queue.plan()

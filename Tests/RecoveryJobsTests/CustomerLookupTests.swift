@@ -18,15 +18,7 @@ struct CustomerLookupTests {
     /// A purchase bought by `owner` and then claimed by `intruder` (the app sent the intruder's token),
     /// applied through the entitlement store as grant applies it.
     static func ownedAndClaimed(_ db: ScratchDatabase, owner: UUID, intruder: UUID, original: String) async throws {
-        var sub = SimulatedPurchase(customer: owner, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
-                                    originalTransactionId: original, start: Date().addingTimeInterval(-3600), uuidSeed: 21)
-        sub.addTransaction(reason: .purchase)
-        let buy = sub.notify(.subscribed, .initialBuy)
-        sub.advance(600)
-        sub.customer = intruder
-        sub.transactions[0].appAccountToken = intruder
-        let claim = sub.notify(.didChangeRenewalStatus, .autoRenewEnabled)
-        for record in [buy, claim] {
+        for record in SimulatedPurchase.claimedByAnother(owner: owner, intruder: intruder, originalTransactionId: original, uuidSeed: 21) {
             for result in try await db.store.apply([try GrantEvent(record)], policy: policy) { _ = try result.get() }
         }
     }

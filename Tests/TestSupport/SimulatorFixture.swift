@@ -120,13 +120,6 @@ public final class RunningSimulator: Sendable {
         authority: SigningAuthority = SimFixture.authority, _ body: @Sendable (RunningSimulator) async throws -> T
     ) async throws -> T {
         let sim = try await start(authority: authority)
-        do {
-            let result = try await body(sim)
-            await sim.stop()
-            return result
-        } catch {
-            await sim.stop()
-            throw error
-        }
+        return try await withCleanup { try await body(sim) } cleanup: { await sim.stop() }
     }
 }

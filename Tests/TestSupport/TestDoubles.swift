@@ -33,3 +33,16 @@ public final class Counter: Sendable {
 
     public var count: Int { value.withLock { $0 } }
 }
+
+/// Runs `body`, then `cleanup` whether `body` returned or threw: the shape of every `with` helper
+/// that starts something for a test and must stop it.
+public func withCleanup<T>(_ body: () async throws -> T, cleanup: () async -> Void) async throws -> T {
+    let result: Result<T, any Error>
+    do {
+        result = .success(try await body())
+    } catch {
+        result = .failure(error)
+    }
+    await cleanup()
+    return try result.get()
+}

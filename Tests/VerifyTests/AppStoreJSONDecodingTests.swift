@@ -9,15 +9,8 @@ import Testing
 /// is stricter: trailing commas and malformed values no model reads are refused).
 @Suite("AppStoreJSON.decode agrees with Foundation's JSONDecoder")
 struct AppStoreJSONDecodingTests {
-    enum Outcome<T: Equatable>: Equatable {
-        case value(T)
-        case failure
-    }
-
-    static func both<T: Decodable & Equatable>(_ type: T.Type, _ json: [UInt8]) -> (fast: Outcome<T>, foundation: Outcome<T>) {
-        let fast: Outcome<T> = (try? AppStoreJSON.decode(type, from: json)).map { .value($0) } ?? .failure
-        let foundation: Outcome<T> = (try? AppStoreJSON.decoder.decode(type, from: Data(json))).map { .value($0) } ?? .failure
-        return (fast, foundation)
+    static func both<T: Decodable & Equatable>(_ type: T.Type, _ json: [UInt8]) -> (fast: DecodingOutcome<T>, foundation: DecodingOutcome<T>) {
+        (DecodingOutcome { try AppStoreJSON.decode(type, from: json) }, DecodingOutcome { try AppStoreJSON.decoder.decode(type, from: Data(json)) })
     }
 
     static func expectAgreement<T: Decodable & Equatable>(
@@ -28,7 +21,7 @@ struct AppStoreJSONDecodingTests {
     }
 
     /// The fast decoder's success implies Foundation's, with the same value.
-    static func acceptsOnlyWhatFoundationAccepts<T>(_ outcome: (fast: Outcome<T>, foundation: Outcome<T>)) -> Bool {
+    static func acceptsOnlyWhatFoundationAccepts<T>(_ outcome: (fast: DecodingOutcome<T>, foundation: DecodingOutcome<T>)) -> Bool {
         outcome.fast == .failure || outcome.fast == outcome.foundation
     }
 
@@ -112,23 +105,13 @@ struct AppStoreJSONDecodingTests {
             data: NotificationData(environment: .sandbox, appAppleId: 42, bundleId: "com.example", status: .active),
             version: "2.0", signedDate: Date(timeIntervalSince1970: 1_700_000_000))
         let originals = [Array(try AppStoreJSON.encoder.encode(transaction)), Array(try AppStoreJSON.encoder.encode(payload))]
-        let alphabet = Array(#"{}[]":,.-+eE0123456789 tfnul"\/abcAB"#.utf8) + [0x00, 0x0A, 0xC3, 0xA9, 0xFF]
         // A fresh seed each run, printed; JSON_MUTATION_SEED replays a failing one.
         let seed = SeededGenerator.seed(from: "JSON_MUTATION_SEED", label: "JSON mutations")
         var random = SeededGenerator(seed: seed)
         var disagreements: [String] = []
         var stricter = 0
         for round in 0..<20_000 {
-            var bytes = originals[round % 2]
-            for _ in 0..<Int.random(in: 1...3, using: &random) {
-                let position = Int.random(in: 0..<bytes.count, using: &random)
-                switch Int.random(in: 0..<3, using: &random) {
-                case 0: bytes[position] = alphabet.randomElement(using: &random)!
-                case 1: bytes.remove(at: position)
-                default: bytes.insert(alphabet.randomElement(using: &random)!, at: position)
-                }
-                if bytes.isEmpty { bytes = [0x7B] }
-            }
+            let bytes = JSONMutation.mutate(originals[round % 2], using: &random)
             let t = Self.both(JWSTransactionDecodedPayload.self, bytes)
             let n = Self.both(ResponseBodyV2DecodedPayload.self, bytes)
             let v = Self.both(JSONValue.self, bytes)
