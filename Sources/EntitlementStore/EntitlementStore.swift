@@ -72,20 +72,16 @@ public final class EntitlementStore: Sendable {
     }
 
     /// Locks the batch's purchases and reads what the decisions need: which events were applied,
-    /// each purchase's state, entitlement rows and consumable grant, and the `signedDate` of every
-    /// stored transaction the events carry.
+    /// and for the events not applied yet their purchases' state, entitlement rows and consumable
+    /// grants, and the `signedDate` of every stored transaction they carry (migration 0007).
     private func load(_ events: [GrantEvent], into batch: inout BatchState, _ connection: PostgresConnection) async throws {
-        var transactions: Set<StoreRows.TransactionKey> = []
-        for event in events {
-            for t in event.transactions {
-                guard let tid = t.transactionId, t.originalTransactionId != nil else { continue }
-                transactions.insert(StoreRows.TransactionKey(environment: event.environment, transactionId: tid))
-            }
-        }
         let arguments = StoreRows.Load(
             purchases: Set(events.compactMap(\.purchaseKey)).sorted().map { StoreRows.Key(e: $0.environment, k: $0.originalTransactionId) },
-            events: events.map { StoreRows.Key(e: $0.environment, k: $0.eventKey) },
-            transactions: transactions.map { StoreRows.Key(e: $0.environment, k: $0.transactionId) })
+            events: events.map { event in
+                StoreRows.Load.Event(
+                    e: event.environment, k: event.eventKey, p: event.purchaseKey?.originalTransactionId,
+                    t: event.transactions.compactMap { $0.originalTransactionId == nil ? nil : $0.transactionId })
+            })
         for try await row in try await query(StoreStatements.Load.self, try StoreRows.json(arguments), connection) {
             let cells = row.makeRandomAccess()
             let env = try cells[Load.env].decode(String.self)

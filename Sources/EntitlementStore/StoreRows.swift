@@ -34,11 +34,6 @@ enum StoreRows {
         var owner: UUID?
     }
 
-    struct TransactionKey: Hashable {
-        var environment: String
-        var transactionId: String
-    }
-
     struct Claim: Encodable, Hashable {
         var environment: String
         var originalTransactionId: String
@@ -133,12 +128,20 @@ enum StoreRows {
         var changes: [ChangeEvent]
     }
 
-    /// `grant_load`'s argument: the batch's purchases (locked and read), event keys (already
-    /// applied?) and transactions (stored already?).
+    /// `grant_load`'s argument: the batch's purchases (locked) and events; only the purchases and
+    /// transactions of events not applied yet are read.
     struct Load: Encodable {
         var purchases: [Key]
-        var events: [Key]
-        var transactions: [Key]
+        var events: [Event]
+
+        struct Event: Encodable {
+            var e: String
+            var k: String
+            /// The event's purchase (its original transaction ID, or a consumable's transaction ID).
+            var p: String?
+            /// The IDs of the transactions it carries (stored already, and as of when?).
+            var t: [String]
+        }
     }
 
     /// `grant_write`'s argument: the rows a batch changes, table by table; a member with no rows is

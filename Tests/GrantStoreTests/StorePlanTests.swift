@@ -64,7 +64,7 @@ struct StorePlanTests {
         return server
     }
 
-    @Test("a batch against tables of thousands of rows reads every table through its key's index")
+    @Test("a batch against tables of thousands of rows reads every table through its key's index; applied events read only their dedupe rows")
     func keyedLookups() async throws {
         try await ScratchDatabase.with(on: Self.oneConnection) { db in
             try await db.store.syncProducts(LifecycleGenerator.catalog)
@@ -88,6 +88,10 @@ struct StorePlanTests {
             for table in ["notifications", "subscriptions", "entitlements", "transactions", "customers"] {
                 #expect(indexed.contains(table), "the batch did not look \(table) up by index")
             }
+
+            // The same events again: decided from their dedupe rows alone, so nothing else is read.
+            let (again, readAgain) = try await Self.scansOfBatch(late, db)
+            #expect(again.isEmpty && readAgain == ["notifications"], "a batch of applied events read \(readAgain), scanned \(again)")
 
             let plan = try await Self.plan(StoreStatements.markPublished, db)
             #expect(!plan.contains("Seq Scan") && plan.contains("Index") && plan.contains("outbox"), "markPublished:\n\(plan)")
