@@ -53,12 +53,12 @@ public struct SimulatedApple: Sendable {
     /// Records notifications for Get Notification History from the current data.
     public var notifications: SimulatorNotifications { SimulatorNotifications(store: store, signing: signing) }
 
-    /// A stored transaction signed (once per version), as the app receives it from StoreKit (for app uploads).
+    /// A stored transaction signed now, as the app receives it from StoreKit (for app uploads).
     public func signedTransaction(_ transactionId: String, bundleID: String) throws -> String {
         guard let stored = store.transaction(anyID: transactionId, bundleID: bundleID) else {
             throw SimulatorInputError("transaction \(transactionId) of \(bundleID) is not stored")
         }
-        return try signing.sign(stored.payload)
+        return try signing.signAsOfNow(stored.payload)
     }
 
     /// The router with every `/inApps` and `/sim` route.

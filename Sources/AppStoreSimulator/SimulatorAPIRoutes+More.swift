@@ -30,7 +30,7 @@ extension SimulatorAPIRoutes {
         let ids = store.state.withLock { $0.orders[orderID] } ?? []
         let transactions = ids.compactMap { store.transaction(anyID: $0, bundleID: bundleID)?.payload }.filter { ids.contains($0.transactionId ?? "") }
         guard !transactions.isEmpty else { return try Self.json(OrderLookupResponse(status: 1, signedTransactions: [])) }
-        return try Self.json(OrderLookupResponse(status: 0, signedTransactions: try transactions.map { t throws(SimulatorError) in try signing.sign(t) }))
+        return try Self.json(OrderLookupResponse(status: 0, signedTransactions: try transactions.map { t throws(SimulatorError) in try signing.signAsOfNow(t) }))
     }
 
     func notificationHistory(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) async throws -> Response {

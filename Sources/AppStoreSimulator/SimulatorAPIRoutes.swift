@@ -94,7 +94,7 @@ struct SimulatorAPIRoutes: Sendable {
         guard let stored = store.transaction(anyID: id, bundleID: bundleID), stored.payload.transactionId == id else {
             throw SimulatorError.notFound(4_040_010, "Transaction id not found.")
         }
-        return try Self.json(TransactionInfoResponse(signedTransactionInfo: try signing.sign(stored.payload)))
+        return try Self.json(TransactionInfoResponse(signedTransactionInfo: try signing.signAsOfNow(stored.payload)))
     }
 
     func history(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) throws -> Response {

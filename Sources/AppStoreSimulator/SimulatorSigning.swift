@@ -9,9 +9,20 @@ struct SimulatorSigning: Sendable {
     let signer: JWSSigner
     let store: SimulatorStore
 
-    /// A transaction signed: once per version, then served from ``SimulatorStore/signedTransactions``
-    /// (`signedDate` is when this version was first signed; Apple re-signs on every answer, which
-    /// made signing the simulator's main cost).
+    /// A transaction signed as of now, as Apple signs every answer. For the answers whose JWS comes
+    /// back into the pipeline as an event of its own — Get Transaction Info (reconcile), Look Up
+    /// Order ID, an app's upload — whose key is the transaction's `signedDate`: each must be new, as
+    /// with Apple, or a reconcile of an unchanged transaction would be dropped as a replay.
+    func signAsOfNow(_ transaction: JWSTransactionDecodedPayload) throws(SimulatorError) -> String {
+        var payload = transaction
+        payload.signedDate = store.now()
+        return try sign(payload: payload)
+    }
+
+    /// A transaction signed once per version, then served from ``SimulatorStore/signedTransactions``
+    /// (`signedDate` is when this version was first signed): for the answers enrich fetches on every
+    /// lookup — history pages, statuses, refund history — and notifications. Apple re-signs on every
+    /// answer, which made signing the simulator's main cost.
     func sign(_ transaction: JWSTransactionDecodedPayload) throws(SimulatorError) -> String {
         var content = transaction
         content.signedDate = nil

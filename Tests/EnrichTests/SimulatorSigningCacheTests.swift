@@ -8,8 +8,9 @@ import NIOHTTP1
 import TestSupport
 import Testing
 
-/// The simulated Apple signs a transaction version (and a renewal info) once and serves that JWS
-/// until the data changes; a change is signed anew, and what it serves still verifies.
+/// The simulated Apple signs a transaction version (and a renewal info) once and serves that JWS in
+/// history and statuses until the data changes; a change is signed anew, what it serves still
+/// verifies, and single-transaction answers (Get Transaction Info, uploads) are signed now.
 @Suite("The simulated Apple signs each version once", .serialized, .timeLimit(.minutes(2)))
 struct SimulatorSigningCacheTests {
     static let original = "2000000000300000"
@@ -52,7 +53,7 @@ struct SimulatorSigningCacheTests {
         return try AppStoreJSON.decoder.decode(T.self, from: Data(bytes))
     }
 
-    @Test("two answers about unchanged transactions carry the identical JWS; a changed transaction gets a new one")
+    @Test("two history answers about unchanged transactions carry the identical JWS; a changed transaction gets a new one")
     func transactions() async throws {
         let sim = try await RunningSimulator.start()
         defer { Task { await sim.stop() } }
@@ -62,10 +63,18 @@ struct SimulatorSigningCacheTests {
         #expect(first.count == 3)
         let again = try await Self.history(sim)
         #expect(again == first, "an unchanged history is served with the JWS first signed")
+        // Get Transaction Info (reconcile) and an app's upload are signed now, as Apple does: their JWS
+        // becomes an event keyed by its signedDate, so an unchanged transaction reconciled again is new.
+        try await Task.sleep(for: .milliseconds(5))
         let info = try await Self.get(sim, "/inApps/v1/transactions/\(seeded[1].transactionId!)", as: TransactionInfoResponse.self)
-        #expect(info.signedTransactionInfo == first[1], "Get Transaction Info serves the same JWS as the history")
+        let fresh = try #require(info.signedTransactionInfo)
+        #expect(!first.contains(fresh))
+        let freshDate = try #require(try Self.payload(fresh, as: JWSTransactionDecodedPayload.self).signedDate)
+        let historyDate = try #require(try Self.payload(first[1], as: JWSTransactionDecodedPayload.self).signedDate)
+        #expect(freshDate > historyDate)
         let uploaded = try sim.apple.signedTransaction(seeded[2].transactionId!, bundleID: SimFixture.bundleID)
-        #expect(uploaded == first[2], "an app upload carries the same JWS too")
+        #expect(!first.contains(uploaded))
+        #expect(try await Self.history(sim) == first, "and the history is still served as first signed")
 
         // A refund changes one transaction: it is signed anew, later; the others stay as they were.
         try await Task.sleep(for: .milliseconds(5))
