@@ -289,7 +289,7 @@ let package = Package(
         // typed errors, a per-key rate limiter. Free of the stage runtime so the operator tool reuses it.
         .target(
             name: "AppStoreServerAPI",
-            dependencies: ["AppStore", asyncHTTPClient, nioCore, nioHTTP1, crypto, logging, metrics],
+            dependencies: ["AppStore", "EnvironmentSettings", asyncHTTPClient, nioCore, nioHTTP1, crypto, logging, metrics],
             swiftSettings: swiftSettings
         ),
         // A simulated Apple (Sandbox only): the API's endpoints over an in-memory model of customers
@@ -375,7 +375,7 @@ let package = Package(
         .target(
             name: "ConsumptionResponder",
             dependencies: [
-                "EnvironmentSettings", "EntitlementStore", "AppStore", "AppStoreServerAPI", "EnrichService", "StageRuntime",
+                "EnvironmentSettings", "EntitlementStore", "AppStore", "AppStoreServerAPI", "StageRuntime",
                 asyncHTTPClient, logging, metrics, serviceLifecycle,
             ],
             swiftSettings: swiftSettings

@@ -2,7 +2,6 @@ import Foundation
 import AppStore
 import AppStoreServerAPI
 import AsyncHTTPClient
-import EnrichService
 import EnvironmentSettings
 import Logging
 import StageRuntime
@@ -13,7 +12,7 @@ import StageRuntime
 public struct ConsumptionConfiguration: Sendable {
     public var policy: ConsumptionPolicy
     /// The API client's settings and the verifier's apps (the same variables as enrich).
-    public var api: EnrichConfiguration
+    public var api: AppStoreAPISettings
     /// How often the responder looks for due requests.
     public var pollInterval: Duration
 
@@ -31,7 +30,7 @@ public struct ConsumptionConfiguration: Sendable {
         ("CONSUMPTION_POLL_MS", "2000", "how often the responder looks for requests to answer"),
     ]
 
-    public init(policy: ConsumptionPolicy, api: EnrichConfiguration, pollInterval: Duration = .seconds(2)) {
+    public init(policy: ConsumptionPolicy, api: AppStoreAPISettings, pollInterval: Duration = .seconds(2)) {
         self.policy = policy
         self.api = api
         self.pollInterval = pollInterval
@@ -39,9 +38,7 @@ public struct ConsumptionConfiguration: Sendable {
 
     /// The API client, answers verified as enrich verifies them.
     public func makeClient(httpClient: HTTPClient, logger: Logger) throws -> AppStoreServerAPIClient {
-        try AppStoreServerAPIClient(
-            configuration: api.client, httpClient: httpClient, verifier: try SignedDataVerifier(configuration: api.verifierConfiguration),
-            logger: logger)
+        try api.makeClient(httpClient: httpClient, logger: logger)
     }
 
     /// Reads the settings, or nil when `CONSUMPTION_APPS` is unset or empty (the responder is off).
@@ -49,7 +46,7 @@ public struct ConsumptionConfiguration: Sendable {
         let apps = Set((env.string("CONSUMPTION_APPS") ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty })
         guard !apps.isEmpty else { return nil }
-        let api = try EnrichConfiguration(environment: env)
+        let api = try AppStoreAPISettings(environment: env)
         let withKeys = Set(api.client.credentials.map(\.bundleID))
         for app in apps.sorted() where !withKeys.contains(app) {
             throw ConfigurationError(variable: "CONSUMPTION_APPS", problem: "names \(app), which has no key in APPSTORE_API_CREDENTIALS")

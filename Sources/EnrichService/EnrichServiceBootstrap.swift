@@ -12,20 +12,19 @@ public enum EnrichServiceBootstrap {
     public static func make(
         configuration: EnrichConfiguration, outputTopic: String, logger: Logger
     ) throws -> (EnrichStage, HTTPClientService) {
-        let verifier = try SignedDataVerifier(configuration: configuration.verifierConfiguration)
         var httpConfiguration = HTTPClient.Configuration()
         // Each lookup may hold two requests (history and status) at once.
         httpConfiguration.connectionPool = .init(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(8, configuration.concurrency * 2))
         let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: httpConfiguration)
-        let client = try AppStoreServerAPIClient(configuration: configuration.client, httpClient: http, verifier: verifier, logger: logger)
+        let client = try configuration.api.makeClient(httpClient: http, logger: logger)
         logger.info("App Store Server API client configured", metadata: [
-            "appstore.apps": "\(client.bundleIDs)", "appstore.baseURL": "\(configuration.client.baseURLOverride ?? "Apple's hosts")",
-            "appstore.rateScale": "\(configuration.client.rateLimits.scale)", "enrich.coalesce": "\(configuration.coalesce ? "on" : "off")",
+            "appstore.apps": "\(client.bundleIDs)", "appstore.baseURL": "\(configuration.api.client.baseURLOverride ?? "Apple's hosts")",
+            "appstore.rateScale": "\(configuration.api.client.rateLimits.scale)", "enrich.coalesce": "\(configuration.coalesce ? "on" : "off")",
             "enrich.replayCache": "\(configuration.caches.replayEntries)", "enrich.lookupCacheTTL": "\(configuration.caches.lookupTimeToLive)",
-            "enrich.verifiedJWSCache": "\(configuration.verifiedJWSCacheEntries)",
+            "enrich.verifiedJWSCache": "\(configuration.api.verifiedJWSCacheEntries)",
         ])
-        if !configuration.additionalTrustedRoots.isEmpty {
+        if !configuration.api.additionalTrustedRoots.isEmpty {
             logger.notice("additional trusted roots configured for API answers; honoured for non-Production data only")
         }
         let stage = EnrichStage(

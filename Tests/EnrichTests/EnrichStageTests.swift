@@ -131,7 +131,7 @@ struct EnrichStageTests {
             "ENRICH_COALESCE": "off",
         ]
         let configuration = try EnrichConfiguration(environment: EnvironmentReader(good))
-        #expect(configuration.client.baseURLOverride == "http://127.0.0.1:8090")
+        #expect(configuration.api.client.baseURLOverride == "http://127.0.0.1:8090")
         #expect(!configuration.coalesce)
         func problem(_ change: [String: String?]) -> String? {
             var values = good

@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import AppStoreSigning
 import AppStoreSimulator
 import Crypto
@@ -178,9 +179,9 @@ struct VerifiedJWSCacheTests {
             "APPSTORE_APPS": "\(SimFixture.bundleID)::Sandbox", "APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleID):iss:KEY:\(keyPath)",
         ]
         let standard = try EnrichConfiguration(environment: EnvironmentReader(base))
-        #expect(standard.verifierConfiguration.verifiedTokenCache == VerifiedTokenCachePolicy(maximumEntries: 10_000))
+        #expect(standard.api.verifierConfiguration.verifiedTokenCache == VerifiedTokenCachePolicy(maximumEntries: 10_000))
         let off = try EnrichConfiguration(environment: EnvironmentReader(base.merging(["ENRICH_VERIFIED_JWS_CACHE_SIZE": "0"]) { $1 }))
-        #expect(!off.verifierConfiguration.verifiedTokenCache.isEnabled)
+        #expect(!off.api.verifierConfiguration.verifiedTokenCache.isEnabled)
         #expect(throws: ConfigurationError.self) {
             _ = try EnrichConfiguration(environment: EnvironmentReader(base.merging(["ENRICH_VERIFIED_JWS_CACHE_SIZE": "-1"]) { $1 }))
         }

@@ -30,7 +30,6 @@ RUNTIME = {"StageRuntime", "KafkaClient"}
 
 # Edges that break a rule today, each with why; issue 16 removes them.
 KNOWN = {
-    ("ConsumptionResponder", "EnrichService"): "the App Store API settings still live in EnrichConfiguration",
     ("grant-bench", "GrantTestSupport"): "the lifecycle generator the bench replays still lives in the grant tests' support",
 }
 

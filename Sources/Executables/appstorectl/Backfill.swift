@@ -56,7 +56,7 @@ struct Backfill: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let configuration = try RecoveryEnvironment.enrichConfiguration()
+            let configuration = try RecoveryEnvironment.apiSettings()
             let target = try RecoveryEnvironment.target(app: app.app, environment: app.environment, configuration: configuration)
             let producer = try RecoveryEnvironment.producer()
             let topic = ProcessInfo.processInfo.environment["RAW_TOPIC"] ?? Topics.raw

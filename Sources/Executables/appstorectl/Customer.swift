@@ -86,7 +86,7 @@ struct Customer: AsyncParsableCommand {
                 identifiers = [.externalUserId(externalUserId)]
             } else if let orderId, let app {
                 lookup = .init(by: "orderId", value: orderId, environment: environment)
-                let configuration = try RecoveryEnvironment.enrichConfiguration()
+                let configuration = try RecoveryEnvironment.apiSettings()
                 let target = try RecoveryEnvironment.target(app: app, environment: self.environment, configuration: configuration)
                 let result = try await OrderLookupJob(client: try RecoveryEnvironment.apiClient(configuration)).lookUp(orderId, target: target)
                 notes.append("order \(orderId) (\(target)): transactions \(result.transactions.compactMap(\.transactionId).joined(separator: ", "))")

@@ -62,7 +62,7 @@ struct LookupOrder: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let configuration = try RecoveryEnvironment.enrichConfiguration()
+            let configuration = try RecoveryEnvironment.apiSettings()
             let target = try RecoveryEnvironment.target(app: app.app, environment: app.environment, configuration: configuration)
             let job = OrderLookupJob(client: try RecoveryEnvironment.apiClient(configuration))
             let result = try await job.lookUp(orderID, target: target)

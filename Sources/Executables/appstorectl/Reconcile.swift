@@ -72,7 +72,7 @@ struct Reconcile: AsyncParsableCommand {
                 finish([])
                 return
             }
-            let configuration = try RecoveryEnvironment.enrichConfiguration()
+            let configuration = try RecoveryEnvironment.apiSettings()
             let client = try RecoveryEnvironment.apiClient(configuration)
             let producer = try RecoveryEnvironment.producer()
             let topic = ProcessInfo.processInfo.environment["VERIFIED_TOPIC"] ?? Topics.verified

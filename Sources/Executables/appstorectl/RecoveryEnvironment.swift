@@ -13,26 +13,24 @@ import RecoveryJobs
 import StageRuntime
 
 /// What the API- and database-facing subcommands share: the App Store Server API client built from
-/// enrich's variables (EnrichConfiguration), Postgres from grant's (StoreConfiguration), times and apps.
+/// the App Store API variables enrich reads (AppStoreAPISettings), Postgres from grant's (StoreConfiguration), times and apps.
 enum RecoveryEnvironment {
     static let apiVariables = "APPSTORE_APPS, APPSTORE_API_CREDENTIALS, APPSTORE_TRUSTED_ROOTS, APPSTORE_API_BASE_URL (as for enrich)"
     static let databaseVariables = "POSTGRES_HOST, POSTGRES_PORT, POSTGRES_USER, POSTGRES_PASSWORD_FILE (or POSTGRES_PASSWORD), POSTGRES_DATABASE, POSTGRES_TLS (as for grant)"
     static let brokerVariables = "KAFKA_BOOTSTRAP_SERVERS (and KAFKA_PROPERTIES_FILE / KAFKA_PROP_*, as for the stages)"
 
-    static func enrichConfiguration() throws -> EnrichConfiguration {
+    static func apiSettings() throws -> AppStoreAPISettings {
         do {
-            return try EnrichConfiguration(environment: EnvironmentReader())
+            return try AppStoreAPISettings(environment: EnvironmentReader())
         } catch {
             throw OperationsError("configuration", "\(error.variable) \(error.problem)")
         }
     }
 
     /// The API client over the shared HTTP client, every answer verified as enrich verifies it.
-    static func apiClient(_ configuration: EnrichConfiguration) throws -> AppStoreServerAPIClient {
+    static func apiClient(_ configuration: AppStoreAPISettings) throws -> AppStoreServerAPIClient {
         do {
-            let verifier = try SignedDataVerifier(configuration: configuration.verifierConfiguration)
-            return try AppStoreServerAPIClient(
-                configuration: configuration.client, httpClient: HTTPClient.shared, verifier: verifier, logger: OperatorEnvironment.logger)
+            return try configuration.makeClient(httpClient: HTTPClient.shared, logger: OperatorEnvironment.logger)
         } catch let error as AppStoreAPIError {
             throw OperationsError.api(error)
         } catch {
@@ -42,7 +40,7 @@ enum RecoveryEnvironment {
 
     /// Which app and environment a command talks to Apple about: `--environment` when given, else
     /// the only environment APPSTORE_APPS lists for the app, else Production.
-    static func target(app bundleID: String, environment: String?, configuration: EnrichConfiguration) throws -> AppStoreServerAPIClient.Target {
+    static func target(app bundleID: String, environment: String?, configuration: AppStoreAPISettings) throws -> AppStoreServerAPIClient.Target {
         guard let app = configuration.apps.first(where: { $0.bundleID == bundleID }) else {
             throw OperationsError("unknown_app", "\(bundleID) is not in APPSTORE_APPS (\(configuration.apps.map(\.bundleID).joined(separator: ", ")))")
         }

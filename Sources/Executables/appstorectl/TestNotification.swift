@@ -45,7 +45,7 @@ struct TestNotification: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let configuration = try RecoveryEnvironment.enrichConfiguration()
+            let configuration = try RecoveryEnvironment.apiSettings()
             let target = try RecoveryEnvironment.target(app: app.app, environment: app.environment, configuration: configuration)
             let topic = ProcessInfo.processInfo.environment["VERIFIED_TOPIC"] ?? Topics.verified
             let job = TestNotificationJob(

@@ -1,0 +1,107 @@
+import AppStore
+import AsyncHTTPClient
+import EnvironmentSettings
+import Foundation
+import Logging
+import X509
+
+/// How a process talks to the App Store Server API: the apps whose answers it accepts, the roots
+/// trusted for them besides Apple Root CA - G3 (the simulator's; Sandbox only), and the client's
+/// credentials, base URL, timeout and rate limits. Read from the `APPSTORE_*` variables by enrich,
+/// grant's consumption responder and appstorectl alike, so all three build the verifier and the
+/// client the same way (``makeClient(httpClient:logger:)``).
+public struct AppStoreAPISettings: Sendable {
+    public var apps: [AppStoreApp]
+    public var additionalTrustedRoots: [Certificate]
+    public var client: AppStoreServerAPIClient.Configuration
+    /// Most answer JWS remembered as verified, byte for byte (0: every JWS verified every time).
+    public var verifiedJWSCacheEntries: Int
+
+    /// The variables, for `--help`: name, default, meaning.
+    public static let variables: [(name: String, default: String, meaning: String)] = [
+        ("APPSTORE_APPS", "(required)", "apps accepted: \(AppListParser.syntax)"),
+        ("APPSTORE_TRUSTED_ROOTS", "", "comma-separated DER/PEM roots trusted besides Apple Root CA - G3 for API answers (the simulator's); never for Production"),
+        ("APPSTORE_API_CREDENTIALS", "(required)", "bundleId:issuerId:keyId:/path/to/key.p8 (or env:VARIABLE holding the PEM), comma-separated, one per app"),
+        ("APPSTORE_API_BASE_URL", "Apple's hosts", "replaces api.storekit(-sandbox).apple.com, e.g. http://127.0.0.1:8090 for appstore-sim"),
+        ("APPSTORE_API_TIMEOUT_MS", "15000", "longest one API request may take"),
+        ("APPSTORE_API_RATE_SCALE", "0.9", "share of Apple's documented per-endpoint limit to use (Sandbox limits are 10 %); above 1 only against the simulator"),
+        ("APPSTORE_API_RATE_BURST_S", "10", "seconds' worth of requests that may be sent at once"),
+    ]
+
+    public init(
+        apps: [AppStoreApp], additionalTrustedRoots: [Certificate] = [], client: AppStoreServerAPIClient.Configuration,
+        verifiedJWSCacheEntries: Int = 0
+    ) {
+        self.apps = apps
+        self.additionalTrustedRoots = additionalTrustedRoots
+        self.client = client
+        self.verifiedJWSCacheEntries = verifiedJWSCacheEntries
+    }
+
+    /// Reads and checks every `APPSTORE_*` variable; each problem is one line naming its variable
+    /// (never the key material).
+    public init(environment env: EnvironmentReader, verifiedJWSCacheEntries: Int = 0) throws(ConfigurationError) {
+        self.verifiedJWSCacheEntries = verifiedJWSCacheEntries
+        do {
+            let trust = try AppStoreTrustSettings.read(apps: env.string("APPSTORE_APPS"), trustedRoots: env.string("APPSTORE_TRUSTED_ROOTS"))
+            apps = trust.apps
+            additionalTrustedRoots = trust.additionalTrustedRoots
+        } catch {
+            throw ConfigurationError(variable: error.variable, problem: error.problem)
+        }
+        let credentials: [AppStoreAPICredentials]
+        do {
+            credentials = try AppStoreAPICredentials.parseList(try env.required("APPSTORE_API_CREDENTIALS"), environment: env.values)
+        } catch let error as AppStoreAPIError {
+            throw ConfigurationError(variable: "APPSTORE_API_CREDENTIALS", problem: error.message)
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw ConfigurationError(variable: "APPSTORE_API_CREDENTIALS", problem: "cannot be read")
+        }
+        let withCredentials = Set(credentials.map(\.bundleID))
+        for app in apps where !withCredentials.contains(app.bundleID) {
+            throw ConfigurationError(variable: "APPSTORE_API_CREDENTIALS", problem: "has no key for \(app.bundleID), which APPSTORE_APPS lists")
+        }
+        var baseURL: String?
+        if let raw = env.string("APPSTORE_API_BASE_URL") {
+            guard let url = URL(string: raw), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw ConfigurationError(variable: "APPSTORE_API_BASE_URL", problem: "must be an http(s) URL (got \"\(raw.prefix(80))\")")
+            }
+            baseURL = raw.hasSuffix("/") ? String(raw.dropLast()) : raw
+        }
+        let scale = try Self.double(env, "APPSTORE_API_RATE_SCALE", default: 0.9, in: 0.001...1000)
+        let burst = try env.int("APPSTORE_API_RATE_BURST_S", default: 10, in: 1...3600)
+        client = AppStoreServerAPIClient.Configuration(
+            credentials: credentials, baseURLOverride: baseURL,
+            requestTimeout: try env.milliseconds("APPSTORE_API_TIMEOUT_MS", default: .seconds(15), in: 100...600_000),
+            rateLimits: RateLimitPolicy(scale: scale, burst: .seconds(burst)))
+        do {
+            _ = try SignedDataVerifier(configuration: verifierConfiguration)
+        } catch {
+            throw ConfigurationError(variable: "APPSTORE_APPS", problem: "is not usable: \(error.message)")
+        }
+    }
+
+    /// The verifier of the API's answers: Apple Root CA - G3 plus the configured roots (Sandbox only),
+    /// remembering verified answer JWS when ``verifiedJWSCacheEntries`` is above zero.
+    public var verifierConfiguration: SignedDataVerifier.Configuration {
+        SignedDataVerifier.Configuration(
+            apps: apps, additionalTrustedRoots: additionalTrustedRoots,
+            verifiedTokenCache: VerifiedTokenCachePolicy(isEnabled: verifiedJWSCacheEntries > 0, maximumEntries: verifiedJWSCacheEntries))
+    }
+
+    /// The API client over `httpClient`, every answer verified by ``verifierConfiguration``.
+    public func makeClient(httpClient: HTTPClient, logger: Logger) throws -> AppStoreServerAPIClient {
+        try AppStoreServerAPIClient(
+            configuration: client, httpClient: httpClient, verifier: try SignedDataVerifier(configuration: verifierConfiguration), logger: logger)
+    }
+
+    static func double(_ env: EnvironmentReader, _ name: String, default value: Double, in range: ClosedRange<Double>) throws(ConfigurationError) -> Double {
+        guard let raw = env.string(name) else { return value }
+        guard let parsed = Double(raw), range.contains(parsed) else {
+            throw ConfigurationError(variable: name, problem: "must be a number from \(range.lowerBound) to \(range.upperBound) (got \"\(raw.prefix(40))\")")
+        }
+        return parsed
+    }
+}
