@@ -16,7 +16,7 @@ import TestSupport
 import Testing
 
 /// `appstorectl status`, `customer` and every command's `--json` as the operator runs them: the built
-/// `appstorectl` (APPSTORE_BIN_DIR) against the whole pipeline, its own topics, groups and database.
+/// `appstorectl` (`BuiltProducts`) against the whole pipeline, its own topics, groups and database.
 @Suite(
     "appstorectl status, customer and --json against the whole pipeline",
     .enabled(if: TestServices.brokerEnabled && ScratchDatabase.enabled), .serialized, .timeLimit(.minutes(15)))
@@ -186,7 +186,7 @@ struct OperatorToolTests {
 
             // A stage stopped with records waiting: named, with its lag.
             _ = await pipeline.processes["grant"]?.terminate()
-            let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: TestServices.logger)
+            let producer = try TestServices.makeProducer()
             for i in 0..<4 {
                 _ = try await producer.send(KafkaOutgoingMessage(
                     topic: pipeline.topics[Topics.enriched]!, key: Array("Sandbox:waiting-\(i)".utf8), value: Array("{}".utf8), partition: 0))

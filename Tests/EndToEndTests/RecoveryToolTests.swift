@@ -9,7 +9,7 @@ import TestSupport
 import Testing
 
 /// The operator tool's recovery subcommands run as the `appstorectl` process against the whole
-/// pipeline and the simulated Apple (APPSTORE_BIN_DIR must hold the built products).
+/// pipeline and the simulated Apple (the built products, found by `BuiltProducts`).
 @Suite(
     "appstorectl recovery against the whole pipeline",
     .enabled(if: TestServices.brokerEnabled && ScratchDatabase.enabled), .serialized, .timeLimit(.minutes(15)))

@@ -32,11 +32,7 @@ public struct ScratchDatabase: Sendable {
             maximumConnections: 8, migrate: true, migrationsDirectory: migrationsDirectory)
     }
 
-    public static var logger: Logger {
-        var l = Logger(label: "grant-tests")
-        l.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
-        return l
-    }
+    public static var logger: Logger { TestServices.logger }
 
     /// Creates, migrates and hands out a scratch database on `server` (its host, credentials, pool
     /// size and migrations; by default the local Postgres with the repository's migrations); drops

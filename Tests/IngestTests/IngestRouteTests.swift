@@ -11,11 +11,7 @@ import Testing
 
 /// A JWS-shaped string: three base64url segments. Ingest checks shape only.
 func fakeJWS(_ payload: String = #"{"notificationUUID":"\#(UUID().uuidString)"}"#) -> String {
-    func b64(_ s: String) -> String {
-        Data(s.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-    return "\(b64(#"{"alg":"ES256"}"#)).\(b64(payload)).c2lnbmF0dXJl"
+    "\(UploadTokens.base64URL(Data(#"{"alg":"ES256"}"#.utf8))).\(UploadTokens.base64URL(Data(payload.utf8))).c2lnbmF0dXJl"
 }
 
 struct ErrorBody: Decodable {

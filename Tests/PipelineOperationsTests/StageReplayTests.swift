@@ -18,7 +18,7 @@ struct StageReplayTests {
     }
 
     func produce(_ count: Int, to topic: String, tag: String) async throws {
-        let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: TestServices.logger)
+        let producer = try TestServices.makeProducer()
         _ = try await producer.sendAll((0..<count).map {
             KafkaOutgoingMessage(topic: topic, key: "k\($0)", value: Array("\(tag)-\($0)".utf8))
         })

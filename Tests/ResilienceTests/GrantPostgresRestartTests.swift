@@ -23,7 +23,7 @@ extension Resilience {
             let input = try await TestServices.makeTopic("grant-restart-in", partitions: 8)
             let dlq = try await TestServices.makeTopic("grant-restart-dlq")
             let changes = try await TestServices.makeTopic("grant-restart-changes", partitions: 8)
-            let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: TestServices.logger)
+            let producer = try TestServices.makeProducer()
             let messages = try records.map { KafkaOutgoingMessage(topic: input, key: $0.key, value: try $0.encoded()) }
             // Half now; the other half while Postgres is down, so the restart lands mid-run.
             _ = try await producer.sendAll(Array(messages.prefix(5000)))

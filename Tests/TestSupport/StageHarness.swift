@@ -34,7 +34,7 @@ public struct StageHarness {
 
 /// Produces numbered records `0..<count` spread over partitions by key.
 public func produceNumbered(_ topic: String, count: Int, keys: Int, body: (Int) -> String = { "\($0)" }) async throws {
-    let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: TestServices.logger)
+    let producer = try TestServices.makeProducer()
     let messages = (0..<count).map { i in
         KafkaOutgoingMessage(topic: topic, key: "k\(i % keys)", value: Array(body(i).utf8), headers: [KafkaHeader(key: "n", string: "\(i)")])
     }

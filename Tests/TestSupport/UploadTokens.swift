@@ -156,7 +156,8 @@ public enum UploadTokens {
         return "\(base64URL(headerJSON)).\(base64URL(claimsJSON)).\(base64URL(Data("not a signature".utf8)))"
     }
 
-    static func base64URL(_ data: Data) -> String {
+    /// Unpadded base64url, as JWS segments are written.
+    public static func base64URL(_ data: Data) -> String {
         data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }

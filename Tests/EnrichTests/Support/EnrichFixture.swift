@@ -68,7 +68,7 @@ enum EnrichFixture {
 
     /// Produces verified records in order.
     static func produce(_ records: [VerifiedRecord], to topic: String) async throws {
-        let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: TestServices.logger)
+        let producer = try TestServices.makeProducer()
         _ = try await producer.sendAll(try records.map { try outgoing($0, topic: topic) })
         await producer.close()
     }

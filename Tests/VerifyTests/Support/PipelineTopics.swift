@@ -22,7 +22,7 @@ struct PipelineTopics {
 
 /// Produces raw records with the headers ingest writes.
 func produceRaw(_ topic: String, _ bodies: [(body: [UInt8], source: String)]) async throws {
-    let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: TestServices.logger)
+    let producer = try TestServices.makeProducer()
     let messages = bodies.enumerated().map { index, item in
         KafkaOutgoingMessage(topic: topic, key: "raw-\(index)", value: item.body, headers: [
             KafkaHeader(key: PipelineHeader.source, string: item.source),
