@@ -144,6 +144,7 @@ struct StoreTests {
         let second = sub.upload(hint: customer, userId: "user-second", authentication: .jwt)
         sub.advance(600)
         let open = sub.upload(hint: UUID(), userId: "user-open", authentication: .open)
+        sub.advance(600)
         let third = sub.upload(hint: customer, userId: "user-third", authentication: .hmac)
         try await ScratchDatabase.with { db in
             // In one batch and across batches, the first link stands.
