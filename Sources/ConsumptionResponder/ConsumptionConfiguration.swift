@@ -18,7 +18,10 @@ public struct ConsumptionConfiguration: Sendable {
 
     /// Refund preferences Apple accepts, and `none`.
     enum Preference: String, CaseIterable {
-        case none, DECLINE, GRANT_FULL, GRANT_PRORATED
+        case none
+        case decline = "DECLINE"
+        case grantFull = "GRANT_FULL"
+        case grantProrated = "GRANT_PRORATED"
         var value: String? { self == .none ? nil : rawValue }
     }
 
@@ -52,7 +55,7 @@ public struct ConsumptionConfiguration: Sendable {
             throw ConfigurationError(variable: "CONSUMPTION_APPS", problem: "names \(app), which has no key in APPSTORE_API_CREDENTIALS")
         }
         let delivered = try env.choice("CONSUMPTION_REFUND_PREFERENCE", default: Preference.none)
-        let undelivered = try env.choice("CONSUMPTION_UNDELIVERED_REFUND_PREFERENCE", default: Preference.GRANT_FULL)
+        let undelivered = try env.choice("CONSUMPTION_UNDELIVERED_REFUND_PREFERENCE", default: Preference.grantFull)
         return ConsumptionConfiguration(
             policy: ConsumptionPolicy(
                 apps: apps, sampleContentProvided: try env.bool("CONSUMPTION_SAMPLE_CONTENT", default: false),

@@ -56,12 +56,6 @@ struct StreamingKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let id: Int
     let codingPath: [any CodingKey]
 
-    init(writer: StreamingJSONWriter, id: Int, codingPath: [any CodingKey]) {
-        self.writer = writer
-        self.id = id
-        self.codingPath = codingPath
-    }
-
     private func begin(_ key: Key) throws {
         try writer.beginElement(in: id, key: key.stringValue, codingPath + [key])
         try writer.beginValue(codingPath + [key])
