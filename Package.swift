@@ -112,7 +112,9 @@ let package = Package(
         // The webhook front door: HTTP in, raw topic out; app uploads authenticated (JWT or HMAC).
         .target(
             name: "IngestService",
-            dependencies: ["EnvironmentSettings", "AppStore", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient, nioHTTP1, logging],
+            dependencies: [
+                "EnvironmentSettings", "AppStore", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient, nioHTTP1, logging,
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

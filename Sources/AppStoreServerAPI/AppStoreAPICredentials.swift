@@ -56,7 +56,9 @@ public struct AppStoreAPICredentials: Sendable, CustomStringConvertible {
     /// Parses `bundleId:issuerId:keyId:source` entries separated by commas, where `source` is the path
     /// of the `.p8` file, or `env:NAME` for a PEM held in the environment variable `NAME`.
     /// - Parameter environment: Where `env:` sources are read.
-    public static func parseList(_ text: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+    public static func parseList(
+        _ text: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    )
         throws(AppStoreAPIError) -> [AppStoreAPICredentials]
     {
         var result: [AppStoreAPICredentials] = []

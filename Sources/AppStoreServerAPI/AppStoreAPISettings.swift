@@ -20,11 +20,20 @@ public struct AppStoreAPISettings: Sendable {
     /// The variables, for `--help`: name, default, meaning.
     public static let variables: [(name: String, default: String, meaning: String)] = [
         ("APPSTORE_APPS", "(required)", "apps accepted: \(AppListParser.syntax)"),
-        ("APPSTORE_TRUSTED_ROOTS", "", "comma-separated DER/PEM roots trusted besides Apple Root CA - G3 for API answers (the simulator's); never for Production"),
-        ("APPSTORE_API_CREDENTIALS", "(required)", "bundleId:issuerId:keyId:/path/to/key.p8 (or env:VARIABLE holding the PEM), comma-separated, one per app"),
+        (
+            "APPSTORE_TRUSTED_ROOTS", "",
+            "comma-separated DER/PEM roots trusted besides Apple Root CA - G3 for API answers (the simulator's); never for Production"
+        ),
+        (
+            "APPSTORE_API_CREDENTIALS", "(required)",
+            "bundleId:issuerId:keyId:/path/to/key.p8 (or env:VARIABLE holding the PEM), comma-separated, one per app"
+        ),
         ("APPSTORE_API_BASE_URL", "Apple's hosts", "replaces api.storekit(-sandbox).apple.com, e.g. http://127.0.0.1:8090 for appstore-sim"),
         ("APPSTORE_API_TIMEOUT_MS", "15000", "longest one API request may take"),
-        ("APPSTORE_API_RATE_SCALE", "0.9", "share of Apple's documented per-endpoint limit to use (Sandbox limits are 10 %); above 1 only against the simulator"),
+        (
+            "APPSTORE_API_RATE_SCALE", "0.9",
+            "share of Apple's documented per-endpoint limit to use (Sandbox limits are 10 %); above 1 only against the simulator"
+        ),
         ("APPSTORE_API_RATE_BURST_S", "10", "seconds' worth of requests that may be sent at once"),
     ]
 
@@ -97,10 +106,13 @@ public struct AppStoreAPISettings: Sendable {
             configuration: client, httpClient: httpClient, verifier: try SignedDataVerifier(configuration: verifierConfiguration), logger: logger)
     }
 
-    static func double(_ env: EnvironmentReader, _ name: String, default value: Double, in range: ClosedRange<Double>) throws(ConfigurationError) -> Double {
+    static func double(
+        _ env: EnvironmentReader, _ name: String, default value: Double, in range: ClosedRange<Double>
+    ) throws(ConfigurationError) -> Double {
         guard let raw = env.string(name) else { return value }
         guard let parsed = Double(raw), range.contains(parsed) else {
-            throw ConfigurationError(variable: name, problem: "must be a number from \(range.lowerBound) to \(range.upperBound) (got \"\(raw.prefix(40))\")")
+            throw ConfigurationError(
+                variable: name, problem: "must be a number from \(range.lowerBound) to \(range.upperBound) (got \"\(raw.prefix(40))\")")
         }
         return parsed
     }

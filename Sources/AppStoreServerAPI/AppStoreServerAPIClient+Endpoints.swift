@@ -54,7 +54,8 @@ extension AppStoreServerAPIClient {
             revision = page.revision
         }
         throw AppStoreAPIError(
-            .invalidResponse, "Get Transaction History had more than \(maximumPages) pages", endpoint: AppStoreAPIEndpoint.transactionHistory.rawValue)
+            .invalidResponse, "Get Transaction History had more than \(maximumPages) pages", endpoint: AppStoreAPIEndpoint.transactionHistory.rawValue
+        )
     }
 
     /// Get All Subscription Statuses, optionally only some statuses.
@@ -86,7 +87,8 @@ extension AppStoreServerAPIClient {
     }
 
     /// One page of Get Refund History v2.
-    public func refundHistoryPage(transactionId: String, revision: String? = nil, target: Target) async throws(AppStoreAPIError) -> RefundHistoryPage {
+    public func refundHistoryPage(transactionId: String, revision: String? = nil, target: Target) async throws(AppStoreAPIError) -> RefundHistoryPage
+    {
         let endpoint = AppStoreAPIEndpoint.refundHistory
         let bytes = try await send(
             endpoint, target, method: .GET, path: "/inApps/v2/refund/lookup/\(Self.segment(transactionId))",
@@ -123,9 +125,10 @@ extension AppStoreServerAPIClient {
         var entries: [NotificationHistoryEntry] = []
         for item in response.notificationHistory ?? [] {
             guard let signed = item.signedPayload else { continue }
-            entries.append(NotificationHistoryEntry(
-                notification: try await verifyNotification(signed, target: target, endpoint: endpoint),
-                signedPayload: signed, sendAttempts: item.sendAttempts ?? []))
+            entries.append(
+                NotificationHistoryEntry(
+                    notification: try await verifyNotification(signed, target: target, endpoint: endpoint),
+                    signedPayload: signed, sendAttempts: item.sendAttempts ?? []))
         }
         let hasMore = response.hasMore ?? false
         if hasMore, response.paginationToken == nil {
@@ -147,7 +150,8 @@ extension AppStoreServerAPIClient {
             token = page.paginationToken
         }
         throw AppStoreAPIError(
-            .invalidResponse, "Get Notification History had more than \(maximumPages) pages", endpoint: AppStoreAPIEndpoint.notificationHistory.rawValue)
+            .invalidResponse, "Get Notification History had more than \(maximumPages) pages",
+            endpoint: AppStoreAPIEndpoint.notificationHistory.rawValue)
     }
 
     /// Request a Test Notification; returns the token to poll with ``testNotificationStatus(token:target:)``.

@@ -32,7 +32,8 @@ extension AppStoreServerAPIClient {
         }
         guard renewal.environment == target.environment else {
             throw AppStoreAPIError(
-                .untrustedResponse, "\(endpoint.rawValue) returned renewal info of \(renewal.environment?.rawValue ?? "?") when asked about \(target)",
+                .untrustedResponse,
+                "\(endpoint.rawValue) returned renewal info of \(renewal.environment?.rawValue ?? "?") when asked about \(target)",
                 endpoint: endpoint.rawValue)
         }
         return renewal
@@ -50,7 +51,8 @@ extension AppStoreServerAPIClient {
         }
         guard notification.bundleId == target.bundleID, notification.environment == target.environment else {
             throw AppStoreAPIError(
-                .untrustedResponse, "\(endpoint.rawValue) returned a notification of \(notification.bundleId)/\(notification.environment.rawValue) when asked about \(target)",
+                .untrustedResponse,
+                "\(endpoint.rawValue) returned a notification of \(notification.bundleId)/\(notification.environment.rawValue) when asked about \(target)",
                 endpoint: endpoint.rawValue)
         }
         return notification
@@ -61,10 +63,13 @@ extension AppStoreServerAPIClient {
         bundleID: String?, environment: AppStoreEnvironment?, target: Target, endpoint: AppStoreAPIEndpoint
     ) throws(AppStoreAPIError) {
         if let bundleID, bundleID != target.bundleID {
-            throw AppStoreAPIError(.untrustedResponse, "\(endpoint.rawValue) answered for bundle ID \(bundleID), not \(target.bundleID)", endpoint: endpoint.rawValue)
+            throw AppStoreAPIError(
+                .untrustedResponse, "\(endpoint.rawValue) answered for bundle ID \(bundleID), not \(target.bundleID)", endpoint: endpoint.rawValue)
         }
         if let environment, environment != target.environment {
-            throw AppStoreAPIError(.untrustedResponse, "\(endpoint.rawValue) answered for \(environment.rawValue), not \(target.environment.rawValue)", endpoint: endpoint.rawValue)
+            throw AppStoreAPIError(
+                .untrustedResponse, "\(endpoint.rawValue) answered for \(environment.rawValue), not \(target.environment.rawValue)",
+                endpoint: endpoint.rawValue)
         }
     }
 

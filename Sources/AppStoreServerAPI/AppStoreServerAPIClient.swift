@@ -116,7 +116,8 @@ public final class AppStoreServerAPIClient: Sendable {
         query: [(String, String)] = [], body: [UInt8]? = nil
     ) async throws(AppStoreAPIError) -> [UInt8] {
         guard let credentials = credentialsByBundleID[target.bundleID] else {
-            throw AppStoreAPIError(.invalidRequest, "no App Store Server API credentials for bundle ID \(target.bundleID)", endpoint: endpoint.rawValue)
+            throw AppStoreAPIError(
+                .invalidRequest, "no App Store Server API credentials for bundle ID \(target.bundleID)", endpoint: endpoint.rawValue)
         }
         let base: String
         if let override = configuration.baseURLOverride {
@@ -132,7 +133,8 @@ public final class AppStoreServerAPIClient: Sendable {
         }
         var request = HTTPClientRequest(url: base + path + Self.queryString(query))
         request.method = method
-        request.headers.add(name: "Authorization", value: "Bearer \(try tokens.token(for: credentials, now: clock(), lifetime: configuration.tokenLifetime))")
+        request.headers.add(
+            name: "Authorization", value: "Bearer \(try tokens.token(for: credentials, now: clock(), lifetime: configuration.tokenLifetime))")
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "User-Agent", value: "appstore-entitlements/1")
         if let body {
@@ -145,8 +147,9 @@ public final class AppStoreServerAPIClient: Sendable {
         let bytes: [UInt8]
         let retryAfter: String?
         do {
-            let timeout = TimeAmount.nanoseconds(Int64(configuration.requestTimeout.components.seconds) * 1_000_000_000
-                + configuration.requestTimeout.components.attoseconds / 1_000_000_000)
+            let timeout = TimeAmount.nanoseconds(
+                Int64(configuration.requestTimeout.components.seconds) * 1_000_000_000
+                    + configuration.requestTimeout.components.attoseconds / 1_000_000_000)
             let response = try await http.execute(request, timeout: timeout, logger: logger)
             status = Int(response.status.code)
             retryAfter = response.headers.first(name: "Retry-After")
@@ -169,10 +172,12 @@ public final class AppStoreServerAPIClient: Sendable {
                     keyID: credentials.keyID, bundleID: target.bundleID, environment: target.environment, endpoint: endpoint,
                     for: error.retryAfter ?? .seconds(1))
             }
-            logger.debug("App Store Server API error", metadata: [
-                "appstore.endpoint": "\(endpoint.name)", "appstore.target": "\(target)", "http.status": "\(status)",
-                "appstore.errorCode": "\(error.errorCode.map(String.init) ?? "-")",
-            ])
+            logger.debug(
+                "App Store Server API error",
+                metadata: [
+                    "appstore.endpoint": "\(endpoint.name)", "appstore.target": "\(target)", "http.status": "\(status)",
+                    "appstore.errorCode": "\(error.errorCode.map(String.init) ?? "-")",
+                ])
             throw error
         }
         return bytes
@@ -183,7 +188,8 @@ public final class AppStoreServerAPIClient: Sendable {
         do {
             return try AppStoreJSON.decoder.decode(T.self, from: Data(bytes))
         } catch {
-            throw AppStoreAPIError(.invalidResponse, "\(endpoint.rawValue) answered with a body that does not decode as \(T.self)", endpoint: endpoint.rawValue)
+            throw AppStoreAPIError(
+                .invalidResponse, "\(endpoint.rawValue) answered with a body that does not decode as \(T.self)", endpoint: endpoint.rawValue)
         }
     }
 
@@ -198,7 +204,9 @@ public final class AppStoreServerAPIClient: Sendable {
 
     static func transportError(_ error: any Error, endpoint: AppStoreAPIEndpoint, target: Target) -> AppStoreAPIError {
         if let error = error as? HTTPClientError {
-            let timeouts: [HTTPClientError] = [.readTimeout, .writeTimeout, .connectTimeout, .deadlineExceeded, .tlsHandshakeTimeout, .getConnectionFromPoolTimeout]
+            let timeouts: [HTTPClientError] = [
+                .readTimeout, .writeTimeout, .connectTimeout, .deadlineExceeded, .tlsHandshakeTimeout, .getConnectionFromPoolTimeout,
+            ]
             if timeouts.contains(error) {
                 return AppStoreAPIError(.timeout, "\(endpoint.rawValue) for \(target) timed out (\(error))", endpoint: endpoint.rawValue)
             }
@@ -206,16 +214,18 @@ public final class AppStoreServerAPIClient: Sendable {
         if error is CancellationError {
             return AppStoreAPIError(.unreachable, "\(endpoint.rawValue) for \(target) was cancelled", endpoint: endpoint.rawValue)
         }
-        return AppStoreAPIError(.unreachable, "\(endpoint.rawValue) for \(target) failed: \(String(describing: error).prefix(200))", endpoint: endpoint.rawValue)
+        return AppStoreAPIError(
+            .unreachable, "\(endpoint.rawValue) for \(target) failed: \(String(describing: error).prefix(200))", endpoint: endpoint.rawValue)
     }
 
     static func queryString(_ items: [(String, String)]) -> String {
         guard !items.isEmpty else { return "" }
         var allowed = CharacterSet.urlQueryAllowed
         allowed.remove(charactersIn: "&=+?")
-        return "?" + items.map { name, value in
-            "\(name)=\(value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value)"
-        }.joined(separator: "&")
+        return "?"
+            + items.map { name, value in
+                "\(name)=\(value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value)"
+            }.joined(separator: "&")
     }
 
     /// A path segment with anything outside URL path characters escaped (IDs come from data).

@@ -67,11 +67,13 @@ public final class RateLimiter: Sendable {
         if policy.isEnabled {
             let interval = 1 / policy.rate(for: endpoint, in: environment)
             let tolerance = max(0, toSeconds(policy.burst) - interval)
-            wait = max(wait, next.withLock { table in
-                let theoretical = max(table[key] ?? now, now)
-                table[key] = theoretical + interval
-                return max(0, theoretical - tolerance - now)
-            })
+            wait = max(
+                wait,
+                next.withLock { table in
+                    let theoretical = max(table[key] ?? now, now)
+                    table[key] = theoretical + interval
+                    return max(0, theoretical - tolerance - now)
+                })
         }
         if wait > 0 {
             waits.add(1, ordering: .relaxed)

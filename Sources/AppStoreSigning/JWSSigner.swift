@@ -54,7 +54,9 @@ public struct JWSSigner: Sendable {
         try sign(headerSegment: Base64.encodeURL(headerJSON), payloadSegment: Base64.encodeURL(payloadJSON), key: key)
     }
 
-    private static func sign(headerSegment: String, payloadSegment: String, key: P256.Signing.PrivateKey) throws
+    private static func sign(
+        headerSegment: String, payloadSegment: String, key: P256.Signing.PrivateKey
+    ) throws
         -> String
     {
         let signingInput = headerSegment + "." + payloadSegment

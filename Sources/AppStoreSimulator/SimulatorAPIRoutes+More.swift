@@ -2,8 +2,8 @@ import AppStore
 import AppStoreServerAPI
 import Foundation
 import Hummingbird
-import Synchronization
 import NIOCore
+import Synchronization
 
 extension SimulatorAPIRoutes {
     static let maximumBody = 1 << 20
@@ -18,9 +18,10 @@ extension SimulatorAPIRoutes {
             request.uri.queryParameters.get("revision"), invalidCode: 4_000_005, message: "Invalid request revision.")
         let page = Array(refunded.dropFirst(offset).prefix(Self.pageSize))
         let next = offset + page.count
-        return try Self.json(RefundHistoryResponse(
-            signedTransactions: try page.map { t throws(SimulatorError) in try signing.sign(t) }, revision: PageToken.make(next),
-            hasMore: next < refunded.count))
+        return try Self.json(
+            RefundHistoryResponse(
+                signedTransactions: try page.map { t throws(SimulatorError) in try signing.sign(t) }, revision: PageToken.make(next),
+                hasMore: next < refunded.count))
     }
 
     func orderLookup(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) throws -> Response {
@@ -28,9 +29,12 @@ extension SimulatorAPIRoutes {
             return try Self.json(OrderLookupResponse(status: 1, signedTransactions: []))
         }
         let ids = store.state.withLock { $0.orders[orderID] } ?? []
-        let transactions = ids.compactMap { store.transaction(anyID: $0, bundleID: bundleID)?.payload }.filter { ids.contains($0.transactionId ?? "") }
+        let transactions = ids.compactMap { store.transaction(anyID: $0, bundleID: bundleID)?.payload }.filter {
+            ids.contains($0.transactionId ?? "")
+        }
         guard !transactions.isEmpty else { return try Self.json(OrderLookupResponse(status: 1, signedTransactions: [])) }
-        return try Self.json(OrderLookupResponse(status: 0, signedTransactions: try transactions.map { t throws(SimulatorError) in try signing.signAsOfNow(t) }))
+        return try Self.json(
+            OrderLookupResponse(status: 0, signedTransactions: try transactions.map { t throws(SimulatorError) in try signing.signAsOfNow(t) }))
     }
 
     func notificationHistory(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) async throws -> Response {
@@ -67,9 +71,10 @@ extension SimulatorAPIRoutes {
             request.uri.queryParameters.get("paginationToken"), invalidCode: 4_000_014, message: "Invalid pagination token.")
         let page = Array(matching.dropFirst(offset).prefix(Self.pageSize))
         let next = offset + page.count
-        return try Self.json(NotificationHistoryResponse(
-            paginationToken: next < matching.count ? PageToken.make(next) : nil, hasMore: next < matching.count,
-            notificationHistory: page.map { NotificationHistoryResponseItem(signedPayload: $0.signedPayload, sendAttempts: $0.sendAttempts) }))
+        return try Self.json(
+            NotificationHistoryResponse(
+                paginationToken: next < matching.count ? PageToken.make(next) : nil, hasMore: next < matching.count,
+                notificationHistory: page.map { NotificationHistoryResponseItem(signedPayload: $0.signedPayload, sendAttempts: $0.sendAttempts) }))
     }
 
     func requestTestNotification(_ bundleID: String) throws -> Response {

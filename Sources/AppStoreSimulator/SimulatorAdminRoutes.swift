@@ -15,7 +15,11 @@ struct SimulatorAdminRoutes: Sendable {
     let rootPEM: String
     let apiKey: SimulatorAPIKey
 
-    struct KeyInfo: Codable { var issuerId: String; var keyId: String; var privateKeyPath: String? }
+    struct KeyInfo: Codable {
+        var issuerId: String
+        var keyId: String
+        var privateKeyPath: String?
+    }
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("/sim/ca/root.pem") { _, _ in

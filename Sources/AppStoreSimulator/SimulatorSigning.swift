@@ -66,7 +66,9 @@ struct SimulatorSigning: Sendable {
         where stored.payload.type == .autoRenewableSubscription {
             let t = stored.payload
             guard let original = t.originalTransactionId else { continue }
-            if let current = latest[original], (current.purchaseDate ?? .distantPast, current.transactionId ?? "") >= (t.purchaseDate ?? .distantPast, t.transactionId ?? "") {
+            if let current = latest[original],
+                (current.purchaseDate ?? .distantPast, current.transactionId ?? "") >= (t.purchaseDate ?? .distantPast, t.transactionId ?? "")
+            {
                 continue
             }
             latest[original] = t
@@ -87,10 +89,12 @@ struct SimulatorSigning: Sendable {
     func renewalInfo(of latest: JWSTransactionDecodedPayload) -> JWSRenewalInfoDecodedPayload {
         let original = latest.originalTransactionId ?? ""
         let status = status(of: latest)
-        var info = store.subscriptionOverride(original)?.renewalInfo ?? JWSRenewalInfoDecodedPayload(
-            originalTransactionId: original, autoRenewProductId: latest.productId, productId: latest.productId,
-            autoRenewStatus: status == .active ? .on : .off, isInBillingRetryPeriod: status == .billingRetry,
-            recentSubscriptionStartDate: latest.originalPurchaseDate, renewalDate: latest.expiresDate)
+        var info =
+            store.subscriptionOverride(original)?.renewalInfo
+            ?? JWSRenewalInfoDecodedPayload(
+                originalTransactionId: original, autoRenewProductId: latest.productId, productId: latest.productId,
+                autoRenewStatus: status == .active ? .on : .off, isInBillingRetryPeriod: status == .billingRetry,
+                recentSubscriptionStartDate: latest.originalPurchaseDate, renewalDate: latest.expiresDate)
         info.originalTransactionId = original
         info.environment = .sandbox
         info.signedDate = nil

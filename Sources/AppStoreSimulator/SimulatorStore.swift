@@ -70,7 +70,8 @@ public final class SimulatorStore: Sendable {
                 let id = transaction.transactionId!
                 let original = transaction.originalTransactionId!
                 let previous = state.transactions[id]
-                let customer = customerID ?? previous?.customerID
+                let customer =
+                    customerID ?? previous?.customerID
                     ?? state.transactionIDsByOriginal[original]?.first.flatMap { state.transactions[$0]?.customerID }
                     ?? "customer-\(original)"
                 if let previous {
@@ -135,7 +136,8 @@ public final class SimulatorStore: Sendable {
             if let direct = state.transactions[id], direct.payload.bundleId == bundleID { return direct }
             let byOriginal = (state.transactionIDsByOriginal[id] ?? []).compactMap { state.transactions[$0] }
                 .filter { $0.payload.bundleId == bundleID }
-            let candidates = byOriginal.isEmpty
+            let candidates =
+                byOriginal.isEmpty
                 ? state.transactions.values.filter { $0.payload.bundleId == bundleID && $0.payload.appTransactionId == id }
                 : byOriginal
             return candidates.min { $0.modifiedSequence < $1.modifiedSequence }

@@ -1,8 +1,8 @@
-import Foundation
 import AppStore
 import AppStoreServerAPI
 import AsyncHTTPClient
 import EnvironmentSettings
+import Foundation
 import Logging
 import StageRuntime
 
@@ -26,7 +26,10 @@ public struct ConsumptionConfiguration: Sendable {
     }
 
     public static let variables: [(name: String, default: String, meaning: String)] = [
-        ("CONSUMPTION_APPS", "(off)", "comma-separated bundle IDs that answer Apple's CONSUMPTION_REQUEST (the app obtains the customer's consent); needs the API variables as for enrich"),
+        (
+            "CONSUMPTION_APPS", "(off)",
+            "comma-separated bundle IDs that answer Apple's CONSUMPTION_REQUEST (the app obtains the customer's consent); needs the API variables as for enrich"
+        ),
         ("CONSUMPTION_SAMPLE_CONTENT", "false", "whether the apps offer a free sample or trial (sampleContentProvided)"),
         ("CONSUMPTION_REFUND_PREFERENCE", "none", "refund preference for a delivered purchase: none, DECLINE, GRANT_FULL or GRANT_PRORATED"),
         ("CONSUMPTION_UNDELIVERED_REFUND_PREFERENCE", "GRANT_FULL", "refund preference when grant never delivered the purchase"),
@@ -46,8 +49,9 @@ public struct ConsumptionConfiguration: Sendable {
 
     /// Reads the settings, or nil when `CONSUMPTION_APPS` is unset or empty (the responder is off).
     public static func read(_ env: EnvironmentReader) throws(ConfigurationError) -> ConsumptionConfiguration? {
-        let apps = Set((env.string("CONSUMPTION_APPS") ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty })
+        let apps = Set(
+            (env.string("CONSUMPTION_APPS") ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty })
         guard !apps.isEmpty else { return nil }
         let api = try AppStoreAPISettings(environment: env)
         let withKeys = Set(api.client.credentials.map(\.bundleID))

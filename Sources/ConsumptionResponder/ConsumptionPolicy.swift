@@ -44,9 +44,11 @@ public struct ConsumptionPolicy: Hashable, Sendable {
         // Apple refuses a percentage for auto-renewable subscriptions; otherwise we only know it
         // for certain when nothing was delivered (0). Usage inside the app is not in our records.
         let percentage: Int32? = request.productType == "Auto-Renewable Subscription" || delivered ? nil : 0
-        return .send(transactionId: transactionId, bundleId: bundleId, ConsumptionRequest(
-            customerConsented: true, sampleContentProvided: sampleContentProvided,
-            deliveryStatus: delivered ? "DELIVERED" : "UNDELIVERED_OTHER", consumptionPercentage: percentage,
-            refundPreference: delivered ? deliveredRefundPreference : undeliveredRefundPreference))
+        return .send(
+            transactionId: transactionId, bundleId: bundleId,
+            ConsumptionRequest(
+                customerConsented: true, sampleContentProvided: sampleContentProvided,
+                deliveryStatus: delivered ? "DELIVERED" : "UNDELIVERED_OTHER", consumptionPercentage: percentage,
+                refundPreference: delivered ? deliveredRefundPreference : undeliveredRefundPreference))
     }
 }

@@ -78,10 +78,12 @@ public final class ConsumptionResponder: Service, Sendable {
         if let deadline = request.deadline, deadline <= now {
             return .expired(note: "Apple's deadline \(deadline) passed before an answer went out")
         }
-        let transactionId: String, bundleId: String, body: ConsumptionRequest
+        let transactionId: String
+        let bundleId: String
+        let body: ConsumptionRequest
         switch policy.decide(request) {
-        case let .skip(reason): return .skipped(note: reason)
-        case let .send(tid, bundle, request): (transactionId, bundleId, body) = (tid, bundle, request)
+        case .skip(let reason): return .skipped(note: reason)
+        case .send(let tid, let bundle, let request): (transactionId, bundleId, body) = (tid, bundle, request)
         }
         let environment = AppStoreEnvironment(rawValue: request.environment)
         guard environment == .sandbox || environment == .production else {
@@ -113,24 +115,24 @@ public final class ConsumptionResponder: Service, Sendable {
             LogKey.attempt: "\(request.attempts)",
         ]
         switch outcome {
-        case let .sent(_, delivery, preference):
+        case .sent(_, let delivery, let preference):
             name = "sent"
             metadata["delivery"] = "\(delivery)"
             metadata["refund.preference"] = "\(preference ?? "none")"
             logger.info("consumption information sent", metadata: metadata)
-        case let .retry(after, error):
+        case .retry(let after, let error):
             name = "retried"
             metadata[LogKey.error] = "\(error)"
             metadata["retry.in"] = "\(after)"
             logger.warning("consumption answer failed; will retry", metadata: metadata)
-        case let .failed(error):
+        case .failed(let error):
             name = "failed"
             metadata[LogKey.error] = "\(error)"
             logger.error("Apple refused the consumption answer", metadata: metadata)
-        case let .expired(note):
+        case .expired(let note):
             name = "expired"
             logger.error("consumption request expired unanswered", metadata: metadata.merging([LogKey.note: "\(note)"]) { $1 })
-        case let .skipped(note):
+        case .skipped(let note):
             name = "skipped"
             logger.info("consumption request not answered", metadata: metadata.merging([LogKey.note: "\(note)"]) { $1 })
         }

@@ -18,14 +18,24 @@ public struct EnrichConfiguration: Sendable {
     public var caches: EnrichStage.Caches
 
     /// The variables, for `--help`: name, default, meaning.
-    public static let variables: [(name: String, default: String, meaning: String)] = AppStoreAPISettings.variables + [
-        ("ENRICH_COALESCE", "on", "records of one batch for the same purchase share one lookup (on or off)"),
-        ("ENRICH_CONCURRENCY", "8", "lookups of one batch run at once"),
-        ("ENRICH_REPLAY_CACHE_SIZE", "100000", "events remembered as enriched and delivered; a record of one of them (a replayed notification or upload) is dropped before any API call (0: off)"),
-        ("ENRICH_LOOKUP_CACHE_TTL_MS", "2000", "how long one purchase's answer serves records of later batches that arrived before it was requested (0: off)"),
-        ("ENRICH_LOOKUP_CACHE_SIZE", "10000", "purchases whose answer is kept for ENRICH_LOOKUP_CACHE_TTL_MS"),
-        ("ENRICH_VERIFIED_JWS_CACHE_SIZE", "10000", "API answer JWS remembered as verified, byte for byte, so an unchanged history transaction is not verified again (0: off)"),
-    ]
+    public static let variables: [(name: String, default: String, meaning: String)] =
+        AppStoreAPISettings.variables + [
+            ("ENRICH_COALESCE", "on", "records of one batch for the same purchase share one lookup (on or off)"),
+            ("ENRICH_CONCURRENCY", "8", "lookups of one batch run at once"),
+            (
+                "ENRICH_REPLAY_CACHE_SIZE", "100000",
+                "events remembered as enriched and delivered; a record of one of them (a replayed notification or upload) is dropped before any API call (0: off)"
+            ),
+            (
+                "ENRICH_LOOKUP_CACHE_TTL_MS", "2000",
+                "how long one purchase's answer serves records of later batches that arrived before it was requested (0: off)"
+            ),
+            ("ENRICH_LOOKUP_CACHE_SIZE", "10000", "purchases whose answer is kept for ENRICH_LOOKUP_CACHE_TTL_MS"),
+            (
+                "ENRICH_VERIFIED_JWS_CACHE_SIZE", "10000",
+                "API answer JWS remembered as verified, byte for byte, so an unchanged history transaction is not verified again (0: off)"
+            ),
+        ]
 
     public init(api: AppStoreAPISettings, coalesce: Bool = true, concurrency: Int = 8, caches: EnrichStage.Caches = EnrichStage.Caches()) {
         self.api = api

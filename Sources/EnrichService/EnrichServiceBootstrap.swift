@@ -18,12 +18,14 @@ public enum EnrichServiceBootstrap {
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(8, configuration.concurrency * 2))
         let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: httpConfiguration)
         let client = try configuration.api.makeClient(httpClient: http, logger: logger)
-        logger.info("App Store Server API client configured", metadata: [
-            "appstore.apps": "\(client.bundleIDs)", "appstore.baseURL": "\(configuration.api.client.baseURLOverride ?? "Apple's hosts")",
-            "appstore.rateScale": "\(configuration.api.client.rateLimits.scale)", "enrich.coalesce": "\(configuration.coalesce ? "on" : "off")",
-            "enrich.replayCache": "\(configuration.caches.replayEntries)", "enrich.lookupCacheTTL": "\(configuration.caches.lookupTimeToLive)",
-            "enrich.verifiedJWSCache": "\(configuration.api.verifiedJWSCacheEntries)",
-        ])
+        logger.info(
+            "App Store Server API client configured",
+            metadata: [
+                "appstore.apps": "\(client.bundleIDs)", "appstore.baseURL": "\(configuration.api.client.baseURLOverride ?? "Apple's hosts")",
+                "appstore.rateScale": "\(configuration.api.client.rateLimits.scale)", "enrich.coalesce": "\(configuration.coalesce ? "on" : "off")",
+                "enrich.replayCache": "\(configuration.caches.replayEntries)", "enrich.lookupCacheTTL": "\(configuration.caches.lookupTimeToLive)",
+                "enrich.verifiedJWSCache": "\(configuration.api.verifiedJWSCacheEntries)",
+            ])
         if !configuration.api.additionalTrustedRoots.isEmpty {
             logger.notice("additional trusted roots configured for API answers; honoured for non-Production data only")
         }

@@ -102,7 +102,9 @@ public struct EnrichStage: PipelineStage {
             do {
                 record = try VerifiedRecord.decode(message.value)
             } catch {
-                planned.append(.failed(StageError.permanent("malformed_record", "the verified record does not decode: \(String(describing: error).prefix(300))")))
+                planned.append(
+                    .failed(StageError.permanent("malformed_record", "the verified record does not decode: \(String(describing: error).prefix(300))"))
+                )
                 continue
             }
             if replays.isEnabled, let event = record.eventKey {
@@ -167,11 +169,14 @@ public struct EnrichStage: PipelineStage {
                     outcome = .failure(error)
                 } else {
                     counters.replays.add(1, ordering: .relaxed)
-                    logger.debug("replay dropped", metadata: [
-                        "kafka.partition": "\(batch[index].partition)", "kafka.offset": "\(batch[index].offset)",
-                        "notificationUUID": "\(record.notificationUUID ?? "-")", "originalTransactionId": "\(record.originalTransactionId ?? "-")",
-                        "enrich.replayOf": "\(first.map { "offset \(batch[$0].offset) of this batch" } ?? "an event delivered before")",
-                    ])
+                    logger.debug(
+                        "replay dropped",
+                        metadata: [
+                            "kafka.partition": "\(batch[index].partition)", "kafka.offset": "\(batch[index].offset)",
+                            "notificationUUID": "\(record.notificationUUID ?? "-")",
+                            "originalTransactionId": "\(record.originalTransactionId ?? "-")",
+                            "enrich.replayOf": "\(first.map { "offset \(batch[$0].offset) of this batch" } ?? "an event delivered before")",
+                        ])
                     Self.replaysDroppedMetric.increment()
                     outcome = .success([])
                 }
@@ -237,7 +242,11 @@ public struct EnrichStage: PipelineStage {
             let wave = work[start..<min(start + concurrency, work.count)]
             let tasks = wave.map { job in (job.key, job.value, Task { try await lookup.lookUp(job.value) }) }
             for (id, key, task) in tasks {
-                let answer = await withTaskCancellationHandler { await task.result } onCancel: { task.cancel() }
+                let answer = await withTaskCancellationHandler {
+                    await task.result
+                } onCancel: {
+                    task.cancel()
+                }
                 answers[id] = answer
                 record(answer, for: key)
             }
@@ -251,19 +260,23 @@ public struct EnrichStage: PipelineStage {
         lookups.value.add(1, ordering: .relaxed)
         guard case .failure(let error) = answer else { return }
         let failure = FailureClassification(error)
-        logger.log(level: failure.isTransient ? .warning : .error, "App Store Server API lookup failed", metadata: [
-            "purchase": "\(key.coalescingKey)", "error.code": "\(failure.code)", "error": "\(failure.message)",
-            "transient": "\(failure.isTransient)",
-        ])
+        logger.log(
+            level: failure.isTransient ? .warning : .error, "App Store Server API lookup failed",
+            metadata: [
+                "purchase": "\(key.coalescingKey)", "error.code": "\(failure.code)", "error": "\(failure.message)",
+                "transient": "\(failure.isTransient)",
+            ])
     }
 
     func output(for message: KafkaMessage, record: VerifiedRecord, enrichment: Enrichment) throws -> KafkaOutgoingMessage {
         let body = try EnrichedRecord(verified: record, enrichment: enrichment).encoded()
-        logger.debug("enriched", metadata: [
-            "kafka.partition": "\(message.partition)", "kafka.offset": "\(message.offset)",
-            "notificationUUID": "\(record.notificationUUID ?? "-")", "originalTransactionId": "\(record.originalTransactionId ?? "-")",
-            "enrich.lookup": "\(enrichment.lookup.rawValue)", "enrich.history": "\(enrichment.history.count)",
-        ])
+        logger.debug(
+            "enriched",
+            metadata: [
+                "kafka.partition": "\(message.partition)", "kafka.offset": "\(message.offset)",
+                "notificationUUID": "\(record.notificationUUID ?? "-")", "originalTransactionId": "\(record.originalTransactionId ?? "-")",
+                "enrich.lookup": "\(enrichment.lookup.rawValue)", "enrich.history": "\(enrichment.history.count)",
+            ])
         return KafkaOutgoingMessage(topic: outputTopic, key: message.key, value: body, headers: Self.headers(from: message.headers))
     }
 

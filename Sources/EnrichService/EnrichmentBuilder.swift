@@ -19,12 +19,14 @@ public enum EnrichmentBuilder {
     public static func plan(for record: VerifiedRecord) -> Plan {
         guard let original = record.originalTransactionId, !original.isEmpty else { return .none }
         if record.transaction?.type == .consumable { return .transactionOnly }
-        let isSubscription = record.transaction?.type == .autoRenewableSubscription
+        let isSubscription =
+            record.transaction?.type == .autoRenewableSubscription
             || (record.transaction == nil && record.renewalInfo != nil)
-        return .history(PurchaseKey(
-            bundleID: record.bundleId, environment: record.environment, originalTransactionId: original,
-            productType: record.transaction?.type, subscriptionGroupIdentifier: record.transaction?.subscriptionGroupIdentifier,
-            isAutoRenewable: isSubscription))
+        return .history(
+            PurchaseKey(
+                bundleID: record.bundleId, environment: record.environment, originalTransactionId: original,
+                productType: record.transaction?.type, subscriptionGroupIdentifier: record.transaction?.subscriptionGroupIdentifier,
+                isAutoRenewable: isSubscription))
     }
 
     /// Apple's history order is not reliable: ascending by `purchaseDate`, ties by `transactionId`

@@ -41,9 +41,10 @@ final class ReplayCache: Sendable {
     /// - Parameter capacity: Most event keys remembered; 0 turns the cache off.
     init(capacity: Int) {
         self.capacity = max(0, capacity)
-        state = Mutex(State(
-            delivered: GenerationalCache(capacity: max(1, capacity)),
-            pending: GenerationalCache(capacity: 20_000)))
+        state = Mutex(
+            State(
+                delivered: GenerationalCache(capacity: max(1, capacity)),
+                pending: GenerationalCache(capacity: 20_000)))
     }
 
     var isEnabled: Bool { capacity > 0 }

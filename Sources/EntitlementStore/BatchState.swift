@@ -91,16 +91,19 @@ struct BatchState {
             let raw = event.kind == .transaction && tid == event.transaction?.transactionId ? event.signedTransaction : nil
             transactions[id] = StoreRows.Transaction(environment: event.environment, transaction: t, rawJWS: raw)
         }
-        notifications.append(StoreRows.Notification(
-            environment: event.environment, eventKey: event.eventKey, notificationUUID: event.notificationUUID,
-            kind: event.kind.rawValue, source: event.source, type: event.typeName, subtype: event.subtype?.rawValue,
-            originalTransactionId: event.purchaseKey?.originalTransactionId, transactionId: event.transaction?.transactionId,
-            signedDate: event.signedDate, receivedAt: event.verifiedAt, ingestedAt: event.receivedAt, outcome: decision.outcome.rawValue, note: decision.note))
+        notifications.append(
+            StoreRows.Notification(
+                environment: event.environment, eventKey: event.eventKey, notificationUUID: event.notificationUUID,
+                kind: event.kind.rawValue, source: event.source, type: event.typeName, subtype: event.subtype?.rawValue,
+                originalTransactionId: event.purchaseKey?.originalTransactionId, transactionId: event.transaction?.transactionId,
+                signedDate: event.signedDate, receivedAt: event.verifiedAt, ingestedAt: event.receivedAt, outcome: decision.outcome.rawValue,
+                note: decision.note))
         if let request = event.consumptionRequest, let uuid = event.notificationUUID {
-            consumptionRequests.append(StoreRows.ConsumptionRequest(
-                environment: event.environment, notificationUUID: uuid, bundleId: request.bundleId, transactionId: request.transactionId,
-                originalTransactionId: request.originalTransactionId, reason: request.reason, signedDate: event.signedDate,
-                deadline: (event.signedDate ?? event.verifiedAt).addingTimeInterval(ConsumptionRequestRecord.answerWindow)))
+            consumptionRequests.append(
+                StoreRows.ConsumptionRequest(
+                    environment: event.environment, notificationUUID: uuid, bundleId: request.bundleId, transactionId: request.transactionId,
+                    originalTransactionId: request.originalTransactionId, reason: request.reason, signedDate: event.signedDate,
+                    deadline: (event.signedDate ?? event.verifiedAt).addingTimeInterval(ConsumptionRequestRecord.answerWindow)))
         }
         for change in decision.changes { noteCustomer(change.customer, externalUserId: nil) }
         changes += decision.changes

@@ -89,9 +89,10 @@ extension EntitlementStore {
                 for try await (env, uuid, bundle, tid, otid, reason, deadline, attempts, type, delivered) in rows.decode(
                     (String, String, String?, String?, String?, String?, Date?, Int, String?, Bool).self
                 ) {
-                    claimed.append(ConsumptionRequestRecord(
-                        environment: env, notificationUUID: uuid, bundleId: bundle, transactionId: tid, originalTransactionId: otid,
-                        reason: reason, deadline: deadline, attempts: attempts, productType: type, delivered: delivered))
+                    claimed.append(
+                        ConsumptionRequestRecord(
+                            environment: env, notificationUUID: uuid, bundleId: bundle, transactionId: tid, originalTransactionId: otid,
+                            reason: reason, deadline: deadline, attempts: attempts, productType: type, delivered: delivered))
                 }
                 return claimed
             }
@@ -127,23 +128,23 @@ extension EntitlementStore {
         let uuid = request.notificationUUID
         let query: PostgresQuery
         switch outcome {
-        case let .sent(body, delivery, preference):
+        case .sent(let body, let delivery, let preference):
             query = """
                 UPDATE consumption_requests SET status = 'sent', sent_at = now(), request_body = \(body)::jsonb,
                     delivery_status = \(delivery), refund_preference = \(preference), last_error = NULL
                 WHERE environment = \(env) AND notification_uuid = \(uuid)
                 """
-        case let .retry(after, error):
+        case .retry(let after, let error):
             query = """
                 UPDATE consumption_requests SET next_attempt_at = now() + make_interval(secs => \(Self.seconds(after))), last_error = \(error)
                 WHERE environment = \(env) AND notification_uuid = \(uuid) AND status = 'pending'
                 """
-        case let .failed(error):
+        case .failed(let error):
             query = """
                 UPDATE consumption_requests SET status = 'failed', last_error = \(error)
                 WHERE environment = \(env) AND notification_uuid = \(uuid)
                 """
-        case let .expired(note), let .skipped(note):
+        case .expired(let note), .skipped(let note):
             let status = if case .expired = outcome { "expired" } else { "skipped" }
             query = """
                 UPDATE consumption_requests SET status = \(status), note = \(note)

@@ -45,7 +45,9 @@ public final class EntitlementStore: Sendable {
 
     /// Two statements, whatever the batch's size: `grant_load` (locks and reads), then the
     /// decisions in memory, then `grant_write` with only the rows they changed (migration 0004).
-    private func apply(_ events: [GrantEvent], policy: GrantPolicy, on connection: PostgresConnection) async throws -> [Result<GrantDecision, GrantRejection>] {
+    private func apply(
+        _ events: [GrantEvent], policy: GrantPolicy, on connection: PostgresConnection
+    ) async throws -> [Result<GrantDecision, GrantRejection>] {
         var batch = BatchState()
         try await load(events, into: &batch, connection)
 
@@ -96,8 +98,9 @@ public final class EntitlementStore: Sendable {
                 batch.storedPurchases[state.key] = state
             case "e":
                 let grant = EntitlementGrant(
-                    id: .init(customer: CustomerKey(environment: env, customerId: try cells[Load.customer].decode(UUID.self)),
-                              entitlementKey: try cells[Load.entitlementKey].decode(String.self), sourceId: id),
+                    id: .init(
+                        customer: CustomerKey(environment: env, customerId: try cells[Load.customer].decode(UUID.self)),
+                        entitlementKey: try cells[Load.entitlementKey].decode(String.self), sourceId: id),
                     source: EntitlementSource(rawValue: try cells[Load.sourceKind].decode(String.self)) ?? .autoRenewable,
                     productId: try cells[Load.product].decode(String.self), active: try cells[Load.active].decode(Bool.self),
                     activeFrom: try cells[Load.from].decode(Date?.self), activeUntil: try cells[Load.until].decode(Date?.self),
@@ -132,28 +135,33 @@ public final class EntitlementStore: Sendable {
     static func writeRows(_ batch: BatchState, policy: GrantPolicy) -> StoreRows.Write? {
         var rows = StoreRows.Write()
         func some<T>(_ array: [T]) -> [T]? { array.isEmpty ? nil : array }
-        rows.customers = some(batch.customers.sorted { $0.key < $1.key }.map {
-            StoreRows.Customer(environment: $0.key.environment, customerId: $0.key.customerId, externalUserId: $0.value)
-        })
+        rows.customers = some(
+            batch.customers.sorted { $0.key < $1.key }.map {
+                StoreRows.Customer(environment: $0.key.environment, customerId: $0.key.customerId, externalUserId: $0.value)
+            })
         rows.transactions = some(batch.transactions.sorted { $0.key < $1.key }.map(\.value))
         let states = batch.dirtyPurchases.sorted().compactMap { batch.purchases[$0] }
         rows.purchases = some(states.map { StoreRows.Purchase(state: $0, owner: $0.owner(policy: policy.transferPolicy)) })
-        rows.claims = some(states.flatMap { state -> [StoreRows.Claim] in
-            let before = batch.storedPurchases[state.key].map { Self.claimRows($0, policy: policy) } ?? []
-            return Self.claimRows(state, policy: policy).filter { !before.contains($0) }
-        })
+        rows.claims = some(
+            states.flatMap { state -> [StoreRows.Claim] in
+                let before = batch.storedPurchases[state.key].map { Self.claimRows($0, policy: policy) } ?? []
+                return Self.claimRows(state, policy: policy).filter { !before.contains($0) }
+            })
         let writes = batch.entitlementWrites.sorted { $0.key < $1.key }
-        rows.deletions = some(writes.filter { $0.value == nil }.map {
-            StoreRows.EntitlementID(environment: $0.key.customer.environment, customerId: $0.key.customer.customerId,
-                                    entitlementKey: $0.key.entitlementKey, sourceId: $0.key.sourceId)
-        })
+        rows.deletions = some(
+            writes.filter { $0.value == nil }.map {
+                StoreRows.EntitlementID(
+                    environment: $0.key.customer.environment, customerId: $0.key.customer.customerId,
+                    entitlementKey: $0.key.entitlementKey, sourceId: $0.key.sourceId)
+            })
         rows.entitlements = some(writes.compactMap { $0.value.map(StoreRows.Entitlement.init) })
-        rows.consumables = some(batch.dirtyConsumables.sorted().compactMap { batch.consumables[$0] }.map { c in
-            StoreRows.Consumable(
-                environment: c.key.environment, transactionId: c.transactionId, customerId: c.customer?.customerId,
-                productId: c.productId, entitlementKeys: c.entitlementKeys, quantity: c.quantity, purchasedAt: c.purchasedAt,
-                revokedAt: c.revokedAt, revocationReason: c.revocationReason, asOf: c.version.asOf, eventKey: c.version.eventKey)
-        })
+        rows.consumables = some(
+            batch.dirtyConsumables.sorted().compactMap { batch.consumables[$0] }.map { c in
+                StoreRows.Consumable(
+                    environment: c.key.environment, transactionId: c.transactionId, customerId: c.customer?.customerId,
+                    productId: c.productId, entitlementKeys: c.entitlementKeys, quantity: c.quantity, purchasedAt: c.purchasedAt,
+                    revokedAt: c.revokedAt, revocationReason: c.revocationReason, asOf: c.version.asOf, eventKey: c.version.eventKey)
+            })
         rows.notifications = some(batch.notifications)
         rows.consumptionRequests = some(batch.consumptionRequests)
         // Numbered by grant_write from the customers' counters; each body's seq is set there.
@@ -165,8 +173,9 @@ public final class EntitlementStore: Sendable {
                 changes[i].changes.append(body)
             } else {
                 byCustomer[change.customer] = changes.count
-                changes.append(StoreRows.CustomerChanges(
-                    environment: change.customer.environment, customerId: change.customer.customerId, changes: [body]))
+                changes.append(
+                    StoreRows.CustomerChanges(
+                        environment: change.customer.environment, customerId: change.customer.customerId, changes: [body]))
             }
         }
         rows.changes = some(changes)

@@ -32,7 +32,11 @@ public enum GrantMetrics {
     /// Each series is looked up once per transaction, not once per event: with batches of hundreds
     /// of events the lookups had been a twentieth of grant's CPU.
     public static func committed(_ decisions: [Result<GrantDecision, GrantRejection>], committedAt: Date = Date()) {
-        struct Series: Hashable { var type: String; var subtype: String; var outcome: String }
+        struct Series: Hashable {
+            var type: String
+            var subtype: String
+            var outcome: String
+        }
         var counts: [Series: Int] = [:]
         var latencies: [String: [Int64]] = [:]
         for case .success(let decision) in decisions {

@@ -89,7 +89,8 @@ public enum MigrationError: Error, Hashable, Sendable, CustomStringConvertible {
         case .duplicateVersion(let v): "\(code): two migration files have version \(v)"
         case .checksumMismatch(let v, let name):
             "\(code): migration \(v) (\(name)) was applied but its file has changed since; restore it and add a new migration instead"
-        case .unknownApplied(let v): "\(code): the database has migration \(v), which this build does not have (is an older build starting against a newer schema?)"
+        case .unknownApplied(let v):
+            "\(code): the database has migration \(v), which this build does not have (is an older build starting against a newer schema?)"
         case .failed(let v, let name, let reason): "\(code): migration \(v) (\(name)) failed: \(reason)"
         }
     }

@@ -32,7 +32,8 @@ public struct Migrator: Sendable {
     }
 
     private func apply(on connection: PostgresConnection, logger: Logger) async throws -> [Int] {
-        try await connection.query("""
+        try await connection.query(
+            """
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version    integer     PRIMARY KEY,
                 name       text        NOT NULL,
@@ -56,7 +57,8 @@ public struct Migrator: Sendable {
             do {
                 try await connection.withTransaction(logger: logger) { tx in
                     try await tx.query(PostgresQuery(unsafeSQL: Self.executeBlock(migration.sql)), logger: logger)
-                    try await tx.query("""
+                    try await tx.query(
+                        """
                         INSERT INTO schema_migrations (version, name, checksum)
                         VALUES (\(migration.version), \(migration.name), \(migration.checksum))
                         """, logger: logger)

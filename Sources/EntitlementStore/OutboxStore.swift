@@ -42,7 +42,8 @@ extension EntitlementStore {
             for try await value in rows.decode(Bool.self) { locked = value }
             guard locked else { return nil }
             var entries: [OutboxEntry] = []
-            let pending = try await connection.query("""
+            let pending = try await connection.query(
+                """
                 SELECT environment, customer_id, seq, body::text FROM outbox WHERE published_at IS NULL
                 ORDER BY environment, customer_id, seq LIMIT \(limit)
                 """, logger: logger)
@@ -51,7 +52,8 @@ extension EntitlementStore {
             }
             guard !entries.isEmpty else { return 0 }
             try await publish(entries)
-            let keys = try StoreRows.json(entries.map { StoreRows.SeqAllocation(environment: $0.environment, customerId: $0.customerId, nextSeq: $0.seq) })
+            let keys = try StoreRows.json(
+                entries.map { StoreRows.SeqAllocation(environment: $0.environment, customerId: $0.customerId, nextSeq: $0.seq) })
             for try await _ in try await connection.execute(StoreStatements.MarkPublished.self, keys, logger: logger) {}
             return entries.count
         }
@@ -62,7 +64,8 @@ extension EntitlementStore {
     public func outboxBacklog() async throws(StoreError) -> PendingOutbox {
         do {
             return try await StoreDeadline.run(operationTimeout, "reading the outbox backlog") {
-                let rows = try await self.client.query("""
+                let rows = try await self.client.query(
+                    """
                     SELECT count(*), min(created_at), coalesce(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at))::float8, 0)
                     FROM outbox WHERE published_at IS NULL
                     """, logger: self.logger)
@@ -79,7 +82,11 @@ extension EntitlementStore {
 
     /// Replaces the product → entitlement mapping table with `catalog` (grant's start-up sync).
     public func syncProducts(_ catalog: ProductCatalog) async throws(StoreError) {
-        struct Row: Encodable { var productId: String; var entitlementKey: String; var durationDays: Int? }
+        struct Row: Encodable {
+            var productId: String
+            var entitlementKey: String
+            var durationDays: Int?
+        }
         let rows = catalog.products.sorted { $0.key < $1.key }.flatMap { id, product in
             product.entitlements.sorted().map { Row(productId: id, entitlementKey: $0, durationDays: product.durationDays) }
         }

@@ -36,9 +36,11 @@ public struct StoreConfiguration: Sendable, CustomStringConvertible {
         ("POSTGRES_MIGRATIONS_DIR", "schemas/migrations (searched)", "directory of the NNNN_name.sql migrations"),
     ]
 
-    public init(host: String = "127.0.0.1", port: Int = 5432, username: String = "postgres", password: String? = nil,
-                database: String = "entitlements", tls: TLSMode = .disable, maximumConnections: Int = 8,
-                migrate: Bool = true, migrationsDirectory: String? = nil) {
+    public init(
+        host: String = "127.0.0.1", port: Int = 5432, username: String = "postgres", password: String? = nil,
+        database: String = "entitlements", tls: TLSMode = .disable, maximumConnections: Int = 8,
+        migrate: Bool = true, migrationsDirectory: String? = nil
+    ) {
         self.host = host
         self.port = port
         self.username = username

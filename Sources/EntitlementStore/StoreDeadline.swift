@@ -29,8 +29,9 @@ enum StoreDeadline {
             race.caller.withLock { $0 = continuation }
             let timer = Task {
                 guard (try? await Task.sleep(for: limit)) != nil, let caller = race.take() else { return }
-                caller.resume(throwing: StoreError(
-                    code: "store.timeout", message: "Postgres did not answer \(what) within \(limit)", isTransient: true))
+                caller.resume(
+                    throwing: StoreError(
+                        code: "store.timeout", message: "Postgres did not answer \(what) within \(limit)", isTransient: true))
                 race.tasks.withLock { $0.work?.cancel() }
             }
             let work = Task {

@@ -39,13 +39,16 @@ public struct EnvironmentReader: Sendable {
     public func int(_ name: String, default value: Int, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         guard let raw = string(name) else { return value }
         guard let v = Int(raw), range.contains(v) else {
-            throw ConfigurationError(variable: name, problem: "must be a whole number from \(range.lowerBound) to \(range.upperBound) (got \"\(raw)\")")
+            throw ConfigurationError(
+                variable: name, problem: "must be a whole number from \(range.lowerBound) to \(range.upperBound) (got \"\(raw)\")")
         }
         return v
     }
 
     /// A duration given in milliseconds.
-    public func milliseconds(_ name: String, default value: Duration, in range: ClosedRange<Int> = 0...86_400_000) throws(ConfigurationError) -> Duration {
+    public func milliseconds(
+        _ name: String, default value: Duration, in range: ClosedRange<Int> = 0...86_400_000
+    ) throws(ConfigurationError) -> Duration {
         let (seconds, attoseconds) = value.components
         let defaultMilliseconds = Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
         return .milliseconds(try int(name, default: defaultMilliseconds, in: range))
@@ -60,7 +63,8 @@ public struct EnvironmentReader: Sendable {
         }
     }
 
-    public func choice<T: RawRepresentable>(_ name: String, default value: T) throws(ConfigurationError) -> T where T.RawValue == String, T: CaseIterable {
+    public func choice<T: RawRepresentable>(_ name: String, default value: T) throws(ConfigurationError) -> T
+    where T.RawValue == String, T: CaseIterable {
         guard let raw = string(name) else { return value }
         guard let v = T(rawValue: raw) else {
             throw ConfigurationError(variable: name, problem: "must be one of \(T.allCases.map(\.rawValue).joined(separator: ", ")) (got \"\(raw)\")")

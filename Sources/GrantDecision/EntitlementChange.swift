@@ -16,7 +16,10 @@ public struct GrantCause: Hashable, Codable, Sendable {
     /// The event's `signedDate`.
     public var signedDate: Date?
 
-    public init(eventKey: String, notificationUUID: String?, type: String, subtype: String?, transactionId: String?, lookup: String, asOf: Date, signedDate: Date?) {
+    public init(
+        eventKey: String, notificationUUID: String?, type: String, subtype: String?, transactionId: String?, lookup: String, asOf: Date,
+        signedDate: Date?
+    ) {
         self.eventKey = eventKey
         self.notificationUUID = notificationUUID
         self.type = type
@@ -59,7 +62,10 @@ public struct EntitlementChange: Hashable, Codable, Sendable {
     public var quantity: Int?
     public var cause: GrantCause
 
-    public init(kind: Kind, customer: CustomerKey, entitlementKey: String, sourceId: String, productId: String, active: Bool, activeUntil: Date?, reason: String, quantity: Int? = nil, cause: GrantCause) {
+    public init(
+        kind: Kind, customer: CustomerKey, entitlementKey: String, sourceId: String, productId: String, active: Bool, activeUntil: Date?,
+        reason: String, quantity: Int? = nil, cause: GrantCause
+    ) {
         self.kind = kind
         self.customer = customer
         self.entitlementKey = entitlementKey

@@ -17,7 +17,9 @@ enum EntitlementPlanner {
         }
     }
 
-    private static func access(_ s: PurchaseState, policy: GrantPolicy) throws(GrantRejection)
+    private static func access(
+        _ s: PurchaseState, policy: GrantPolicy
+    ) throws(GrantRejection)
         -> (EntitlementSource, Bool, Date?, Date?, String)
     {
         let revokedReason = s.revocationType == RevocationType.familyRevoke.rawValue ? "family_revoked" : "refunded"
@@ -64,7 +66,9 @@ enum EntitlementPlanner {
 
     /// The rows to write, the rows to delete and the changes between `existing` and `desired`.
     /// A row no longer desired is deleted (its loss stays in the change history with its cause).
-    static func diff(existing: [EntitlementGrant], desired: [EntitlementGrant], owner: UUID?, cause: GrantCause)
+    static func diff(
+        existing: [EntitlementGrant], desired: [EntitlementGrant], owner: UUID?, cause: GrantCause
+    )
         -> (upserts: [EntitlementGrant], deletions: [EntitlementGrant.ID], changes: [EntitlementChange])
     {
         let before = Dictionary(existing.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
@@ -106,7 +110,9 @@ enum EntitlementPlanner {
         }
     }
 
-    private static func change(_ kind: EntitlementChange.Kind, _ row: EntitlementGrant, active: Bool, until: Date?, reason: String, cause: GrantCause) -> EntitlementChange {
+    private static func change(
+        _ kind: EntitlementChange.Kind, _ row: EntitlementGrant, active: Bool, until: Date?, reason: String, cause: GrantCause
+    ) -> EntitlementChange {
         EntitlementChange(
             kind: kind, customer: row.id.customer, entitlementKey: row.id.entitlementKey, sourceId: row.id.sourceId,
             productId: row.productId, active: active, activeUntil: until, reason: reason, cause: cause)

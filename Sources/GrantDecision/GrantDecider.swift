@@ -38,7 +38,8 @@ public enum GrantDecider {
         }
         let productType = tx.type ?? (event.renewalInfo != nil ? .autoRenewableSubscription : .unknown(""))
         guard productType.isKnown else {
-            return GrantDecision(outcome: .recorded, event: event, note: "product type \(productType.rawValue) is not known to this version; recorded without change")
+            return GrantDecision(
+                outcome: .recorded, event: event, note: "product type \(productType.rawValue) is not known to this version; recorded without change")
         }
         if productType == .consumable {
             return try ConsumableDecision.decide(snapshot.consumable, event: event, key: key, policy: policy)
@@ -46,12 +47,15 @@ public enum GrantDecider {
         return try decidePurchase(snapshot, event: event, key: key, productType: productType, policy: policy)
     }
 
-    private static func decidePurchase(_ snapshot: GrantSnapshot, event: GrantEvent, key: PurchaseKey, productType: ProductType, policy: GrantPolicy) throws(GrantRejection) -> GrantDecision {
+    private static func decidePurchase(
+        _ snapshot: GrantSnapshot, event: GrantEvent, key: PurchaseKey, productType: ProductType, policy: GrantPolicy
+    ) throws(GrantRejection) -> GrantDecision {
         let previous = snapshot.purchase
         var claims = previous?.claims ?? []
         if let claim = event.claim {
             let signed = event.signedDate ?? event.version.asOf
-            claims = OwnershipClaim.merge(claims, OwnershipClaim(customerId: claim.customerId, claimedAt: signed, verified: claim.verified, eventKey: event.eventKey))
+            claims = OwnershipClaim.merge(
+                claims, OwnershipClaim(customerId: claim.customerId, claimedAt: signed, verified: claim.verified, eventKey: event.eventKey))
         }
         var state: PurchaseState
         let newer = previous.map { event.version > $0.version } ?? true
@@ -65,13 +69,16 @@ public enum GrantDecider {
 
         let owner = state.owner(policy: policy.transferPolicy)
         let desired = try EntitlementPlanner.desired(for: state, policy: policy)
-        let (upserts, deletions, changes) = EntitlementPlanner.diff(existing: snapshot.entitlements, desired: desired, owner: owner, cause: event.cause)
+        let (upserts, deletions, changes) = EntitlementPlanner.diff(
+            existing: snapshot.entitlements, desired: desired, owner: owner, cause: event.cause)
 
         var refused: [UUID] = []
         var notes: [String] = []
         if let claim = event.claim, claim.customerId != owner, owner != nil {
             refused.append(claim.customerId)
-            notes.append("claim by customer \(claim.customerId.uuidString.lowercased()) refused: the purchase belongs to another customer (policy \(policy.transferPolicy.rawValue))")
+            notes.append(
+                "claim by customer \(claim.customerId.uuidString.lowercased()) refused: the purchase belongs to another customer (policy \(policy.transferPolicy.rawValue))"
+            )
         }
         if owner == nil { notes.append("no customer named yet: nothing granted") }
         if !newer { notes.append("older than the applied state (\(previous!.version.eventKey)); state kept") }
@@ -85,12 +92,14 @@ public enum GrantDecider {
 /// Consumables: each transaction is its own purchase, granted from the transaction itself (they
 /// never appear in history) and revoked when refunded.
 enum ConsumableDecision {
-    static func decide(_ existing: ConsumableGrant?, event: GrantEvent, key: PurchaseKey, policy: GrantPolicy) throws(GrantRejection) -> GrantDecision {
+    static func decide(_ existing: ConsumableGrant?, event: GrantEvent, key: PurchaseKey, policy: GrantPolicy) throws(GrantRejection) -> GrantDecision
+    {
         guard let tx = event.transaction, let productId = tx.productId, !productId.isEmpty else {
             throw GrantRejection.missingPurchase("its consumable transaction has no productId")
         }
         if let existing, event.version <= existing.version {
-            return GrantDecision(outcome: .stale, event: event, consumable: existing, note: "older than the applied state (\(existing.version.eventKey)); state kept")
+            return GrantDecision(
+                outcome: .stale, event: event, consumable: existing, note: "older than the applied state (\(existing.version.eventKey)); state kept")
         }
         // The first named customer keeps a consumable; it cannot be claimed by another.
         let customer = existing?.customer ?? event.claim.map { CustomerKey(environment: key.environment, customerId: $0.customerId) }
@@ -102,11 +111,12 @@ enum ConsumableDecision {
         let was = existing?.isGranted ?? false
         if let customer, was != grant.isGranted {
             for entitlementKey in grant.entitlementKeys {
-                changes.append(EntitlementChange(
-                    kind: grant.isGranted ? .consumableGranted : .consumableRevoked, customer: customer,
-                    entitlementKey: entitlementKey, sourceId: key.originalTransactionId, productId: productId,
-                    active: grant.isGranted, activeUntil: nil, reason: grant.isGranted ? "delivered" : "refunded",
-                    quantity: grant.quantity, cause: event.cause))
+                changes.append(
+                    EntitlementChange(
+                        kind: grant.isGranted ? .consumableGranted : .consumableRevoked, customer: customer,
+                        entitlementKey: entitlementKey, sourceId: key.originalTransactionId, productId: productId,
+                        active: grant.isGranted, activeUntil: nil, reason: grant.isGranted ? "delivered" : "refunded",
+                        quantity: grant.quantity, cause: event.cause))
             }
         }
         var note: String?

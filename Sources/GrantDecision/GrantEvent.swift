@@ -93,7 +93,8 @@ public struct GrantEvent: Hashable, Sendable {
         switch verified.kind {
         case .notification:
             guard let key = verified.eventKey else {
-                throw GrantRejection(code: "grant.missing_notification_uuid", message: "the notification has no notificationUUID, so it cannot be deduplicated")
+                throw GrantRejection(
+                    code: "grant.missing_notification_uuid", message: "the notification has no notificationUUID, so it cannot be deduplicated")
             }
             eventKey = key
             signedDate = verified.notification?.signedDate ?? verified.transaction?.signedDate
@@ -135,7 +136,8 @@ public struct GrantEvent: Hashable, Sendable {
         }
         externalUserId = hintsCount ? verified.hints?.userId : nil
         if let hints = verified.hints, !hintsCount, hints.userId != nil || hints.appAccountToken != nil {
-            uploadHintsRefusal = "upload hints not counted: the upload was \(hints.authentication.map { "authenticated as \($0.rawValue)" } ?? "not authenticated"), which vouches for no user in \(verified.environment.rawValue)"
+            uploadHintsRefusal =
+                "upload hints not counted: the upload was \(hints.authentication.map { "authenticated as \($0.rawValue)" } ?? "not authenticated"), which vouches for no user in \(verified.environment.rawValue)"
         } else {
             uploadHintsRefusal = nil
         }

@@ -22,12 +22,14 @@ public struct GrantRejection: Error, Hashable, Sendable, CustomStringConvertible
     }
 
     static func environmentMismatch(_ record: String, _ transaction: String) -> GrantRejection {
-        .init(code: "grant.environment_mismatch",
-              message: "the record's environment \(record) differs from its transaction's environment \(transaction)")
+        .init(
+            code: "grant.environment_mismatch",
+            message: "the record's environment \(record) differs from its transaction's environment \(transaction)")
     }
 
     static func unknownDuration(_ productId: String) -> GrantRejection {
-        .init(code: "grant.non_renewing_duration_unknown",
-              message: "non-renewing product \(productId) has no expiresDate and no durationDays in the product mapping")
+        .init(
+            code: "grant.non_renewing_duration_unknown",
+            message: "non-renewing product \(productId) has no expiresDate and no durationDays in the product mapping")
     }
 }

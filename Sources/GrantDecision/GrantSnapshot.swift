@@ -11,7 +11,9 @@ public struct GrantSnapshot: Hashable, Sendable {
     /// True when this very event (same event key) was applied already.
     public var alreadyApplied: Bool
 
-    public init(purchase: PurchaseState? = nil, entitlements: [EntitlementGrant] = [], consumable: ConsumableGrant? = nil, alreadyApplied: Bool = false) {
+    public init(
+        purchase: PurchaseState? = nil, entitlements: [EntitlementGrant] = [], consumable: ConsumableGrant? = nil, alreadyApplied: Bool = false
+    ) {
         self.purchase = purchase
         self.entitlements = entitlements
         self.consumable = consumable
@@ -53,8 +55,11 @@ public struct GrantDecision: Hashable, Sendable {
     /// A human note for the log (why recorded only, why stale, which claim was refused).
     public var note: String?
 
-    public init(outcome: Outcome, event: GrantEvent, purchase: PurchaseState? = nil, entitlements: [EntitlementGrant] = [],
-                deletions: [EntitlementGrant.ID] = [], consumable: ConsumableGrant? = nil, changes: [EntitlementChange] = [], refusedClaims: [UUID] = [], note: String? = nil) {
+    public init(
+        outcome: Outcome, event: GrantEvent, purchase: PurchaseState? = nil, entitlements: [EntitlementGrant] = [],
+        deletions: [EntitlementGrant.ID] = [], consumable: ConsumableGrant? = nil, changes: [EntitlementChange] = [], refusedClaims: [UUID] = [],
+        note: String? = nil
+    ) {
         self.outcome = outcome
         self.event = event
         self.purchase = purchase

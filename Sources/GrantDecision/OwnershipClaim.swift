@@ -29,7 +29,8 @@ public struct OwnershipClaim: Hashable, Codable, Sendable {
             if claim.verified && !existing.verified {
                 existing = claim
             } else if claim.verified == existing.verified,
-                      (claim.claimedAt, claim.eventKey) < (existing.claimedAt, existing.eventKey) {
+                (claim.claimedAt, claim.eventKey) < (existing.claimedAt, existing.eventKey)
+            {
                 existing.claimedAt = claim.claimedAt
                 existing.eventKey = claim.eventKey
             }

@@ -4,7 +4,9 @@ import Foundation
 /// Derives a purchase's state from one event's facts (its transaction in force, renewal info and
 /// status), before the ordering guard decides whether those facts are newer than what is stored.
 enum PurchaseDerivation {
-    static func state(for event: GrantEvent, key: PurchaseKey, productType: ProductType, previous: PurchaseState?) throws(GrantRejection) -> PurchaseState {
+    static func state(
+        for event: GrantEvent, key: PurchaseKey, productType: ProductType, previous: PurchaseState?
+    ) throws(GrantRejection) -> PurchaseState {
         guard let tx = event.transaction else { throw GrantRejection.missingPurchase("carries no transaction") }
         let renewal = event.renewalInfo
         guard let productId = tx.productId ?? renewal?.productId, !productId.isEmpty else {
@@ -42,7 +44,8 @@ enum PurchaseDerivation {
         }
         state.appleStatus = event.appleStatus?.rawValue
         state.lifecycle = lifecycle(event: event, transaction: tx, renewal: renewal)
-        state.isInBillingRetry = renewal?.isInBillingRetryPeriod
+        state.isInBillingRetry =
+            renewal?.isInBillingRetryPeriod
             ?? (state.lifecycle == .billingRetry || state.lifecycle == .gracePeriod)
         return state
     }

@@ -19,17 +19,23 @@ public struct GrantConfiguration: Sendable {
     /// (``TransactionMerger``).
     public var concurrentTransactions: Int
 
-    public static let variables: [(name: String, default: String, meaning: String)] = StoreConfiguration.variables + [
-        ("ENTITLEMENTS_PRODUCTS_FILE", "", "JSON product → entitlement mapping; an unmapped product grants the entitlement named by its product ID"),
-        ("GRANT_EXPIRY_LEEWAY_S", "3600", "seconds of access past expiresDate while a renewal is expected"),
-        ("GRANT_TRANSFER_POLICY", "refuse", "refuse (first customer keeps a purchase) or allow (latest claim takes it over)"),
-        ("OUTBOX_POLL_MS", "500", "outbox publisher poll interval"),
-        ("OUTBOX_BATCH_SIZE", "500", "changes published per round"),
-        ("GRANT_CONCURRENT_TRANSACTIONS", "2", "transactions applying batches at once; batches arriving meanwhile share the next one"),
-    ]
+    public static let variables: [(name: String, default: String, meaning: String)] =
+        StoreConfiguration.variables + [
+            (
+                "ENTITLEMENTS_PRODUCTS_FILE", "",
+                "JSON product → entitlement mapping; an unmapped product grants the entitlement named by its product ID"
+            ),
+            ("GRANT_EXPIRY_LEEWAY_S", "3600", "seconds of access past expiresDate while a renewal is expected"),
+            ("GRANT_TRANSFER_POLICY", "refuse", "refuse (first customer keeps a purchase) or allow (latest claim takes it over)"),
+            ("OUTBOX_POLL_MS", "500", "outbox publisher poll interval"),
+            ("OUTBOX_BATCH_SIZE", "500", "changes published per round"),
+            ("GRANT_CONCURRENT_TRANSACTIONS", "2", "transactions applying batches at once; batches arriving meanwhile share the next one"),
+        ]
 
-    public init(store: StoreConfiguration, policy: GrantPolicy, productsFile: String? = nil,
-                outboxPollInterval: Duration = .milliseconds(500), outboxBatchSize: Int = 500, concurrentTransactions: Int = 2) {
+    public init(
+        store: StoreConfiguration, policy: GrantPolicy, productsFile: String? = nil,
+        outboxPollInterval: Duration = .milliseconds(500), outboxBatchSize: Int = 500, concurrentTransactions: Int = 2
+    ) {
         self.store = store
         self.policy = policy
         self.productsFile = productsFile

@@ -75,9 +75,11 @@ public final class OutboxPublisher: Service, Sendable {
             } catch {
                 failures += 1
                 let classified = StoreError.classify(error)
-                logger.warning("publishing the outbox failed; retrying", metadata: [
-                    LogKey.errorCode: "\(classified.code)", LogKey.errorMessage: "\(classified.message)", LogKey.attempt: "\(failures)",
-                ])
+                logger.warning(
+                    "publishing the outbox failed; retrying",
+                    metadata: [
+                        LogKey.errorCode: "\(classified.code)", LogKey.errorMessage: "\(classified.message)", LogKey.attempt: "\(failures)",
+                    ])
                 try? await Task.sleep(for: .milliseconds(min(100 << min(failures, 8), 10_000)))
                 continue
             }
@@ -128,11 +130,13 @@ public final class OutboxPublisher: Service, Sendable {
     }
 
     private func message(_ entry: OutboxEntry) -> KafkaOutgoingMessage {
-        KafkaOutgoingMessage(topic: topic, key: entry.key, value: Array(entry.body.utf8), headers: [
-            KafkaHeader(key: "seq", string: String(entry.seq)),
-            KafkaHeader(key: "customer-id", string: entry.customerId.uuidString.lowercased()),
-            KafkaHeader(key: PipelineHeader.schema, string: "entitlements.changes.v1"),
-            KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
-        ])
+        KafkaOutgoingMessage(
+            topic: topic, key: entry.key, value: Array(entry.body.utf8),
+            headers: [
+                KafkaHeader(key: "seq", string: String(entry.seq)),
+                KafkaHeader(key: "customer-id", string: entry.customerId.uuidString.lowercased()),
+                KafkaHeader(key: PipelineHeader.schema, string: "entitlements.changes.v1"),
+                KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
+            ])
     }
 }

@@ -1,10 +1,10 @@
+import CoreMetrics
 import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
 import KafkaClient
 import Logging
-import CoreMetrics
 import Metrics
 import NIOCore
 import Prometheus
@@ -128,7 +128,9 @@ final class IngestHandler: Sendable {
             KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
             KafkaHeader(key: PipelineHeader.schema, string: Topics.raw),
         ]
-        if let trace = request.headers[.traceparent], Self.isTraceparent(trace) { headers.append(KafkaHeader(key: PipelineHeader.traceparent, string: trace)) }
+        if let trace = request.headers[.traceparent], Self.isTraceparent(trace) {
+            headers.append(KafkaHeader(key: PipelineHeader.traceparent, string: trace))
+        }
         let key = Self.hex(SHA256.hash(data: record.body))
         let message = KafkaOutgoingMessage(topic: configuration.rawTopic, key: key, value: record.body, headers: headers)
 
@@ -150,7 +152,6 @@ final class IngestHandler: Sendable {
         var partition: Int
         var offset: Int
     }
-
 
     /// Sends and waits for the acknowledgement, at most the configured deadline. librdkafka's own
     /// delivery timeout is the same deadline, so a record given up on here is not written later.

@@ -22,26 +22,36 @@ public struct IngestConfiguration: Sendable {
     public var logFormat: LogFormat
     public var shutdownTimeout: Duration
 
-    public static let variables: [(name: String, default: String, meaning: String)] = EnvironmentReader.commonVariables + [
-        ("RAW_TOPIC", Topics.raw, "where accepted bodies are written"),
-        ("HTTP_HOST / HTTP_PORT", "0.0.0.0 / 8080", "where the webhook, /health, /ready and /metrics are served"),
-        ("INGEST_ACK_TIMEOUT_MS", "5000", "wait for the broker's acknowledgement before answering 503"),
-        ("MAX_BODY_BYTES", "131072", "larger bodies get 413"),
-        ("MAX_JWS_BYTES", "65536", "larger JWS get 400"),
-        ("KAFKA_LINGER_MS", "5", "producer batching delay: larger batches, more throughput, a little latency"),
-        ("SHUTDOWN_TIMEOUT_MS", "25000", "graceful shutdown deadline"),
-        ("INGEST_UPLOAD_AUTH", "(required)", "how POST /v1/transactions is authenticated: jwt, hmac, or none (refused unless every app in APPSTORE_APPS is Sandbox-only)"),
-        ("INGEST_UPLOAD_JWKS", "(jwt: required)", "the identity provider's keys: a JWKS file path or an https URL (cached, refetched on an unknown kid)"),
-        ("INGEST_UPLOAD_ISSUER", "(jwt: required)", "the token's iss must equal it"),
-        ("INGEST_UPLOAD_AUDIENCE", "(jwt: required)", "the token's aud must contain it"),
-        ("INGEST_UPLOAD_USER_CLAIM", "sub", "the token claim stored as the upload's userId (the body's userId is ignored)"),
-        ("INGEST_UPLOAD_LEEWAY_S", "60", "clock tolerance for exp and nbf"),
-        ("INGEST_UPLOAD_JWKS_REFRESH_S", "600", "refetch the JWKS URL (or reread the file) when older than this"),
-        ("INGEST_UPLOAD_JWKS_REFETCH_MIN_S", "30", "at most one refetch per this many seconds for tokens naming an unknown key"),
-        ("INGEST_UPLOAD_HMAC_SECRET_FILE", "(hmac: required)", "file holding the shared secret (at least 32 bytes; a trailing newline is dropped)"),
-        ("INGEST_UPLOAD_HMAC_WINDOW_S", "300", "X-Upload-Timestamp accepted this far from now, either way"),
-        ("APPSTORE_APPS", "(none: required)", "the apps, all Sandbox-only, for which uploads may be open"),
-    ]
+    public static let variables: [(name: String, default: String, meaning: String)] =
+        EnvironmentReader.commonVariables + [
+            ("RAW_TOPIC", Topics.raw, "where accepted bodies are written"),
+            ("HTTP_HOST / HTTP_PORT", "0.0.0.0 / 8080", "where the webhook, /health, /ready and /metrics are served"),
+            ("INGEST_ACK_TIMEOUT_MS", "5000", "wait for the broker's acknowledgement before answering 503"),
+            ("MAX_BODY_BYTES", "131072", "larger bodies get 413"),
+            ("MAX_JWS_BYTES", "65536", "larger JWS get 400"),
+            ("KAFKA_LINGER_MS", "5", "producer batching delay: larger batches, more throughput, a little latency"),
+            ("SHUTDOWN_TIMEOUT_MS", "25000", "graceful shutdown deadline"),
+            (
+                "INGEST_UPLOAD_AUTH", "(required)",
+                "how POST /v1/transactions is authenticated: jwt, hmac, or none (refused unless every app in APPSTORE_APPS is Sandbox-only)"
+            ),
+            (
+                "INGEST_UPLOAD_JWKS", "(jwt: required)",
+                "the identity provider's keys: a JWKS file path or an https URL (cached, refetched on an unknown kid)"
+            ),
+            ("INGEST_UPLOAD_ISSUER", "(jwt: required)", "the token's iss must equal it"),
+            ("INGEST_UPLOAD_AUDIENCE", "(jwt: required)", "the token's aud must contain it"),
+            ("INGEST_UPLOAD_USER_CLAIM", "sub", "the token claim stored as the upload's userId (the body's userId is ignored)"),
+            ("INGEST_UPLOAD_LEEWAY_S", "60", "clock tolerance for exp and nbf"),
+            ("INGEST_UPLOAD_JWKS_REFRESH_S", "600", "refetch the JWKS URL (or reread the file) when older than this"),
+            ("INGEST_UPLOAD_JWKS_REFETCH_MIN_S", "30", "at most one refetch per this many seconds for tokens naming an unknown key"),
+            (
+                "INGEST_UPLOAD_HMAC_SECRET_FILE", "(hmac: required)",
+                "file holding the shared secret (at least 32 bytes; a trailing newline is dropped)"
+            ),
+            ("INGEST_UPLOAD_HMAC_WINDOW_S", "300", "X-Upload-Timestamp accepted this far from now, either way"),
+            ("APPSTORE_APPS", "(none: required)", "the apps, all Sandbox-only, for which uploads may be open"),
+        ]
 
     /// - Parameter uploadAuthentication: no default, as in the environment: open uploads are a
     ///   decision (``OpenUploadSettings``), never an omission.

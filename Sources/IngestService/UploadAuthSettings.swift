@@ -46,7 +46,9 @@ public enum UploadAuthSettings: Sendable, CustomStringConvertible {
         guard let raw = env.string("INGEST_UPLOAD_AUTH") else {
             throw ConfigurationError(
                 variable: "INGEST_UPLOAD_AUTH",
-                problem: "is required but not set: choose jwt (the app's identity provider), hmac (a backend's signature) or none (open uploads, Sandbox-only apps)")
+                problem:
+                    "is required but not set: choose jwt (the app's identity provider), hmac (a backend's signature) or none (open uploads, Sandbox-only apps)"
+            )
         }
         guard let mode = UploadAuthMode(rawValue: raw.lowercased()) else {
             throw ConfigurationError(variable: "INGEST_UPLOAD_AUTH", problem: "must be one of jwt, hmac, none (got \"\(raw.prefix(40))\")")
@@ -62,14 +64,15 @@ public enum UploadAuthSettings: Sendable, CustomStringConvertible {
                     throw ConfigurationError(variable: "INGEST_UPLOAD_JWKS", problem: "names \(path), which \(error.problem)")
                 }
             }
-            return .jwt(JWTUploadSettings(
-                keys: keys,
-                issuer: try env.required("INGEST_UPLOAD_ISSUER"),
-                audience: try env.required("INGEST_UPLOAD_AUDIENCE"),
-                userClaim: env.string("INGEST_UPLOAD_USER_CLAIM", default: "sub"),
-                leeway: .seconds(try env.int("INGEST_UPLOAD_LEEWAY_S", default: 60, in: 0...600)),
-                refreshInterval: .seconds(try env.int("INGEST_UPLOAD_JWKS_REFRESH_S", default: 600, in: 10...86_400)),
-                refetchMinimumInterval: .seconds(try env.int("INGEST_UPLOAD_JWKS_REFETCH_MIN_S", default: 30, in: 0...3600))))
+            return .jwt(
+                JWTUploadSettings(
+                    keys: keys,
+                    issuer: try env.required("INGEST_UPLOAD_ISSUER"),
+                    audience: try env.required("INGEST_UPLOAD_AUDIENCE"),
+                    userClaim: env.string("INGEST_UPLOAD_USER_CLAIM", default: "sub"),
+                    leeway: .seconds(try env.int("INGEST_UPLOAD_LEEWAY_S", default: 60, in: 0...600)),
+                    refreshInterval: .seconds(try env.int("INGEST_UPLOAD_JWKS_REFRESH_S", default: 600, in: 10...86_400)),
+                    refetchMinimumInterval: .seconds(try env.int("INGEST_UPLOAD_JWKS_REFETCH_MIN_S", default: 30, in: 0...3600))))
         case .hmac:
             let path = try env.required("INGEST_UPLOAD_HMAC_SECRET_FILE")
             guard let data = FileManager.default.contents(atPath: path) else {
@@ -81,8 +84,9 @@ public enum UploadAuthSettings: Sendable, CustomStringConvertible {
             } catch {
                 throw ConfigurationError(variable: "INGEST_UPLOAD_HMAC_SECRET_FILE", problem: "names \(path), which \(error.problem)")
             }
-            return .hmac(HMACUploadSettings(
-                secret: secret, window: .seconds(try env.int("INGEST_UPLOAD_HMAC_WINDOW_S", default: 300, in: 1...3600))))
+            return .hmac(
+                HMACUploadSettings(
+                    secret: secret, window: .seconds(try env.int("INGEST_UPLOAD_HMAC_WINDOW_S", default: 300, in: 1...3600))))
         case .none:
             let settings: AppStoreTrustSettings
             do {
@@ -120,7 +124,9 @@ public struct JWTUploadSettings: Sendable {
         /// A file path or an https URL. Plain http is refused (keys must not be swappable in
         /// transit), except `http://127.0.0.1`/`localhost` when `allowLoopbackHTTP`, which only
         /// tests set: it is not read from the environment.
-        public static func parse(_ value: String, variable: String = "INGEST_UPLOAD_JWKS", allowLoopbackHTTP: Bool = false) throws(ConfigurationError) -> KeySource {
+        public static func parse(
+            _ value: String, variable: String = "INGEST_UPLOAD_JWKS", allowLoopbackHTTP: Bool = false
+        ) throws(ConfigurationError) -> KeySource {
             let lowered = value.lowercased()
             guard lowered.contains("://") else { return .file(value) }
             guard let url = URL(string: value), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
@@ -132,9 +138,11 @@ public struct JWTUploadSettings: Sendable {
             case "http" where allowLoopbackHTTP && (host == "127.0.0.1" || host == "localhost"):
                 return .url(url)
             case "http":
-                throw ConfigurationError(variable: variable, problem: "must be a file path or an https URL: plain http is refused, the keys could be swapped in transit")
+                throw ConfigurationError(
+                    variable: variable, problem: "must be a file path or an https URL: plain http is refused, the keys could be swapped in transit")
             default:
-                throw ConfigurationError(variable: variable, problem: "must be a file path or an https URL (got a URL with scheme \(scheme.prefix(20)))")
+                throw ConfigurationError(
+                    variable: variable, problem: "must be a file path or an https URL (got a URL with scheme \(scheme.prefix(20)))")
             }
         }
     }
@@ -217,7 +225,10 @@ public struct OpenUploadSettings: Sendable {
         }
         let production = apps.filter { $0.environments != [.sandbox] }.map(\.bundleID)
         guard production.isEmpty else {
-            throw Refusal(problem: "is none (open uploads), which is refused: APPSTORE_APPS accepts Production for \(production.joined(separator: ", ")); anyone could claim a real purchase, so use jwt or hmac (none is for Sandbox-only apps)")
+            throw Refusal(
+                problem:
+                    "is none (open uploads), which is refused: APPSTORE_APPS accepts Production for \(production.joined(separator: ", ")); anyone could claim a real purchase, so use jwt or hmac (none is for Sandbox-only apps)"
+            )
         }
         bundleIDs = apps.map(\.bundleID)
     }

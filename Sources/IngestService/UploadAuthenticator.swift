@@ -88,7 +88,8 @@ public final class UploadAuthenticator: Sendable {
         case .unknown:
             throw Self.tokenRefused(
                 "auth.unknown_key",
-                header.kid == nil ? "the token names no key (kid) and the identity provider has more than one"
+                header.kid == nil
+                    ? "the token names no key (kid) and the identity provider has more than one"
                     : "the token is signed by a key the identity provider does not publish")
         case .unavailable:
             throw IngestError(.serviceUnavailable, "auth.keys_unavailable", "the identity provider's keys could not be loaded; retry later")

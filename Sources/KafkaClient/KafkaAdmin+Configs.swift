@@ -150,9 +150,11 @@ extension KafkaAdmin {
             let detail = rd_kafka_event_error_string(event).map { String(cString: $0) } ?? ""
             rd_kafka_event_destroy(event)
             let error = KafkaError.rdKafka(.admin, err, context: context)
-            throw detail.isEmpty ? error : KafkaError(
-                code: error.code, reason: "\(context): \(detail)", rdKafkaCode: error.rdKafkaCode,
-                isRetriable: error.isRetriable, isFatal: error.isFatal)
+            throw detail.isEmpty
+                ? error
+                : KafkaError(
+                    code: error.code, reason: "\(context): \(detail)", rdKafkaCode: error.rdKafkaCode,
+                    isRetriable: error.isRetriable, isFatal: error.isFatal)
         }
         return event
     }

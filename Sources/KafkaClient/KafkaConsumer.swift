@@ -46,8 +46,10 @@ public final class KafkaConsumer: Service, Sendable {
         self.listener = rebalanceListener
         let conf = try RDKafkaConfig.make(configuration.librdkafkaProperties)
         rd_kafka_conf_set_events(
-            conf, Int32(RD_KAFKA_EVENT_FETCH | RD_KAFKA_EVENT_REBALANCE | RD_KAFKA_EVENT_ERROR | RD_KAFKA_EVENT_LOG
-                | RD_KAFKA_EVENT_OFFSET_COMMIT))
+            conf,
+            Int32(
+                RD_KAFKA_EVENT_FETCH | RD_KAFKA_EVENT_REBALANCE | RD_KAFKA_EVENT_ERROR | RD_KAFKA_EVENT_LOG
+                    | RD_KAFKA_EVENT_OFFSET_COMMIT))
         let handle = try RDKafkaConfig.newHandle(type: RD_KAFKA_CONSUMER, conf: conf)
         rd_kafka_poll_set_consumer(handle)
         let consumerQueue = rd_kafka_queue_get_consumer(handle)!
@@ -126,8 +128,9 @@ public final class KafkaConsumer: Service, Sendable {
         for e in list.entries where e.offset >= 0 {
             var low: Int64 = 0
             var high: Int64 = 0
-            guard rd_kafka_get_watermark_offsets(rk.pointer, e.partition.topic, e.partition.partition, &low, &high)
-                == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0
+            guard
+                rd_kafka_get_watermark_offsets(rk.pointer, e.partition.topic, e.partition.partition, &low, &high)
+                    == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0
             else { continue }
             result[e.partition] = max(0, high - e.offset)
         }
@@ -156,9 +159,11 @@ public final class KafkaConsumer: Service, Sendable {
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(Self.closeTimeout.components.seconds))) {
                 guard once.claim() else { return }
-                logger.error("the consumer did not close in time; carrying on without it", metadata: [
-                    "kafka.close_timeout_s": "\(Self.closeTimeout.components.seconds)",
-                ])
+                logger.error(
+                    "the consumer did not close in time; carrying on without it",
+                    metadata: [
+                        "kafka.close_timeout_s": "\(Self.closeTimeout.components.seconds)"
+                    ])
                 done.resume()
             }
         }
@@ -244,7 +249,9 @@ public final class KafkaConsumer: Service, Sendable {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
             if cooperative {
                 if let error = rd_kafka_incremental_assign(rk.pointer, list.pointer) {
-                    logger.error("incremental assign failed", metadata: ["kafka.error": "\(KafkaError.rdKafka(.configuration, taking: error, context: "assign"))"])
+                    logger.error(
+                        "incremental assign failed",
+                        metadata: ["kafka.error": "\(KafkaError.rdKafka(.configuration, taking: error, context: "assign"))"])
                 }
             } else {
                 _ = rd_kafka_assign(rk.pointer, list.pointer)
@@ -285,7 +292,12 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     private func closeOnPollQueue() {
-        guard state.withLock({ s in defer { s.closed = true }; return !s.closed }) else { return }
+        guard
+            state.withLock({ s in
+                defer { s.closed = true }
+                return !s.closed
+            })
+        else { return }
         let err = rd_kafka_commit(rk.pointer, nil, 0)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
             logger.warning("final commit failed", metadata: ["kafka.error": "\(String(cString: rd_kafka_err2str(err)))"])
@@ -308,7 +320,10 @@ public final class KafkaConsumer: Service, Sendable {
             }
             rd_kafka_event_destroy(event)
         }
-        state.withLock { $0.buffered.removeAll(); $0.assignment.removeAll() }
+        state.withLock {
+            $0.buffered.removeAll()
+            $0.assignment.removeAll()
+        }
         rd_kafka_queue_destroy(queue.pointer)
         rd_kafka_destroy(rk.pointer)
         logger.debug("consumer closed")

@@ -69,7 +69,8 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
         let err = rd_kafka_error_code(error)
         let text = String(cString: rd_kafka_error_string(error))
         return KafkaError(
-            code: err == RD_KAFKA_RESP_ERR__QUEUE_FULL ? .queueFull
+            code: err == RD_KAFKA_RESP_ERR__QUEUE_FULL
+                ? .queueFull
                 : err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ? .messageTooLarge : code,
             reason: "\(context): \(text)",
             rdKafkaCode: err.rawValue,

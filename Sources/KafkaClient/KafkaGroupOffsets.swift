@@ -84,10 +84,11 @@ public struct KafkaGroupOffsets: Sendable {
                 for m in 0..<Int(max(0, info.member_cnt)) {
                     guard let pointer = info.members?.advanced(by: m) else { break }
                     let member = pointer.pointee
-                    members.append(Member(
-                        memberID: member.member_id.map { String(cString: $0) } ?? "",
-                        clientID: member.client_id.map { String(cString: $0) } ?? "",
-                        host: member.client_host.map { String(cString: $0) } ?? ""))
+                    members.append(
+                        Member(
+                            memberID: member.member_id.map { String(cString: $0) } ?? "",
+                            clientID: member.client_id.map { String(cString: $0) } ?? "",
+                            host: member.client_host.map { String(cString: $0) } ?? ""))
                 }
                 return GroupDescription(state: state, members: members)
             }

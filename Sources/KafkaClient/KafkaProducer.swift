@@ -94,7 +94,12 @@ public final class KafkaProducer: Service, Sendable {
 
     /// Flushes (bounded by the delivery timeout), fails what is left, and frees the handle.
     public func close() async {
-        guard let handle = state.withLock({ s in defer { s.handle = nil }; return s.handle }) else { return }
+        guard
+            let handle = state.withLock({ s in
+                defer { s.handle = nil }
+                return s.handle
+            })
+        else { return }
         let timeout = configuration.deliveryTimeout
         await Blocking.run { handle.close(flushTimeout: timeout) }
     }

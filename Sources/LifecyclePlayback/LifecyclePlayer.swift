@@ -61,9 +61,10 @@ public final class LifecyclePlayer: Sendable {
     }
 
     static func uploadBody(_ signedTransaction: String, appAccountToken: UUID) throws -> ByteBuffer {
-        ByteBuffer(bytes: try StreamingJSONEncoder.encode([
-            "signedTransaction": signedTransaction, "appAccountToken": appAccountToken.uuidString.lowercased(),
-        ]))
+        ByteBuffer(
+            bytes: try StreamingJSONEncoder.encode([
+                "signedTransaction": signedTransaction, "appAccountToken": appAccountToken.uuidString.lowercased(),
+            ]))
     }
 
     /// Applies every customer's steps to the records and signs what they cause, in the order

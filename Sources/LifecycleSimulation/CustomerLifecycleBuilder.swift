@@ -86,8 +86,9 @@ public struct CustomerLifecycleBuilder: Sendable {
         if sub.priceIncrease == .customerConsentedOrWasNotifiedWithoutNeedingConsent { sub.priceIncrease = nil }
         sub.latestTransactionId = id
         subscription = sub
-        record(start, [.transaction(tx), subscriptionMutation(at: start)],
-               NotificationSpec(.didRenew, recovery ? .billingRecovery : nil, transactionId: id))
+        record(
+            start, [.transaction(tx), subscriptionMutation(at: start)],
+            NotificationSpec(.didRenew, recovery ? .billingRecovery : nil, transactionId: id))
     }
 
     /// `DID_CHANGE_RENEWAL_STATUS` (`AUTO_RENEW_ENABLED` / `AUTO_RENEW_DISABLED`).
@@ -112,8 +113,9 @@ public struct CustomerLifecycleBuilder: Sendable {
         sub.expires = expires
         sub.latestTransactionId = id
         subscription = sub
-        record(time, [.transaction(old), .transaction(tx), subscriptionMutation(at: time)],
-               NotificationSpec(.didChangeRenewalPref, .upgrade, transactionId: id))
+        record(
+            time, [.transaction(old), .transaction(tx), subscriptionMutation(at: time)],
+            NotificationSpec(.didChangeRenewalPref, .upgrade, transactionId: id))
     }
 
     /// `DID_CHANGE_RENEWAL_PREF`/`DOWNGRADE`: a lower level, or the same level with another
@@ -150,13 +152,14 @@ public struct CustomerLifecycleBuilder: Sendable {
         sub.autoRenew = false
         sub.inBillingRetry = false
         sub.graceExpires = nil
-        sub.expirationIntent = switch subtype {
-        case .voluntary: .customerCancelled
-        case .billingRetry: .billingError
-        case .priceIncrease: .customerDidNotConsentToPriceIncrease
-        case .productNotForSale: .productNotAvailable
-        default: .other
-        }
+        sub.expirationIntent =
+            switch subtype {
+            case .voluntary: .customerCancelled
+            case .billingRetry: .billingError
+            case .priceIncrease: .customerDidNotConsentToPriceIncrease
+            case .productNotForSale: .productNotAvailable
+            default: .other
+            }
         subscription = sub
         notifyAboutSubscription(at: time, NotificationSpec(.expired, subtype, transactionId: ""))
     }
@@ -231,8 +234,9 @@ public struct CustomerLifecycleBuilder: Sendable {
         var tx = transaction(id: id, original: id, product: product, purchase: time, expires: nil, reason: .purchase)
         tx.quantity = quantity
         transactions[id] = tx
-        record(time, [.transaction(tx)], NotificationSpec(.oneTimeCharge, transactionId: id),
-               upload: hint.map { UploadSpec(transactionId: id, appAccountToken: $0) })
+        record(
+            time, [.transaction(tx)], NotificationSpec(.oneTimeCharge, transactionId: id),
+            upload: hint.map { UploadSpec(transactionId: id, appAccountToken: $0) })
         return id
     }
 

@@ -32,15 +32,17 @@ extension CustomerLifecycleBuilder {
     public func expectedEntitlements(for customer: UUID, at time: Date) -> [ExpectedEntitlement] {
         var result: [ExpectedEntitlement] = []
         if let sub = subscription, let latest = transactions[sub.latestTransactionId], latest.revocationDate == nil {
-            let until: Date? = switch sub.status {
-            case .active: sub.expires
-            case .billingGracePeriod: sub.graceExpires
-            default: nil
-            }
+            let until: Date? =
+                switch sub.status {
+                case .active: sub.expires
+                case .billingGracePeriod: sub.graceExpires
+                default: nil
+                }
             if let until, until > time {
-                result.append(ExpectedEntitlement(
-                    customer: customer, entitlement: sub.product.entitlement, until: until,
-                    renewalExpected: sub.status == .active && sub.autoRenew && !sub.inBillingRetry))
+                result.append(
+                    ExpectedEntitlement(
+                        customer: customer, entitlement: sub.product.entitlement, until: until,
+                        renewalExpected: sub.status == .active && sub.autoRenew && !sub.inBillingRetry))
             }
         }
         for tx in transactions.values where tx.revocationDate == nil {

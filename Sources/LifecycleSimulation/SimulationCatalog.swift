@@ -57,22 +57,24 @@ public struct SimulationCatalog: Hashable, Sendable {
 
     public static func standard(bundleID: String = "com.example.entitlements") -> SimulationCatalog {
         let prefix = bundleID
-        return SimulationCatalog(bundleID: bundleID, products: [
-            SimulatedProduct(
-                productId: "\(prefix).premium.monthly", type: .autoRenewableSubscription, subscriptionGroup: groupID,
-                level: 1, months: 1, entitlement: "premium", price: 9_990),
-            SimulatedProduct(
-                productId: "\(prefix).premium.yearly", type: .autoRenewableSubscription, subscriptionGroup: groupID,
-                level: 1, months: 12, entitlement: "premium", price: 99_990),
-            SimulatedProduct(
-                productId: "\(prefix).basic.monthly", type: .autoRenewableSubscription, subscriptionGroup: groupID,
-                level: 2, months: 1, entitlement: "basic", price: 4_990),
-            SimulatedProduct(productId: "\(prefix).coins.100", type: .consumable, entitlement: "coins", price: 990),
-            SimulatedProduct(productId: "\(prefix).lifetime", type: .nonConsumable, entitlement: "lifetime", price: 49_990),
-            SimulatedProduct(
-                productId: "\(prefix).season.pass", type: .nonRenewingSubscription, durationDays: 90, entitlement: "season",
-                price: 14_990),
-        ])
+        return SimulationCatalog(
+            bundleID: bundleID,
+            products: [
+                SimulatedProduct(
+                    productId: "\(prefix).premium.monthly", type: .autoRenewableSubscription, subscriptionGroup: groupID,
+                    level: 1, months: 1, entitlement: "premium", price: 9_990),
+                SimulatedProduct(
+                    productId: "\(prefix).premium.yearly", type: .autoRenewableSubscription, subscriptionGroup: groupID,
+                    level: 1, months: 12, entitlement: "premium", price: 99_990),
+                SimulatedProduct(
+                    productId: "\(prefix).basic.monthly", type: .autoRenewableSubscription, subscriptionGroup: groupID,
+                    level: 2, months: 1, entitlement: "basic", price: 4_990),
+                SimulatedProduct(productId: "\(prefix).coins.100", type: .consumable, entitlement: "coins", price: 990),
+                SimulatedProduct(productId: "\(prefix).lifetime", type: .nonConsumable, entitlement: "lifetime", price: 49_990),
+                SimulatedProduct(
+                    productId: "\(prefix).season.pass", type: .nonRenewingSubscription, durationDays: 90, entitlement: "season",
+                    price: 14_990),
+            ])
     }
 
     /// The product → entitlement mapping in grant's `ENTITLEMENTS_PRODUCTS_FILE` format.

@@ -52,7 +52,9 @@ public struct ChangeStreamAudit: Sendable, Codable, Hashable {
             }
             let customer = "\(change.environment):\(change.customerId.lowercased())"
             if let seen = bySeq[customer]?[change.seq] {
-                if seen == message.value { redelivered += 1 } else {
+                if seen == message.value {
+                    redelivered += 1
+                } else {
                     faults.append(.init(customer: customer, kind: "conflict", detail: "seq \(change.seq) has two different bodies"))
                 }
                 continue

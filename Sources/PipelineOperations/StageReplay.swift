@@ -95,7 +95,8 @@ public struct StageReplay: Sendable {
         if let state = try? await offsets.groupState(plan.group), !state.isInactive {
             throw OperationsError(
                 "group_active",
-                "group \(plan.group) has \(state.members) running member(s) (state \(state.state)); stop every \(plan.stage.name) instance first, then replay")
+                "group \(plan.group) has \(state.members) running member(s) (state \(state.state)); stop every \(plan.stage.name) instance first, then replay"
+            )
         }
         let targets = Dictionary(uniqueKeysWithValues: plan.entries.map { ($0.partition, $0.target) })
         try await offsets.commit(group: plan.group, offsets: targets)

@@ -159,9 +159,11 @@ public struct TopicApplyReport: Sendable, Codable, Hashable {
         drifted = topics.filter { !$0.drift.isEmpty }.count
         configsUnknown = plan.entries.filter { $0.configsUnknown != nil }.count
         outcome =
-            drifted > 0 ? .drift
-            : created + changed == 0 ? .inSync
-            : dryRun ? .pending : .changed
+            drifted > 0
+            ? .drift
+            : created + changed == 0
+                ? .inSync
+                : dryRun ? .pending : .changed
         var line =
             dryRun
             ? "topics (dry run): \(catalogued) in the catalogue, \(created) to create, \(changed) to change, \(drifted) drifted"

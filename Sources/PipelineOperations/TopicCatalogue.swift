@@ -117,7 +117,8 @@ public struct TopicCatalogue: Sendable, Hashable {
         }
         if let text = topic.configs[CatalogueTopic.minInsyncReplicasKey] {
             guard let minInsync = Int(text), minInsync >= 1 else {
-                throw .invalidValue(topic: topic.name, field: "configs.min.insync.replicas", problem: "must be a whole number of at least 1 (got \(text))")
+                throw .invalidValue(
+                    topic: topic.name, field: "configs.min.insync.replicas", problem: "must be a whole number of at least 1 (got \(text))")
             }
             guard minInsync <= topic.replicationFactor else {
                 throw .minInsyncAboveReplication(topic: topic.name, minInsyncReplicas: minInsync, replicationFactor: topic.replicationFactor)
@@ -131,7 +132,8 @@ public struct TopicCatalogue: Sendable, Hashable {
     ) -> TopicCatalogueError {
         let path = context.codingPath
         guard path.count >= 2, path[0].stringValue == "topics", let index = path[1].intValue else {
-            return .invalidJSON(source: source, detail: "`\((path.map(\.stringValue) + [field].compactMap { $0 }).joined(separator: "."))` \(problem)")
+            return .invalidJSON(
+                source: source, detail: "`\((path.map(\.stringValue) + [field].compactMap { $0 }).joined(separator: "."))` \(problem)")
         }
         let names = ((try? JSONSerialization.jsonObject(with: data)) as? [String: Any])?["topics"] as? [[String: Any]]
         let name = names.flatMap { index < $0.count ? $0[index]["name"] as? String : nil } ?? "topics[\(index)]"

@@ -74,38 +74,42 @@ public struct TopicPlan: Sendable {
         for catalogued in catalogue.topics {
             let topic = catalogued.capped(at: replicationCap)
             guard let existing = cluster.topics[topic.name] else {
-                entries.append(Entry(
-                    topic: topic, catalogueReplicationFactor: catalogued.replicationFactor, existing: nil, action: .create,
-                    drift: [], configsUnknown: nil))
+                entries.append(
+                    Entry(
+                        topic: topic, catalogueReplicationFactor: catalogued.replicationFactor, existing: nil, action: .create,
+                        drift: [], configsUnknown: nil))
                 continue
             }
             var drift: [TopicDrift] = []
             if existing.partitions < topic.partitions {
-                drift.append(TopicDrift(
-                    kind: .fewerPartitions,
-                    message: "\(existing.partitions) partitions, the catalogue has \(topic.partitions): not added automatically, "
-                        + "because adding partitions moves keys to other partitions and breaks per-subscription order for "
-                        + "records in flight; stop the producers and let the consumers drain, then add them "
-                        + "(kafka-topics.sh --alter --partitions \(topic.partitions)), or recreate the topic; "
-                        + "some brokers (Tansu) cannot add partitions at all"))
+                drift.append(
+                    TopicDrift(
+                        kind: .fewerPartitions,
+                        message: "\(existing.partitions) partitions, the catalogue has \(topic.partitions): not added automatically, "
+                            + "because adding partitions moves keys to other partitions and breaks per-subscription order for "
+                            + "records in flight; stop the producers and let the consumers drain, then add them "
+                            + "(kafka-topics.sh --alter --partitions \(topic.partitions)), or recreate the topic; "
+                            + "some brokers (Tansu) cannot add partitions at all"))
             } else if existing.partitions > topic.partitions {
-                drift.append(TopicDrift(
-                    kind: .morePartitions,
-                    message: "\(existing.partitions) partitions, the catalogue has \(topic.partitions): partitions are never "
-                        + "removed; set \(existing.partitions) in the catalogue so stage replica limits follow it"))
+                drift.append(
+                    TopicDrift(
+                        kind: .morePartitions,
+                        message: "\(existing.partitions) partitions, the catalogue has \(topic.partitions): partitions are never "
+                            + "removed; set \(existing.partitions) in the catalogue so stage replica limits follow it"))
             }
             // min.insync.replicas above the replicas a topic really has would refuse every acks=all
             // write: it waits until the replication factor is repaired.
             let heldBack = topic.minInsyncReplicas.map { $0 > existing.replicationFactor } ?? false
             if existing.replicationFactor != topic.replicationFactor {
-                drift.append(TopicDrift(
-                    kind: .replicationFactor,
-                    message: "replication factor \(existing.replicationFactor), the catalogue has \(topic.replicationFactor)"
-                        + (replicationCap.map { " (capped at \($0))" } ?? "")
-                        + ": change it with a partition reassignment (kafka-reassign-partitions.sh)"
-                        + (heldBack
-                            ? "; min.insync.replicas \(topic.minInsyncReplicas ?? 0) is not set until then, as it would refuse every acks=all write"
-                            : "")))
+                drift.append(
+                    TopicDrift(
+                        kind: .replicationFactor,
+                        message: "replication factor \(existing.replicationFactor), the catalogue has \(topic.replicationFactor)"
+                            + (replicationCap.map { " (capped at \($0))" } ?? "")
+                            + ": change it with a partition reassignment (kafka-reassign-partitions.sh)"
+                            + (heldBack
+                                ? "; min.insync.replicas \(topic.minInsyncReplicas ?? 0) is not set until then, as it would refuse every acks=all write"
+                                : "")))
             }
             var action = Action.none
             var unknown: String?
@@ -121,9 +125,10 @@ public struct TopicPlan: Sendable {
                 }
                 if !changes.isEmpty { action = .setConfigs(changes) }
             }
-            entries.append(Entry(
-                topic: topic, catalogueReplicationFactor: catalogued.replicationFactor, existing: existing, action: action,
-                drift: drift, configsUnknown: unknown))
+            entries.append(
+                Entry(
+                    topic: topic, catalogueReplicationFactor: catalogued.replicationFactor, existing: existing, action: action,
+                    drift: drift, configsUnknown: unknown))
         }
         let short = entries.filter { $0.action == .create && $0.topic.replicationFactor > cluster.brokerCount }
         if let first = short.first {

@@ -174,8 +174,9 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
                 ORDER BY environment, entitlement_key
                 """, logger: logger)
             for try await (env, key, until, sources) in entitlements.decode((String, String, Date?, String).self) {
-                report.entitlements.append(Entitlement(
-                    environment: env, key: key, activeUntil: until, sources: sources.split(separator: ",").map(String.init)))
+                report.entitlements.append(
+                    Entitlement(
+                        environment: env, key: key, activeUntil: until, sources: sources.split(separator: ",").map(String.init)))
             }
             let subscriptions = try await database.query(
                 """
@@ -188,23 +189,26 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
             for try await (env, original, type, product, lifecycle, expires, autoRenew, renewProduct) in subscriptions.decode(
                 (String, String, String, String, String, Date?, Bool?, String?).self)
             {
-                report.subscriptions.append(Subscription(
-                    environment: env, originalTransactionId: original, productType: type, productId: product, lifecycle: lifecycle,
-                    expiresAt: expires, autoRenew: autoRenew, autoRenewProductId: renewProduct))
+                report.subscriptions.append(
+                    Subscription(
+                        environment: env, originalTransactionId: original, productType: type, productId: product, lifecycle: lifecycle,
+                        expiresAt: expires, autoRenew: autoRenew, autoRenewProductId: renewProduct))
             }
-            let transactions = try await database.query(query(
-                purchases + """
-                    SELECT DISTINCT t.environment, t.transaction_id, t.original_transaction_id, t.product_id, t.product_type, t.purchase_date,
-                           t.expires_date, t.revocation_date, t.transaction_reason, t.app_account_token::text
-                    FROM transactions t JOIN chosen p ON t.environment = p.environment AND t.original_transaction_id = p.otid
-                    ORDER BY t.environment, t.purchase_date, t.transaction_id
-                    """, customer: id, environment: environment), logger: logger)
+            let transactions = try await database.query(
+                query(
+                    purchases + """
+                        SELECT DISTINCT t.environment, t.transaction_id, t.original_transaction_id, t.product_id, t.product_type, t.purchase_date,
+                               t.expires_date, t.revocation_date, t.transaction_reason, t.app_account_token::text
+                        FROM transactions t JOIN chosen p ON t.environment = p.environment AND t.original_transaction_id = p.otid
+                        ORDER BY t.environment, t.purchase_date, t.transaction_id
+                        """, customer: id, environment: environment), logger: logger)
             for try await (env, transaction, original, product, type, purchased, expires, revoked, reason, token) in transactions.decode(
                 (String, String, String, String?, String?, Date?, Date?, Date?, String?, String?).self)
             {
-                report.transactions.append(Transaction(
-                    environment: env, transactionId: transaction, originalTransactionId: original, productId: product, productType: type,
-                    purchaseDate: purchased, expiresDate: expires, revocationDate: revoked, transactionReason: reason, appAccountToken: token))
+                report.transactions.append(
+                    Transaction(
+                        environment: env, transactionId: transaction, originalTransactionId: original, productId: product, productType: type,
+                        purchaseDate: purchased, expiresDate: expires, revocationDate: revoked, transactionReason: reason, appAccountToken: token))
             }
             let balances = try await database.query(
                 """
@@ -226,37 +230,41 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
             for try await (env, seq, key, change, active, until, reason, type, subtype, cause, recorded) in changes.decode(
                 (String, Int64, String, String, Bool, Date?, String, String, String?, String, Date).self)
             {
-                report.changes.append(Change(
-                    environment: env, seq: seq, key: key, change: change, active: active, activeUntil: until, reason: reason,
-                    causeType: type, causeSubtype: subtype, causeEventKey: cause, recordedAt: recorded))
+                report.changes.append(
+                    Change(
+                        environment: env, seq: seq, key: key, change: change, active: active, activeUntil: until, reason: reason,
+                        causeType: type, causeSubtype: subtype, causeEventKey: cause, recordedAt: recorded))
             }
-            let notifications = try await database.query(query(
-                purchases + """
-                    SELECT DISTINCT n.environment, n.received_at, n.processed_at, n.notification_type, n.subtype, n.outcome, n.note, n.source,
-                           n.event_key, n.original_transaction_id, n.transaction_id
-                    FROM notifications n JOIN chosen p ON n.environment = p.environment AND n.original_transaction_id = p.otid
-                    ORDER BY n.received_at, n.processed_at, n.event_key
-                    """, customer: id, environment: environment), logger: logger)
+            let notifications = try await database.query(
+                query(
+                    purchases + """
+                        SELECT DISTINCT n.environment, n.received_at, n.processed_at, n.notification_type, n.subtype, n.outcome, n.note, n.source,
+                               n.event_key, n.original_transaction_id, n.transaction_id
+                        FROM notifications n JOIN chosen p ON n.environment = p.environment AND n.original_transaction_id = p.otid
+                        ORDER BY n.received_at, n.processed_at, n.event_key
+                        """, customer: id, environment: environment), logger: logger)
             for try await (env, received, processed, type, subtype, outcome, note, source, key, original, transaction) in notifications.decode(
                 (String, Date, Date, String, String?, String, String?, String, String, String?, String?).self)
             {
-                report.notifications.append(Notification(
-                    environment: env, receivedAt: received, processedAt: processed, type: type, subtype: subtype, outcome: outcome,
-                    note: note, source: source, eventKey: key, originalTransactionId: original, transactionId: transaction))
+                report.notifications.append(
+                    Notification(
+                        environment: env, receivedAt: received, processedAt: processed, type: type, subtype: subtype, outcome: outcome,
+                        note: note, source: source, eventKey: key, originalTransactionId: original, transactionId: transaction))
             }
-            let claims = try await database.query(query(
-                purchases + """
-                    SELECT c.environment, c.original_transaction_id, c.customer_id::text, c.status, c.verified, c.first_claimed_at,
-                           c.cause_event_key, n.note,
-                           coalesce(s.owner_customer_id::text,
-                                    (SELECT o.customer_id::text FROM ownership_claims o WHERE o.environment = c.environment
-                                       AND o.original_transaction_id = c.original_transaction_id AND o.status = 'owner' LIMIT 1))
-                    FROM ownership_claims c
-                    JOIN chosen p ON c.environment = p.environment AND c.original_transaction_id = p.otid
-                    LEFT JOIN subscriptions s ON s.environment = c.environment AND s.original_transaction_id = c.original_transaction_id
-                    LEFT JOIN notifications n ON n.environment = c.environment AND n.event_key = c.cause_event_key
-                    ORDER BY c.environment, c.original_transaction_id, c.first_claimed_at, c.customer_id
-                    """, customer: id, environment: environment), logger: logger)
+            let claims = try await database.query(
+                query(
+                    purchases + """
+                        SELECT c.environment, c.original_transaction_id, c.customer_id::text, c.status, c.verified, c.first_claimed_at,
+                               c.cause_event_key, n.note,
+                               coalesce(s.owner_customer_id::text,
+                                        (SELECT o.customer_id::text FROM ownership_claims o WHERE o.environment = c.environment
+                                           AND o.original_transaction_id = c.original_transaction_id AND o.status = 'owner' LIMIT 1))
+                        FROM ownership_claims c
+                        JOIN chosen p ON c.environment = p.environment AND c.original_transaction_id = p.otid
+                        LEFT JOIN subscriptions s ON s.environment = c.environment AND s.original_transaction_id = c.original_transaction_id
+                        LEFT JOIN notifications n ON n.environment = c.environment AND n.event_key = c.cause_event_key
+                        ORDER BY c.environment, c.original_transaction_id, c.first_claimed_at, c.customer_id
+                        """, customer: id, environment: environment), logger: logger)
             for try await (env, original, customer, status, verified, claimed, cause, note, owner) in claims.decode(
                 (String, String, String, String, Bool, Date, String, String?, String?).self)
             {
@@ -268,28 +276,31 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
                 default: reason = status
                 }
                 if let note, !note.isEmpty { reason += " (\(note))" }
-                report.ownershipClaims.append(OwnershipClaim(
-                    environment: env, originalTransactionId: original, customerId: customer, status: status, owner: owner,
-                    verified: verified, firstClaimedAt: claimed, causeEventKey: cause, reason: reason))
+                report.ownershipClaims.append(
+                    OwnershipClaim(
+                        environment: env, originalTransactionId: original, customerId: customer, status: status, owner: owner,
+                        verified: verified, firstClaimedAt: claimed, causeEventKey: cause, reason: reason))
             }
-            let requests = try await database.query(query(
-                purchases + """
-                    SELECT DISTINCT r.environment, r.notification_uuid, r.transaction_id, r.original_transaction_id, r.reason, r.received_at,
-                           r.deadline, r.status, r.attempts::bigint, r.sent_at, r.delivery_status, r.refund_preference, r.last_error, r.note
-                    FROM consumption_requests r
-                    JOIN chosen p ON r.environment = p.environment
-                     AND (r.original_transaction_id = p.otid OR r.transaction_id = p.otid
-                          OR r.transaction_id IN (SELECT t.transaction_id FROM transactions t
-                                                  WHERE t.environment = p.environment AND t.original_transaction_id = p.otid))
-                    ORDER BY r.received_at, r.notification_uuid
-                    """, customer: id, environment: environment), logger: logger)
+            let requests = try await database.query(
+                query(
+                    purchases + """
+                        SELECT DISTINCT r.environment, r.notification_uuid, r.transaction_id, r.original_transaction_id, r.reason, r.received_at,
+                               r.deadline, r.status, r.attempts::bigint, r.sent_at, r.delivery_status, r.refund_preference, r.last_error, r.note
+                        FROM consumption_requests r
+                        JOIN chosen p ON r.environment = p.environment
+                         AND (r.original_transaction_id = p.otid OR r.transaction_id = p.otid
+                              OR r.transaction_id IN (SELECT t.transaction_id FROM transactions t
+                                                      WHERE t.environment = p.environment AND t.original_transaction_id = p.otid))
+                        ORDER BY r.received_at, r.notification_uuid
+                        """, customer: id, environment: environment), logger: logger)
             for try await row in requests.decode(
                 (String, String, String?, String?, String?, Date, Date?, String, Int64, Date?, String?, String?, String?, String?).self)
             {
-                report.consumptionRequests.append(ConsumptionRequest(
-                    environment: row.0, notificationUuid: row.1, transactionId: row.2, originalTransactionId: row.3, reason: row.4,
-                    receivedAt: row.5, deadline: row.6, status: row.7, attempts: row.8, sentAt: row.9, deliveryStatus: row.10,
-                    refundPreference: row.11, lastError: row.12, note: row.13))
+                report.consumptionRequests.append(
+                    ConsumptionRequest(
+                        environment: row.0, notificationUuid: row.1, transactionId: row.2, originalTransactionId: row.3, reason: row.4,
+                        receivedAt: row.5, deadline: row.6, status: row.7, attempts: row.8, sentAt: row.9, deliveryStatus: row.10,
+                        refundPreference: row.11, lastError: row.12, note: row.13))
             }
         } catch {
             throw OperationsError("database_error", "reading customer \(id) failed: \(String(reflecting: error).prefix(300))")
@@ -304,8 +315,9 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
         var lines = ["customer \(customerId)", "", "entitlements now:"]
         if entitlements.isEmpty { lines.append("  (none)") }
         for e in entitlements {
-            lines.append("  " + pad(e.environment, 12) + pad(e.key, 28) + pad(e.activeUntil.map { "until " + Timestamp.iso8601($0) } ?? "lifetime", 32)
-                + "from " + e.sources.joined(separator: ", "))
+            lines.append(
+                "  " + pad(e.environment, 12) + pad(e.key, 28) + pad(e.activeUntil.map { "until " + Timestamp.iso8601($0) } ?? "lifetime", 32)
+                    + "from " + e.sources.joined(separator: ", "))
         }
         lines += ["", "purchases:"]
         if subscriptions.isEmpty { lines.append("  (none)") }
@@ -315,16 +327,18 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
                 renew = on ? "auto-renew on" : "auto-renew off"
                 if on, let next = s.autoRenewProductId, next != s.productId { renew += " → \(next)" }
             }
-            lines.append("  " + pad(s.environment, 12) + pad(s.originalTransactionId, 20) + pad(s.productId, 34) + pad(s.lifecycle, 15)
-                + pad("expires " + time(s.expiresAt), 34) + renew + "  (\(s.productType))")
+            lines.append(
+                "  " + pad(s.environment, 12) + pad(s.originalTransactionId, 20) + pad(s.productId, 34) + pad(s.lifecycle, 15)
+                    + pad("expires " + time(s.expiresAt), 34) + renew + "  (\(s.productType))")
         }
         lines += ["", "transactions:"]
         if transactions.isEmpty { lines.append("  (none)") }
         for t in transactions {
-            lines.append("  " + pad(t.environment, 12) + pad(t.transactionId, 20) + pad("original " + t.originalTransactionId, 29)
-                + pad(t.productId ?? "-", 34) + pad("purchased " + time(t.purchaseDate), 36)
-                + (t.expiresDate.map { "expires " + Timestamp.iso8601($0) + "  " } ?? "")
-                + (t.revocationDate.map { "REVOKED " + Timestamp.iso8601($0) + "  " } ?? "") + (t.transactionReason ?? ""))
+            lines.append(
+                "  " + pad(t.environment, 12) + pad(t.transactionId, 20) + pad("original " + t.originalTransactionId, 29)
+                    + pad(t.productId ?? "-", 34) + pad("purchased " + time(t.purchaseDate), 36)
+                    + (t.expiresDate.map { "expires " + Timestamp.iso8601($0) + "  " } ?? "")
+                    + (t.revocationDate.map { "REVOKED " + Timestamp.iso8601($0) + "  " } ?? "") + (t.transactionReason ?? ""))
         }
         lines += ["", "consumable balances:"]
         if balances.isEmpty { lines.append("  (none)") }
@@ -332,30 +346,35 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
         lines += ["", "ownership claims:"]
         if ownershipClaims.isEmpty { lines.append("  (none)") }
         for c in ownershipClaims {
-            lines.append("  " + pad(c.environment, 12) + pad(c.originalTransactionId, 20) + pad(c.customerId, 38) + pad(c.status, 11)
-                + pad("since " + Timestamp.iso8601(c.firstClaimedAt), 32) + c.reason)
+            lines.append(
+                "  " + pad(c.environment, 12) + pad(c.originalTransactionId, 20) + pad(c.customerId, 38) + pad(c.status, 11)
+                    + pad("since " + Timestamp.iso8601(c.firstClaimedAt), 32) + c.reason)
         }
         lines += ["", "notifications (timeline):"]
         if notifications.isEmpty { lines.append("  (none)") }
         for n in notifications {
             let type = n.type + (n.subtype.map { "/\($0)" } ?? "")
-            lines.append("  " + pad(Timestamp.iso8601(n.receivedAt), 26) + pad(type, 44) + pad(n.outcome, 9) + pad(n.source, 22)
-                + pad(n.originalTransactionId ?? "-", 20) + (n.note ?? ""))
+            lines.append(
+                "  " + pad(Timestamp.iso8601(n.receivedAt), 26) + pad(type, 44) + pad(n.outcome, 9) + pad(n.source, 22)
+                    + pad(n.originalTransactionId ?? "-", 20) + (n.note ?? ""))
         }
         lines += ["", "consumption requests:"]
         if consumptionRequests.isEmpty { lines.append("  (none)") }
         for r in consumptionRequests {
-            lines.append("  " + pad(Timestamp.iso8601(r.receivedAt), 26) + pad(r.transactionId ?? "-", 20) + pad("reason " + (r.reason ?? "-"), 24)
-                + pad(r.status, 9) + pad("deadline " + time(r.deadline), 36) + (r.sentAt.map { "sent " + Timestamp.iso8601($0) + " " } ?? "")
-                + (r.deliveryStatus.map { "delivery \($0) " } ?? "") + (r.refundPreference.map { "refund \($0) " } ?? "")
-                + (r.lastError.map { "error: \($0) " } ?? "") + (r.note ?? ""))
+            lines.append(
+                "  " + pad(Timestamp.iso8601(r.receivedAt), 26) + pad(r.transactionId ?? "-", 20) + pad("reason " + (r.reason ?? "-"), 24)
+                    + pad(r.status, 9) + pad("deadline " + time(r.deadline), 36) + (r.sentAt.map { "sent " + Timestamp.iso8601($0) + " " } ?? "")
+                    + (r.deliveryStatus.map { "delivery \($0) " } ?? "") + (r.refundPreference.map { "refund \($0) " } ?? "")
+                    + (r.lastError.map { "error: \($0) " } ?? "") + (r.note ?? ""))
         }
         lines += ["", "change history:"]
         if changes.isEmpty { lines.append("  (none)") }
         for c in changes {
             let cause = c.causeType + (c.causeSubtype.map { "/\($0)" } ?? "")
-            lines.append("  " + pad("#\(c.seq)", 6) + pad(Timestamp.iso8601(c.recordedAt), 26) + pad(c.key, 24) + pad(c.change, 12)
-                + pad(c.active ? "active until " + time(c.activeUntil) : "inactive", 40) + pad(c.reason, 22) + "cause \(cause) (\(c.causeEventKey))")
+            lines.append(
+                "  " + pad("#\(c.seq)", 6) + pad(Timestamp.iso8601(c.recordedAt), 26) + pad(c.key, 24) + pad(c.change, 12)
+                    + pad(c.active ? "active until " + time(c.activeUntil) : "inactive", 40) + pad(c.reason, 22)
+                    + "cause \(cause) (\(c.causeEventKey))")
         }
         return lines.joined(separator: "\n")
     }

@@ -41,21 +41,28 @@ public struct PipelineHealth: Sendable, Encodable {
             for error in stage.errors { problems.append(Problem(kind: "unreadable", stage: stage.stage, detail: error)) }
             if let members = stage.members, members.isEmpty, stage.knownLag > 0 {
                 let waiting = stage.partitions.filter { ($0.lag ?? 0) > 0 }.map { "partition \($0.partition): \($0.lag ?? 0)" }
-                problems.append(Problem(
-                    kind: "stalled", stage: stage.stage,
-                    detail: "\(stage.stage): lag \(stage.knownLag) (\(waiting.joined(separator: ", "))) and no member in group \(stage.group)"))
+                problems.append(
+                    Problem(
+                        kind: "stalled", stage: stage.stage,
+                        detail: "\(stage.stage): lag \(stage.knownLag) (\(waiting.joined(separator: ", "))) and no member in group \(stage.group)"))
             }
             for count in stage.deadLetters ?? [] where count.notReplayed > 0 {
-                problems.append(Problem(
-                    kind: "dead_letters", stage: stage.stage, code: count.code,
-                    detail: "\(stage.stage): \(count.notReplayed) dead letter(s) with code \(count.code) not yet replayed (\(stage.deadLetterTopic))"))
+                problems.append(
+                    Problem(
+                        kind: "dead_letters", stage: stage.stage, code: count.code,
+                        detail:
+                            "\(stage.stage): \(count.notReplayed) dead letter(s) with code \(count.code) not yet replayed (\(stage.deadLetterTopic))")
+                )
             }
         }
         if let outboxError { problems.append(Problem(kind: "unreadable", detail: "outbox: \(outboxError)")) }
         if let outbox, let age = outbox.oldestAgeSeconds, age > maxOutboxAgeSeconds {
-            problems.append(Problem(
-                kind: "outbox_backlog",
-                detail: "outbox: \(outbox.unpublished) unpublished change(s), the oldest \(Int(age)) s old (more than \(Int(maxOutboxAgeSeconds)) s)"))
+            problems.append(
+                Problem(
+                    kind: "outbox_backlog",
+                    detail:
+                        "outbox: \(outbox.unpublished) unpublished change(s), the oldest \(Int(age)) s old (more than \(Int(maxOutboxAgeSeconds)) s)")
+            )
         }
         return problems
     }
@@ -80,7 +87,9 @@ public struct PipelineHealth: Sendable, Encodable {
         func ago(_ date: Date?) -> String {
             guard let date else { return "never" }
             let seconds = Int(checkedAt.timeIntervalSince(date).rounded())
-            let age = seconds < 120 ? "\(seconds) s" : seconds < 7200 ? "\(seconds / 60) min" : seconds < 172_800 ? "\(seconds / 3600) h" : "\(seconds / 86_400) d"
+            let age =
+                seconds < 120
+                ? "\(seconds) s" : seconds < 7200 ? "\(seconds / 60) min" : seconds < 172_800 ? "\(seconds / 3600) h" : "\(seconds / 86_400) d"
             return "\(Timestamp.iso8601(date)) (\(age) ago)"
         }
         var lines: [String] = []
@@ -103,12 +112,15 @@ public struct PipelineHealth: Sendable, Encodable {
             }
             let lagging = stage.partitions.filter { $0.lag != 0 }
             if !lagging.isEmpty {
-                lines.append("    " + "partition".padding(toLength: 11, withPad: " ", startingAt: 0) + "committed".padding(toLength: 12, withPad: " ", startingAt: 0)
-                    + "end".padding(toLength: 10, withPad: " ", startingAt: 0) + "lag")
+                lines.append(
+                    "    " + "partition".padding(toLength: 11, withPad: " ", startingAt: 0)
+                        + "committed".padding(toLength: 12, withPad: " ", startingAt: 0)
+                        + "end".padding(toLength: 10, withPad: " ", startingAt: 0) + "lag")
                 for p in lagging {
-                    lines.append("    " + String(p.partition).padding(toLength: 11, withPad: " ", startingAt: 0)
-                        + (p.committed.map(String.init) ?? "-").padding(toLength: 12, withPad: " ", startingAt: 0)
-                        + String(p.end).padding(toLength: 10, withPad: " ", startingAt: 0) + (p.lag.map(String.init) ?? "unknown"))
+                    lines.append(
+                        "    " + String(p.partition).padding(toLength: 11, withPad: " ", startingAt: 0)
+                            + (p.committed.map(String.init) ?? "-").padding(toLength: 12, withPad: " ", startingAt: 0)
+                            + String(p.end).padding(toLength: 10, withPad: " ", startingAt: 0) + (p.lag.map(String.init) ?? "unknown"))
                 }
             }
             if let letters = stage.deadLetters {

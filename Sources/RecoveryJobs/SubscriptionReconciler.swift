@@ -75,9 +75,10 @@ public struct SubscriptionReconciler: Sendable {
             for try await (environment, original, latest, product, bundle, lifecycle, endsAt, owner) in rows.decode(
                 (String, String, String?, String, String?, String, Date, String?).self)
             {
-                result.append(OverdueSubscription(
-                    environment: environment, originalTransactionId: original, latestTransactionId: latest, productId: product,
-                    bundleId: bundle, lifecycle: lifecycle, endsAt: endsAt, ownerCustomerId: owner))
+                result.append(
+                    OverdueSubscription(
+                        environment: environment, originalTransactionId: original, latestTransactionId: latest, productId: product,
+                        bundleId: bundle, lifecycle: lifecycle, endsAt: endsAt, ownerCustomerId: owner))
             }
         } catch {
             throw OperationsError("database_error", "reading overdue subscriptions failed: \(String(reflecting: error).prefix(300))")

@@ -32,7 +32,9 @@ public struct TestNotificationJob: Sendable {
 
     /// Requests, then polls until the record with the notification's UUID is on the verified topic or
     /// `timeout` passes (the trace then says how far it got).
-    public func run(target: AppStoreServerAPIClient.Target, timeout: Duration, progress: @Sendable (String) -> Void = { _ in }) async throws
+    public func run(
+        target: AppStoreServerAPIClient.Target, timeout: Duration, progress: @Sendable (String) -> Void = { _ in }
+    ) async throws
         -> TestNotificationTrace
     {
         let started = Date().addingTimeInterval(-5)
@@ -42,9 +44,10 @@ public struct TestNotificationJob: Sendable {
         let byTime = try await offsets.offsets(at: started, for: partitions)
         let marks = try await offsets.watermarks(partitions)
         // From the first record written since shortly before the request; the end when there is none.
-        let start: [KafkaTopicPartition: Int64?] = Dictionary(uniqueKeysWithValues: partitions.map { partition in
-            (partition, (byTime[partition] ?? nil) ?? marks[partition]?.high)
-        })
+        let start: [KafkaTopicPartition: Int64?] = Dictionary(
+            uniqueKeysWithValues: partitions.map { partition in
+                (partition, (byTime[partition] ?? nil) ?? marks[partition]?.high)
+            })
         let token: String
         do {
             token = try await client.requestTestNotification(target: target)

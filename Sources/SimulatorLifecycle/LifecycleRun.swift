@@ -161,7 +161,9 @@ public final class LifecycleRuns: Sendable {
     }
 
     /// Marks a run or a preparation as started, unless another is under way.
-    private func claim(_ name: String, simulation: LifecycleSimulation, customers: [SimulatedCustomer]) throws(SimulatorInputError) -> LifecycleRunStatus {
+    private func claim(
+        _ name: String, simulation: LifecycleSimulation, customers: [SimulatedCustomer]
+    ) throws(SimulatorInputError) -> LifecycleRunStatus {
         try state.withLock { current throws(SimulatorInputError) -> LifecycleRunStatus in
             guard current.state != "running", current.state != "preparing" else { throw SimulatorInputError("a lifecycle run is in progress") }
             current = LifecycleRunStatus(

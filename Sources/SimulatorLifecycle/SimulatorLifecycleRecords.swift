@@ -27,10 +27,11 @@ public struct SimulatorLifecycleRecords: LifecycleRecords {
     }
 
     public func sign(_ notification: NotificationSpec, signedAt: Date) async throws -> (notificationUUID: String, signedPayload: String) {
-        let recorded = try apple.notifications.record(SeedNotificationRequest(
-            bundleId: bundleID, notificationType: notification.type, subtype: notification.subtype,
-            transactionId: notification.transactionId, sentDate: signedAt, sendAttemptResults: [],
-            consumptionRequestReason: notification.consumptionRequestReason))
+        let recorded = try apple.notifications.record(
+            SeedNotificationRequest(
+                bundleId: bundleID, notificationType: notification.type, subtype: notification.subtype,
+                transactionId: notification.transactionId, sentDate: signedAt, sendAttemptResults: [],
+                consumptionRequestReason: notification.consumptionRequestReason))
         return (recorded.notificationUUID, recorded.signedPayload)
     }
 

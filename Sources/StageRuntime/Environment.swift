@@ -9,7 +9,8 @@ extension EnvironmentReader {
     public func logLevel() throws(ConfigurationError) -> Logger.Level {
         let raw = string("LOG_LEVEL", default: "info").lowercased()
         guard let level = Logger.Level(rawValue: raw) else {
-            throw ConfigurationError(variable: "LOG_LEVEL", problem: "must be one of trace, debug, info, notice, warning, error, critical (got \"\(raw)\")")
+            throw ConfigurationError(
+                variable: "LOG_LEVEL", problem: "must be one of trace, debug, info, notice, warning, error, critical (got \"\(raw)\")")
         }
         return level
     }

@@ -3,9 +3,9 @@ import Logging
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// How a process writes its logs: `LOG_FORMAT=text` (swift-log's stream handler, for people at a
@@ -51,9 +51,10 @@ public struct JSONLogHandler: LogHandler {
         var merged = metadata
         if let provided = metadataProvider?.get(), !provided.isEmpty { merged.merge(provided) { $1 } }
         if let given = event.metadata, !given.isEmpty { merged.merge(given) { $1 } }
-        sink(Self.line(
-            time: Date(), level: event.level, label: label, message: event.message.description, source: event.source,
-            error: event.error, metadata: merged))
+        sink(
+            Self.line(
+                time: Date(), level: event.level, label: label, message: event.message.description, source: event.source,
+                error: event.error, metadata: merged))
     }
 
     /// The keys every line has, in this order.

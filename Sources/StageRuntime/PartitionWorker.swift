@@ -107,7 +107,10 @@ final class PartitionWorker: Sendable {
     /// Waits for records; returns up to `maxBatchSize` of them, marked in flight, or nil when stopping.
     private func take() async -> [KafkaMessage]? {
         while true {
-            enum Step { case batch([KafkaMessage], resume: Bool), wait, stop }
+            enum Step {
+                case batch([KafkaMessage], resume: Bool)
+                case wait, stop
+            }
             let step = state.withLock { s -> Step in
                 if s.stopping { return .stop }
                 guard !s.buffer.isEmpty else { return .wait }
@@ -198,9 +201,11 @@ final class PartitionWorker: Sendable {
                     let letter = DeadLetterHeader.record(
                         for: message, topic: context.configuration.deadLetterTopic, stage: context.stage.name,
                         failure: failure, attempts: attempts, firstFailure: firstFailure ?? now, lastFailure: now)
-                    context.logger.warning("record dead-lettered", metadata: log(message).merging([
-                        LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)",
-                    ]) { a, _ in a })
+                    context.logger.warning(
+                        "record dead-lettered",
+                        metadata: log(message).merging([
+                            LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)",
+                        ]) { a, _ in a })
                     guard await deliver([letter], for: message, deadLetter: true) else { return }
                     context.metrics.deadLettered(code: failure.code)
                     attempts = 0
@@ -247,9 +252,11 @@ final class PartitionWorker: Sendable {
             } catch {
                 attempt += 1
                 let failure = FailureClassification(error)
-                context.logger.warning("producing outputs failed; retrying", metadata: log(message).merging([
-                    LogKey.errorCode: "\(failure.code)", LogKey.attempt: "\(attempt)",
-                ]) { a, _ in a })
+                context.logger.warning(
+                    "producing outputs failed; retrying",
+                    metadata: log(message).merging([
+                        LogKey.errorCode: "\(failure.code)", LogKey.attempt: "\(attempt)",
+                    ]) { a, _ in a })
                 guard await backoff(message, failure: failure, attempt: attempt) else { return false }
             }
         }
@@ -267,10 +274,12 @@ final class PartitionWorker: Sendable {
         }
         if pause { setPaused(true) }
         let delay = context.configuration.retry.delay(afterAttempt: attempt, retryAfter: failure.retryAfter)
-        context.logger.info("transient failure; retrying in place", metadata: log(message).merging([
-            LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)", LogKey.attempt: "\(attempt)",
-            "retry.delay_ms": "\(delay.milliseconds)",
-        ]) { a, _ in a })
+        context.logger.info(
+            "transient failure; retrying in place",
+            metadata: log(message).merging([
+                LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)", LogKey.attempt: "\(attempt)",
+                "retry.delay_ms": "\(delay.milliseconds)",
+            ]) { a, _ in a })
         do { try await Task.sleep(for: delay) } catch { return false }
         return !stopping
     }

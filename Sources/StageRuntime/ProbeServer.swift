@@ -15,7 +15,8 @@ public enum ProbeRoutes {
     ) {
         let readyGauge = stage.map {
             registry.makeGauge(
-                descriptor: MetricNameDescriptor(metricName: "pipeline_stage_ready", unitName: "", helpText: "1 when the stage's /ready answers 200, else 0"),
+                descriptor: MetricNameDescriptor(
+                    metricName: "pipeline_stage_ready", unitName: "", helpText: "1 when the stage's /ready answers 200, else 0"),
                 labels: [("stage", $0)])
         }
         let readiness: @Sendable () -> Bool = {

@@ -13,7 +13,10 @@ public struct StageConfiguration: Sendable {
         public var groupID: String?
         public var httpPort: Int
         public var batchSize: Int
-        public init(inputTopic: String? = nil, outputTopic: String? = nil, deadLetterTopic: String? = nil, groupID: String? = nil, httpPort: Int, batchSize: Int = 1) {
+        public init(
+            inputTopic: String? = nil, outputTopic: String? = nil, deadLetterTopic: String? = nil, groupID: String? = nil, httpPort: Int,
+            batchSize: Int = 1
+        ) {
             self.inputTopic = inputTopic
             self.outputTopic = outputTopic
             self.deadLetterTopic = deadLetterTopic
@@ -39,23 +42,24 @@ public struct StageConfiguration: Sendable {
     public var shutdownTimeout: Duration
 
     /// The variables every stage reads: name, default, meaning.
-    public static let variables: [(name: String, default: String, meaning: String)] = EnvironmentReader.commonVariables + [
-        ("KAFKA_GROUP_ID", "appstore.<stage>", "consumer group"),
-        ("INPUT_TOPIC / OUTPUT_TOPIC / DLQ_TOPIC", "from schemas/topics.json", "topics"),
-        ("KAFKA_ASSIGNOR", "cooperative-sticky", "cooperative-sticky, range or roundrobin"),
-        ("KAFKA_SESSION_TIMEOUT_MS", "10000", "group session timeout"),
-        ("KAFKA_HEARTBEAT_INTERVAL_MS", "3000", "group heartbeat"),
-        ("KAFKA_FETCH_WAIT_MAX_MS", "100", "longest a fetch waits on the broker"),
-        ("KAFKA_COMMIT_INTERVAL_MS", "1000", "how often finished offsets are committed"),
-        ("KAFKA_DELIVERY_TIMEOUT_MS", "30000", "how long a produce may take before it fails"),
-        ("KAFKA_LINGER_MS", "2", "producer batching delay"),
-        ("RETRY_INITIAL_MS / RETRY_MAX_MS", "100 / 30000", "backoff for transient failures"),
-        ("BATCH_SIZE", "stage default", "records of one partition processed together"),
-        ("MAX_BUFFERED_PER_PARTITION", "500", "records buffered before a partition is paused"),
-        ("DRAIN_TIMEOUT_MS", "10000", "wait for in-flight records on rebalance and shutdown"),
-        ("SHUTDOWN_TIMEOUT_MS", "25000", "graceful shutdown deadline"),
-        ("HTTP_HOST / HTTP_PORT", "0.0.0.0 / stage default", "where /health, /ready and /metrics are served"),
-    ]
+    public static let variables: [(name: String, default: String, meaning: String)] =
+        EnvironmentReader.commonVariables + [
+            ("KAFKA_GROUP_ID", "appstore.<stage>", "consumer group"),
+            ("INPUT_TOPIC / OUTPUT_TOPIC / DLQ_TOPIC", "from schemas/topics.json", "topics"),
+            ("KAFKA_ASSIGNOR", "cooperative-sticky", "cooperative-sticky, range or roundrobin"),
+            ("KAFKA_SESSION_TIMEOUT_MS", "10000", "group session timeout"),
+            ("KAFKA_HEARTBEAT_INTERVAL_MS", "3000", "group heartbeat"),
+            ("KAFKA_FETCH_WAIT_MAX_MS", "100", "longest a fetch waits on the broker"),
+            ("KAFKA_COMMIT_INTERVAL_MS", "1000", "how often finished offsets are committed"),
+            ("KAFKA_DELIVERY_TIMEOUT_MS", "30000", "how long a produce may take before it fails"),
+            ("KAFKA_LINGER_MS", "2", "producer batching delay"),
+            ("RETRY_INITIAL_MS / RETRY_MAX_MS", "100 / 30000", "backoff for transient failures"),
+            ("BATCH_SIZE", "stage default", "records of one partition processed together"),
+            ("MAX_BUFFERED_PER_PARTITION", "500", "records buffered before a partition is paused"),
+            ("DRAIN_TIMEOUT_MS", "10000", "wait for in-flight records on rebalance and shutdown"),
+            ("SHUTDOWN_TIMEOUT_MS", "25000", "graceful shutdown deadline"),
+            ("HTTP_HOST / HTTP_PORT", "0.0.0.0 / stage default", "where /health, /ready and /metrics are served"),
+        ]
 
     public init(stage: String, defaults: Defaults, environment env: EnvironmentReader) throws(ConfigurationError) {
         stageName = stage

@@ -135,9 +135,11 @@ public enum StageMain {
             ) {
                 runner.isReady
             }
-            logger.info("starting", metadata: [
-                "kafka.input": "\(config.inputTopic)", LogKey.group: "\(config.groupID)", LogKey.httpPort: "\(config.httpPort)",
-            ])
+            logger.info(
+                "starting",
+                metadata: [
+                    "kafka.input": "\(config.inputTopic)", LogKey.group: "\(config.groupID)", LogKey.httpPort: "\(config.httpPort)",
+                ])
             await ProcessBootstrap.run(
                 [probes] + extra + [producer, runner.consumer, runner], shutdownTimeout: config.shutdownTimeout, logger: logger)
         } catch let error as ConfigurationError {

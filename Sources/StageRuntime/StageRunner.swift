@@ -82,7 +82,10 @@ public final class StageRunner: Service, Sendable {
             group.cancelAll()
         }
         // Stop fetching (done), finish what is in flight, leave the rest uncommitted.
-        let all = workers.withLock { w in defer { w.removeAll() }; return Array(w.values) }
+        let all = workers.withLock { w in
+            defer { w.removeAll() }
+            return Array(w.values)
+        }
         await withTaskGroup(of: Void.self) { group in
             for w in all { group.addTask { await w.stop(timeout: self.context.configuration.drainTimeout) } }
         }

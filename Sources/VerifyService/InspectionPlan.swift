@@ -51,9 +51,10 @@ public struct InspectionPlan: Sendable {
             notes.append("assuming bundle ID \(claimed) from the token (pass --bundle-id to check it)")
         }
         if bundleID == nil {
-            notes.append(kind == .renewalInfo
-                ? "renewal info names no app: only its environment is checked (pass --bundle-id to use that app's environments)"
-                : "the token names no bundle ID")
+            notes.append(
+                kind == .renewalInfo
+                    ? "renewal info names no app: only its environment is checked (pass --bundle-id to use that app's environments)"
+                    : "the token names no bundle ID")
         }
         var environment = options.environment
         if environment == nil, let claimed = claims.environment {
@@ -106,9 +107,10 @@ public struct InspectionPlan: Sendable {
     public func run() async throws(InspectFailure) -> InspectionReport {
         let verifier: SignedDataVerifier
         do {
-            verifier = try SignedDataVerifier(configuration: .init(
-                apps: [app], additionalTrustedRoots: options.trustedRoots, validationTime: options.validationTime,
-                chainCache: .disabled))
+            verifier = try SignedDataVerifier(
+                configuration: .init(
+                    apps: [app], additionalTrustedRoots: options.trustedRoots, validationTime: options.validationTime,
+                    chainCache: .disabled))
         } catch {
             throw .usage(error.message)
         }

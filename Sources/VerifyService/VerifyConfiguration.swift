@@ -23,7 +23,10 @@ public struct VerifyConfiguration: Sendable {
     /// The variables, for `--help`: name, default, meaning.
     public static let variables: [(name: String, default: String, meaning: String)] = [
         ("APPSTORE_APPS", "(required)", "apps accepted: \(AppListParser.syntax)"),
-        ("APPSTORE_TRUSTED_ROOTS", "", "comma-separated DER/PEM root files trusted besides Apple Root CA - G3 (test CA, simulator); never used for Production data"),
+        (
+            "APPSTORE_TRUSTED_ROOTS", "",
+            "comma-separated DER/PEM root files trusted besides Apple Root CA - G3 (test CA, simulator); never used for Production data"
+        ),
         ("APPSTORE_VALIDATION_TIME", "signed-date", "when certificates must be valid: \(ValidationTimeOption.syntax)"),
         ("APPSTORE_CHAIN_CACHE", "on", "reuse verified certificate chains (on or off)"),
         ("APPSTORE_CHAIN_CACHE_MAX_AGE_S", "3600", "seconds before a cached chain is validated again"),

@@ -31,15 +31,19 @@ public struct VerifyStage: PipelineStage {
         appsByBundleID = Dictionary(configuration.apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { first, _ in first })
         self.logger = logger
         self.clock = clock
-        logger.info("verifier configured", metadata: [
-            "appstore.apps": "\(configuration.apps.map { "\($0.bundleID):\($0.environments.map(\.rawValue).sorted().joined(separator: "+"))" })",
-            "appstore.validationTime": "\(ValidationTimeOption.describe(configuration.validationTime))",
-            "appstore.chainCache": "\(configuration.chainCache.isEnabled ? "on" : "off")",
-        ])
-        if !configuration.additionalTrustedRoots.isEmpty {
-            logger.notice("additional trusted roots configured; honoured for non-Production data only", metadata: [
-                "appstore.roots": "\(configuration.additionalTrustedRoots.map { String(describing: $0.subject) })",
+        logger.info(
+            "verifier configured",
+            metadata: [
+                "appstore.apps": "\(configuration.apps.map { "\($0.bundleID):\($0.environments.map(\.rawValue).sorted().joined(separator: "+"))" })",
+                "appstore.validationTime": "\(ValidationTimeOption.describe(configuration.validationTime))",
+                "appstore.chainCache": "\(configuration.chainCache.isEnabled ? "on" : "off")",
             ])
+        if !configuration.additionalTrustedRoots.isEmpty {
+            logger.notice(
+                "additional trusted roots configured; honoured for non-Production data only",
+                metadata: [
+                    "appstore.roots": "\(configuration.additionalTrustedRoots.map { String(describing: $0.subject) })"
+                ])
         }
     }
 
@@ -49,12 +53,14 @@ public struct VerifyStage: PipelineStage {
         guard let key = record.key else {
             throw MalformedRecord.error("the verified notification names neither an originalTransactionId nor a notificationUUID")
         }
-        logger.debug("verified", metadata: [
-            LogKey.partition: "\(message.partition)", LogKey.offset: "\(message.offset)",
-            LogKey.notificationUUID: "\(record.notificationUUID ?? "-")",
-            LogKey.originalTransactionId: "\(record.originalTransactionId ?? "-")",
-            LogKey.notificationType: "\(record.notification?.notificationType?.rawValue ?? record.kind.rawValue)",
-        ])
+        logger.debug(
+            "verified",
+            metadata: [
+                LogKey.partition: "\(message.partition)", LogKey.offset: "\(message.offset)",
+                LogKey.notificationUUID: "\(record.notificationUUID ?? "-")",
+                LogKey.originalTransactionId: "\(record.originalTransactionId ?? "-")",
+                LogKey.notificationType: "\(record.notification?.notificationType?.rawValue ?? record.kind.rawValue)",
+            ])
         Self.noteReceived(record)
         return [KafkaOutgoingMessage(topic: outputTopic, key: key, value: try record.encoded(), headers: Self.headers(from: message.headers))]
     }
@@ -106,9 +112,12 @@ public struct VerifyStage: PipelineStage {
     /// backfill, reconciliation and app uploads prove nothing about the webhook and are not counted.
     static func noteReceived(_ record: VerifiedRecord) {
         guard record.kind == .notification, record.source == PipelineHeader.Source.appleWebhook else { return }
-        Gauge(label: "notification_last_received_timestamp_seconds", dimensions: [
-            ("app", record.bundleId), ("environment", record.environment.rawValue),
-        ]).record(record.verifiedAt.timeIntervalSince1970)
+        Gauge(
+            label: "notification_last_received_timestamp_seconds",
+            dimensions: [
+                ("app", record.bundleId), ("environment", record.environment.rawValue),
+            ]
+        ).record(record.verifiedAt.timeIntervalSince1970)
     }
 
     /// The `source` header values a raw record may carry (schemas/headers.md).

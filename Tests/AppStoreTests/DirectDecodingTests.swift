@@ -28,41 +28,43 @@ struct DirectDecodingTests {
         #expect(agree(Array(json.utf8)), "\(json.prefix(300))", sourceLocation: sourceLocation)
     }
 
-    @Test("edge cases", arguments: [
-        #"{"originalTransactionId":"1","quantity":1,"price":9990,"isUpgraded":true}"#,
-        #"{"quantity":1.0}"#, #"{"quantity":1e0}"#, #"{"quantity":1.5}"#, #"{"quantity":2147483648}"#,
-        #"{"quantity":-2147483648}"#, #"{"quantity":-0}"#, #"{"price":9223372036854775807}"#,
-        #"{"price":9223372036854775808}"#, #"{"price":999999999999999999}"#, #"{"price":-999999999999999999}"#,
-        #"{"price":1E+2}"#, #"{"price":"9990"}"#, #"{"price":null}"#, #"{"price":true}"#,
-        #"{"isUpgraded":1}"#, #"{"isUpgraded":"true"}"#, #"{"isUpgraded":null}"#, #"{"isUpgraded":nul}"#,
-        #"{"purchaseDate":1700000000000}"#, #"{"purchaseDate":1700000000000.5}"#, #"{"purchaseDate":"2024"}"#,
-        #"{"purchaseDate":1e400}"#, #"{"purchaseDate":-1}"#, #"{"purchaseDate":-0}"#, #"{"purchaseDate":0}"#,
-        #"{"purchaseDate":999999999999999}"#, #"{"purchaseDate":9999999999999999}"#, #"{"signedDate":1.7e12}"#,
-        #"{"appAccountToken":"7E3FB20B-4CDD-4A63-9B6C-1A2D5F1E0C11"}"#,
-        #"{"appAccountToken":"7e3fb20b-4cdd-4a63-9b6c-1a2d5f1e0c11"}"#, #"{"appAccountToken":"not-a-uuid"}"#,
-        #"{"appAccountToken":"7E3FB20B4CDD-4A63-9B6C-1A2D5F1E0C11-"}"#, #"{"appAccountToken":"\u0037E3FB20B-4CDD-4A63-9B6C-1A2D5F1E0C11"}"#,
-        #"{"appAccountToken":"{7E3FB20B-4CDD-4A63-9B6C-1A2D5F1E0C11}"}"#, #"{"appAccountToken":7}"#,
-        #"{"type":"Consumable","inAppOwnershipType":"SOMETHING_NEW","revocationReason":7}"#,
-        #"{"revocationReason":1.0}"#, #"{"revocationReason":"1"}"#, #"{"autoRenewStatus":1,"expirationIntent":99}"#,
-        #"{"productId":"caf\u00e9 \ud83d\ude00 \/ \" \\ \n \t \b \f \r"}"#, #"{"productId":"\ud83d"}"#,
-        #"{"productId":"\x"}"#, "{\"productId\":\"tab\there\"}", "{\"productId\":\"é direct UTF-8\"}",
-        #"{"bundleId":"a","bundleId":"b"}"#, #"{"bundleId":null,"bundleId":"b"}"#, #"{"bundleId":"a","bundleId":1}"#,
-        #"{"bundleId":"a","bundleId":}"#, #"{"b\u0075ndleId":"escaped key"}"#, "{\"bundle\u{212A}d\":\"kelvin\"}",
-        "{\"bundleId\u{301}\":\"combining\"}", #"{"unknown":{"deep":[1,2,{"x":null}]},"bundleId":"a"}"#,
-        #"{"unknown":[1,2,}"#, #"  {"bundleId" : "a" }  "#, #"{"bundleId":"a"} x"#, #"{"bundleId":"a"}{}"#,
-        #"{"bundleId":"a",}"#, #"{"bundleId":"a",,}"#, #"{,}"#, #"{}"#, #"[]"#, #"null"#, #""""#, #"{"#, "",
-        #"{"price":01}"#, #"{"price":.5}"#, #"{"price":1.}"#, #"{"price":-}"#, "{\"bundleId\":\"a\"\u{0}}",
-        #"{"eligibleWinBackOfferIds":["a","b"]}"#, #"{"eligibleWinBackOfferIds":[]}"#, #"{"eligibleWinBackOfferIds":[null]}"#,
-        #"{"eligibleWinBackOfferIds":["a",]}"#, #"{"eligibleWinBackOfferIds":"a"}"#, #"{"eligibleWinBackOfferIds":[1]}"#,
-        #"{"commitmentInfo":{"billingPeriodNumber":3,"commitmentPrice":100}}"#, #"{"commitmentInfo":[]}"#,
-        #"{"advancedCommerceInfo":{"a":[1,2.5,"x",true,null,{"b":-3}],"big":1e300}}"#, #"{"advancedCommerceInfo":null}"#,
-        #"{"notificationType":"DID_RENEW","subtype":"BRAND_NEW_THING","data":{"bundleId":"a","status":1,"appAppleId":42}}"#,
-        #"{"data":null}"#, #"{"data":[]}"#, #"{"data":{"appAppleId":"42"}}"#, #"{"data":{"status":"1"}}"#,
-        #"{"data":{"bundleId":"a","bundleId":"b"},"data":{"bundleId":"c"}}"#, #"{"data":{"environment":"Sandbox",}}"#,
-        #"{"summary":{"requestIdentifier":"r","succeededCount":3}}"#, #"{"summary":{"succeededCount":"3"}}"#,
-        #"{"externalPurchaseToken":{"externalPurchaseId":"x","tokenCreationDate":1700000000000}}"#,
-        #"{"appData":{"appAppleId":1,"bundleId":"a","environment":"Sandbox"}}"#, #"{"version":"2.0","signedDate":17}"#,
-    ])
+    @Test(
+        "edge cases",
+        arguments: [
+            #"{"originalTransactionId":"1","quantity":1,"price":9990,"isUpgraded":true}"#,
+            #"{"quantity":1.0}"#, #"{"quantity":1e0}"#, #"{"quantity":1.5}"#, #"{"quantity":2147483648}"#,
+            #"{"quantity":-2147483648}"#, #"{"quantity":-0}"#, #"{"price":9223372036854775807}"#,
+            #"{"price":9223372036854775808}"#, #"{"price":999999999999999999}"#, #"{"price":-999999999999999999}"#,
+            #"{"price":1E+2}"#, #"{"price":"9990"}"#, #"{"price":null}"#, #"{"price":true}"#,
+            #"{"isUpgraded":1}"#, #"{"isUpgraded":"true"}"#, #"{"isUpgraded":null}"#, #"{"isUpgraded":nul}"#,
+            #"{"purchaseDate":1700000000000}"#, #"{"purchaseDate":1700000000000.5}"#, #"{"purchaseDate":"2024"}"#,
+            #"{"purchaseDate":1e400}"#, #"{"purchaseDate":-1}"#, #"{"purchaseDate":-0}"#, #"{"purchaseDate":0}"#,
+            #"{"purchaseDate":999999999999999}"#, #"{"purchaseDate":9999999999999999}"#, #"{"signedDate":1.7e12}"#,
+            #"{"appAccountToken":"7E3FB20B-4CDD-4A63-9B6C-1A2D5F1E0C11"}"#,
+            #"{"appAccountToken":"7e3fb20b-4cdd-4a63-9b6c-1a2d5f1e0c11"}"#, #"{"appAccountToken":"not-a-uuid"}"#,
+            #"{"appAccountToken":"7E3FB20B4CDD-4A63-9B6C-1A2D5F1E0C11-"}"#, #"{"appAccountToken":"\u0037E3FB20B-4CDD-4A63-9B6C-1A2D5F1E0C11"}"#,
+            #"{"appAccountToken":"{7E3FB20B-4CDD-4A63-9B6C-1A2D5F1E0C11}"}"#, #"{"appAccountToken":7}"#,
+            #"{"type":"Consumable","inAppOwnershipType":"SOMETHING_NEW","revocationReason":7}"#,
+            #"{"revocationReason":1.0}"#, #"{"revocationReason":"1"}"#, #"{"autoRenewStatus":1,"expirationIntent":99}"#,
+            #"{"productId":"caf\u00e9 \ud83d\ude00 \/ \" \\ \n \t \b \f \r"}"#, #"{"productId":"\ud83d"}"#,
+            #"{"productId":"\x"}"#, "{\"productId\":\"tab\there\"}", "{\"productId\":\"é direct UTF-8\"}",
+            #"{"bundleId":"a","bundleId":"b"}"#, #"{"bundleId":null,"bundleId":"b"}"#, #"{"bundleId":"a","bundleId":1}"#,
+            #"{"bundleId":"a","bundleId":}"#, #"{"b\u0075ndleId":"escaped key"}"#, "{\"bundle\u{212A}d\":\"kelvin\"}",
+            "{\"bundleId\u{301}\":\"combining\"}", #"{"unknown":{"deep":[1,2,{"x":null}]},"bundleId":"a"}"#,
+            #"{"unknown":[1,2,}"#, #"  {"bundleId" : "a" }  "#, #"{"bundleId":"a"} x"#, #"{"bundleId":"a"}{}"#,
+            #"{"bundleId":"a",}"#, #"{"bundleId":"a",,}"#, #"{,}"#, #"{}"#, #"[]"#, #"null"#, #""""#, #"{"#, "",
+            #"{"price":01}"#, #"{"price":.5}"#, #"{"price":1.}"#, #"{"price":-}"#, "{\"bundleId\":\"a\"\u{0}}",
+            #"{"eligibleWinBackOfferIds":["a","b"]}"#, #"{"eligibleWinBackOfferIds":[]}"#, #"{"eligibleWinBackOfferIds":[null]}"#,
+            #"{"eligibleWinBackOfferIds":["a",]}"#, #"{"eligibleWinBackOfferIds":"a"}"#, #"{"eligibleWinBackOfferIds":[1]}"#,
+            #"{"commitmentInfo":{"billingPeriodNumber":3,"commitmentPrice":100}}"#, #"{"commitmentInfo":[]}"#,
+            #"{"advancedCommerceInfo":{"a":[1,2.5,"x",true,null,{"b":-3}],"big":1e300}}"#, #"{"advancedCommerceInfo":null}"#,
+            #"{"notificationType":"DID_RENEW","subtype":"BRAND_NEW_THING","data":{"bundleId":"a","status":1,"appAppleId":42}}"#,
+            #"{"data":null}"#, #"{"data":[]}"#, #"{"data":{"appAppleId":"42"}}"#, #"{"data":{"status":"1"}}"#,
+            #"{"data":{"bundleId":"a","bundleId":"b"},"data":{"bundleId":"c"}}"#, #"{"data":{"environment":"Sandbox",}}"#,
+            #"{"summary":{"requestIdentifier":"r","succeededCount":3}}"#, #"{"summary":{"succeededCount":"3"}}"#,
+            #"{"externalPurchaseToken":{"externalPurchaseId":"x","tokenCreationDate":1700000000000}}"#,
+            #"{"appData":{"appAppleId":1,"bundleId":"a","environment":"Sandbox"}}"#, #"{"version":"2.0","signedDate":17}"#,
+        ])
     func edgeCases(json: String) {
         Self.expectAgreement(json)
     }
@@ -79,8 +81,9 @@ struct DirectDecodingTests {
     @Test("typical payloads take the direct path")
     func directPathIsTaken() throws {
         for json in Self.generated(count: 50, seed: 7) {
-            #expect(ResponseBodyV2DecodedPayload.decodeDirectly(from: json) != nil
-                || JWSTransactionDecodedPayload.decodeDirectly(from: json) != nil, "\(String(decoding: json, as: UTF8.self))")
+            #expect(
+                ResponseBodyV2DecodedPayload.decodeDirectly(from: json) != nil
+                    || JWSTransactionDecodedPayload.decodeDirectly(from: json) != nil, "\(String(decoding: json, as: UTF8.self))")
         }
         let transaction = try AppStoreJSON.encoder.encode(Self.transaction(index: 1))
         #expect(JWSTransactionDecodedPayload.decodeDirectly(from: Array(transaction)) != nil)
@@ -230,14 +233,14 @@ extension DirectDecodingTests {
         ResponseBodyV2DecodedPayload(
             notificationType: maybe([.didRenew, .test, .unknown("NEW")].randomElement(using: &random)!, &random),
             subtype: maybe(.unknown("SUB"), &random), notificationUUID: maybe(UUID().uuidString, &random),
-            data: maybe(NotificationData(
-                environment: maybe(.production, &random), appAppleId: maybe(Int64.random(in: .min ... .max, using: &random), &random),
-                bundleId: maybe("b", &random), bundleVersion: maybe("1", &random),
-                signedTransactionInfo: maybe("eyJ.e30.sig", &random), signedRenewalInfo: maybe("r", &random),
-                status: maybe(.unknown(77), &random), consumptionRequestReason: maybe(.unknown("WHY"), &random)), &random),
+            data: maybe(
+                NotificationData(
+                    environment: maybe(.production, &random), appAppleId: maybe(Int64.random(in: .min ... .max, using: &random), &random),
+                    bundleId: maybe("b", &random), bundleVersion: maybe("1", &random),
+                    signedTransactionInfo: maybe("eyJ.e30.sig", &random), signedRenewalInfo: maybe("r", &random),
+                    status: maybe(.unknown(77), &random), consumptionRequestReason: maybe(.unknown("WHY"), &random)), &random),
             summary: Int.random(in: 0..<8, using: &random) == 0 ? Summary() : nil,
             appData: Int.random(in: 0..<8, using: &random) == 0 ? AppData() : nil,
             version: maybe("2.0", &random), signedDate: maybe(date(&random), &random))
     }
 }
-

@@ -16,7 +16,8 @@ struct StreamingJSONEncoderTests {
         let options: JSONSerialization.ReadingOptions = [.fragmentsAllowed]
         return (
             try #require(try JSONSerialization.jsonObject(with: Data(streaming), options: options) as? NSObject),
-            try #require(try JSONSerialization.jsonObject(with: foundation, options: options) as? NSObject))
+            try #require(try JSONSerialization.jsonObject(with: foundation, options: options) as? NSObject)
+        )
     }
 
     @Test("Apple's models, generated with random fields, encode to the same JSON as Foundation's and decode back equal")
@@ -28,13 +29,17 @@ struct StreamingJSONEncoderTests {
             let notification = DirectDecodingTests.notification(index: index, random: &random)
             let t = try Self.bothParsed(transaction)
             #expect(t.streaming == t.foundation)
-            #expect(try AppStoreJSON.decoder.decode(JWSTransactionDecodedPayload.self, from: Data(StreamingJSONEncoder.encode(transaction))) == transaction)
+            #expect(
+                try AppStoreJSON.decoder.decode(JWSTransactionDecodedPayload.self, from: Data(StreamingJSONEncoder.encode(transaction)))
+                    == transaction)
             let r = try Self.bothParsed(renewal)
             #expect(r.streaming == r.foundation)
             #expect(try AppStoreJSON.decoder.decode(JWSRenewalInfoDecodedPayload.self, from: Data(StreamingJSONEncoder.encode(renewal))) == renewal)
             let n = try Self.bothParsed(notification)
             #expect(n.streaming == n.foundation)
-            #expect(try AppStoreJSON.decoder.decode(ResponseBodyV2DecodedPayload.self, from: Data(StreamingJSONEncoder.encode(notification))) == notification)
+            #expect(
+                try AppStoreJSON.decoder.decode(ResponseBodyV2DecodedPayload.self, from: Data(StreamingJSONEncoder.encode(notification)))
+                    == notification)
         }
     }
 
@@ -63,17 +68,20 @@ struct StreamingJSONEncoderTests {
         func encode(to encoder: any Encoder) throws {}
     }
 
-    @Test("strings, numbers, dates, UUIDs, collections and empty values match Foundation", arguments: [
-        "", "plain", "quote \" backslash \\ slash /", "controls \u{0}\u{1}\u{8}\u{9}\u{a}\u{c}\u{d}\u{1f}",
-        "é 中文 😀 \u{7f}", String(repeating: "x\"", count: 600),
-    ])
+    @Test(
+        "strings, numbers, dates, UUIDs, collections and empty values match Foundation",
+        arguments: [
+            "", "plain", "quote \" backslash \\ slash /", "controls \u{0}\u{1}\u{8}\u{9}\u{a}\u{c}\u{d}\u{1f}",
+            "é 中文 😀 \u{7f}", String(repeating: "x\"", count: 600),
+        ])
     func scalars(text: String) throws {
         var random = SeededGenerator(seed: UInt64(text.utf8.count))
         for _ in 0..<50 {
             let whole = Double(Int64.random(in: -4_000_000_000_000...4_000_000_000_000, using: &random))
             let row = Row(
                 text: text, id: UUID(), optionalID: Bool.random(using: &random) ? UUID() : nil,
-                at: Date(timeIntervalSince1970: whole / 1000), until: Bool.random(using: &random) ? Date(timeIntervalSince1970: (whole + 0.5) / 1000) : nil,
+                at: Date(timeIntervalSince1970: whole / 1000),
+                until: Bool.random(using: &random) ? Date(timeIntervalSince1970: (whole + 0.5) / 1000) : nil,
                 small: Int8.random(in: .min ... .max, using: &random), big: UInt64.random(in: .min ... .max, using: &random),
                 negative: Int64.random(in: .min ... -1, using: &random), ratio: Double.random(in: -1e300...1e300, using: &random),
                 flag: Bool.random(using: &random), tags: [text, "b"], nested: [[], [1, -2], [Int.min, Int.max]],
@@ -96,10 +104,12 @@ struct StreamingJSONEncoderTests {
             var d: Date
         }
         #expect(try StreamingJSONEncoder.encodeToString(Pair(b: 1, a: nil, d: Date(timeIntervalSince1970: 1.5))) == #"{"b":1,"d":1500}"#)
-        #expect(try StreamingJSONEncoder.encodeToString(Pair(b: -20, a: "x/y", d: Date(timeIntervalSince1970: 1.0 / 1024)))
-            == #"{"b":-20,"a":"x/y","d":0.9765625}"#)
-        #expect(try StreamingJSONEncoder.encodeToString(UUID(uuidString: "e621e1f8-c36c-495a-93fc-0c247a3e6e5f")!)
-            == #""E621E1F8-C36C-495A-93FC-0C247A3E6E5F""#)
+        #expect(
+            try StreamingJSONEncoder.encodeToString(Pair(b: -20, a: "x/y", d: Date(timeIntervalSince1970: 1.0 / 1024)))
+                == #"{"b":-20,"a":"x/y","d":0.9765625}"#)
+        #expect(
+            try StreamingJSONEncoder.encodeToString(UUID(uuidString: "e621e1f8-c36c-495a-93fc-0c247a3e6e5f")!)
+                == #""E621E1F8-C36C-495A-93FC-0C247A3E6E5F""#)
     }
 
     @Test("a non-finite number and a container written to after its sibling started are EncodingErrors")

@@ -31,7 +31,9 @@ struct OperatorToolTests {
     }
 
     /// Repeats `appstorectl` until `done` holds for its result or `timeout` passes; returns the last result.
-    static func until(_ arguments: [String], _ pipeline: PipelineUnderTest, timeout: Duration = .seconds(90), _ done: (CommandResult) -> Bool)
+    static func until(
+        _ arguments: [String], _ pipeline: PipelineUnderTest, timeout: Duration = .seconds(90), _ done: (CommandResult) -> Bool
+    )
         async throws -> CommandResult
     {
         let deadline = ContinuousClock.now + timeout
@@ -72,10 +74,11 @@ struct OperatorToolTests {
             let stages = try #require(status["stages"] as? [[String: Any]])
             #expect(stages.map { $0["stage"] as? String } == ["verify", "enrich", "grant"])
             for stage in stages {
-                #expect(Self.keys(stage) == [
-                    "stage", "group", "inputTopic", "deadLetterTopic", "groupState", "memberCount", "members", "lag", "lastRecordAt",
-                    "partitions", "deadLetters", "deadLettersNotReplayed", "errors",
-                ])
+                #expect(
+                    Self.keys(stage) == [
+                        "stage", "group", "inputTopic", "deadLetterTopic", "groupState", "memberCount", "members", "lag", "lastRecordAt",
+                        "partitions", "deadLetters", "deadLettersNotReplayed", "errors",
+                    ])
                 #expect((stage["memberCount"] as? Int ?? 0) >= 1, "\(stage)")
                 #expect(stage["lastRecordAt"] is String, "every input received records")
             }
@@ -120,7 +123,8 @@ struct OperatorToolTests {
             #expect(try await pipeline.appstorectl(["customer", token, "--transaction-id", transaction]).status == 2)
 
             // A refused ownership claim, produced as grant produces one: a second customer's claim on an owned purchase.
-            let owner = UUID(), intruder = UUID()
+            let owner = UUID()
+            let intruder = UUID()
             try await pipeline.withDatabase { client in
                 let store = EntitlementStore(client: client, logger: ScratchDatabase.logger)
                 let policy = GrantPolicy(catalog: LifecycleGenerator.catalog, expiryLeeway: 3600, transferPolicy: .refuse)
@@ -158,8 +162,11 @@ struct OperatorToolTests {
             let code = try #require(letter["code"] as? String)
             #expect(withLetter.stdout.contains("dead_letters: verify: 1 dead letter(s) with code \(code) not yet replayed"))
             let (showCode, show) = try await Self.json(
-                ["dlq", "show", "--stage", "verify", "--partition", "\(letter["partition"] as? Int ?? -1)", "--offset", "\(letter["offset"] as? Int ?? -1)",
-                 "--json"], pipeline)
+                [
+                    "dlq", "show", "--stage", "verify", "--partition", "\(letter["partition"] as? Int ?? -1)", "--offset",
+                    "\(letter["offset"] as? Int ?? -1)",
+                    "--json",
+                ], pipeline)
             #expect(showCode == 0)
             #expect(Self.keys(show) == Self.deadLetterKeys.union(["headers", "body"]))
             #expect((show["body"] as? String)?.contains("not.a.jws") == true)
@@ -188,8 +195,9 @@ struct OperatorToolTests {
             _ = await pipeline.processes["grant"]?.terminate()
             let producer = try TestServices.makeProducer()
             for i in 0..<4 {
-                _ = try await producer.send(KafkaOutgoingMessage(
-                    topic: pipeline.topics[Topics.enriched]!, key: Array("Sandbox:waiting-\(i)".utf8), value: Array("{}".utf8), partition: 0))
+                _ = try await producer.send(
+                    KafkaOutgoingMessage(
+                        topic: pipeline.topics[Topics.enriched]!, key: Array("Sandbox:waiting-\(i)".utf8), value: Array("{}".utf8), partition: 0))
             }
             await producer.close()
             let stalled = try await Self.until(["status"], pipeline) { $0.stdout.contains("stalled: grant") }
@@ -205,11 +213,13 @@ struct OperatorToolTests {
             // The other commands' --json.
             let (replayCode, replay) = try await Self.json(["replay", "--stage", "grant", "--from", "36h", "--dry-run", "--json"], pipeline)
             #expect(replayCode == 0)
-            #expect(Self.keys(replay) == [
-                "stage", "group", "topic", "from", "fromTime", "fromOffset", "dryRun", "applied", "recordsToReprocess", "partitions",
-            ])
+            #expect(
+                Self.keys(replay) == [
+                    "stage", "group", "topic", "from", "fromTime", "fromOffset", "dryRun", "applied", "recordsToReprocess", "partitions",
+                ])
             #expect(replay["from"] as? String == "time" && replay["applied"] as? Bool == false)
-            let fromTime = try #require((replay["fromTime"] as? String).flatMap { try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse($0) })
+            let fromTime = try #require(
+                (replay["fromTime"] as? String).flatMap { try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse($0) })
             #expect(abs(fromTime.timeIntervalSinceNow + 36 * 3600) < 300, "36h before now: \(fromTime)")
             #expect((replay["partitions"] as? [[String: Any]])?.allSatisfy { Self.keys($0) == ["partition", "committed", "target"] } == true)
 
@@ -220,9 +230,10 @@ struct OperatorToolTests {
 
             let (backfillCode, backfill) = try await Self.json(["backfill", "--app", pipeline.bundleID, "--since", "29d", "--json"], pipeline)
             #expect(backfillCode == 0)
-            #expect(Self.keys(backfill) == [
-                "app", "environment", "since", "until", "onlyFailures", "topic", "fetched", "written", "undelivered", "byType",
-            ])
+            #expect(
+                Self.keys(backfill) == [
+                    "app", "environment", "since", "until", "onlyFailures", "topic", "fetched", "written", "undelivered", "byType",
+                ])
             #expect((backfill["fetched"] as? Int ?? 0) > 0 && backfill["fetched"] as? Int == backfill["written"] as? Int)
 
             let (orderCode, order) = try await Self.json(["lookup-order", "MQ1313TEST", "--app", pipeline.bundleID, "--json"], pipeline)

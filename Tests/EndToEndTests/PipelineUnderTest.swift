@@ -4,8 +4,8 @@ import AsyncHTTPClient
 import EntitlementStore
 import Foundation
 import GrantTestSupport
-import LifecyclePlayback
 import KafkaClient
+import LifecyclePlayback
 import LifecycleSimulation
 import Logging
 import NIOCore
@@ -312,13 +312,15 @@ final class PipelineUnderTest: @unchecked Sendable {
                 expected[key] = .some(((expected[key] ?? 0) ?? 0) + Int64(units))
             }
             let have = database[customer.customer.uuidString.lowercased()] ?? [:]
-            let same = Set(expected.keys) == Set(have.keys) && expected.allSatisfy { key, value in
-                switch (value, have[key] ?? nil) {
-                case (nil, nil): true
-                case (let a?, let b?): key.hasPrefix("units:") ? a == b : abs(a - b) <= 1000
-                default: false
+            let same =
+                Set(expected.keys) == Set(have.keys)
+                && expected.allSatisfy { key, value in
+                    switch (value, have[key] ?? nil) {
+                    case (nil, nil): true
+                    case (let a?, let b?): key.hasPrefix("units:") ? a == b : abs(a - b) <= 1000
+                    default: false
+                    }
                 }
-            }
             if !same { problems.append("\(customer.customer) \(customer.scenario): expected \(expected), Postgres \(have)") }
         }
         return problems

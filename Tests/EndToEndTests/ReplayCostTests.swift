@@ -26,7 +26,8 @@ struct ReplayCostTests {
             let body = try await Self.seedNotification(pipeline)
             let http = HTTPClient(
                 eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-                configuration: HTTPClient.Configuration(connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: Self.inFlight)))
+                configuration: HTTPClient.Configuration(
+                    connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: Self.inFlight)))
             do {
                 let url = "http://127.0.0.1:\(pipeline.ports["ingest"]!)/v2/notifications"
                 #expect(try await pipeline.post("/sim/stats", json: [String: String](), method: .DELETE) == 204)
@@ -100,8 +101,9 @@ struct ReplayCostTests {
             subscriptionGroup: product.subscriptionGroup, price: product.price, bundleID: pipeline.bundleID)
         #expect(try await pipeline.post("/sim/transactions", json: SeedTransactionsRequest(transactions: [transaction])) == 201)
         try signer.store.upsert([transaction])
-        let notification = try signer.notifications.record(SeedNotificationRequest(
-            bundleId: pipeline.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: id))
+        let notification = try signer.notifications.record(
+            SeedNotificationRequest(
+                bundleId: pipeline.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: id))
         return ByteBuffer(bytes: try JSONEncoder().encode(["signedPayload": notification.signedPayload]))
     }
 

@@ -71,8 +71,13 @@ struct UploadAuthEndToEndTests {
                 ("no token", try await upload(oldCopy, token: nil, user: "mallory")),
                 ("expired", try await upload(oldCopy, token: try await token("mallory", expires: Date().addingTimeInterval(-3600)))),
                 ("wrong audience", try await upload(oldCopy, token: try await token("mallory", audience: "another-app"))),
-                ("unknown key", try await upload(oldCopy, token: try await stranger.token(
-                    UploadClaims(issuer: Self.issuer, audience: [Self.audience], subject: "mallory")))),
+                (
+                    "unknown key",
+                    try await upload(
+                        oldCopy,
+                        token: try await stranger.token(
+                            UploadClaims(issuer: Self.issuer, audience: [Self.audience], subject: "mallory")))
+                ),
             ]
             for (name, answer) in refusals {
                 #expect(answer.status == 401, "\(name): \(answer)")

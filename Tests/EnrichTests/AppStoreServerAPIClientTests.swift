@@ -3,12 +3,12 @@ import AppStoreServerAPI
 import AppStoreSimulator
 import AsyncHTTPClient
 import Crypto
+import Foundation
 import NIOCore
 import NIOHTTP1
-import Foundation
 import StageRuntime
-import TestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 /// The client against the simulated Apple on loopback: every endpoint, paging, Apple's token
@@ -84,9 +84,10 @@ struct AppStoreServerAPIClientTests {
         try sim.apple.store.upsert([consumable])
         let sentAt = SimFixture.now().addingTimeInterval(-3600)
         for i in 0..<25 {
-            try sim.apple.notifications.record(SeedNotificationRequest(
-                bundleId: SimFixture.bundleID, notificationType: .didRenew, transactionId: seeded[1].transactionId,
-                sentDate: sentAt.addingTimeInterval(Double(i)), sendAttemptResults: i == 3 ? ["TIMED_OUT"] : nil))
+            try sim.apple.notifications.record(
+                SeedNotificationRequest(
+                    bundleId: SimFixture.bundleID, notificationType: .didRenew, transactionId: seeded[1].transactionId,
+                    sentDate: sentAt.addingTimeInterval(Double(i)), sendAttemptResults: i == 3 ? ["TIMED_OUT"] : nil))
         }
         let request = NotificationHistoryRequest(startDate: sentAt.addingTimeInterval(-60), endDate: SimFixture.now().addingTimeInterval(60))
         let page = try await client.notificationHistoryPage(request, target: SimFixture.target)
@@ -94,7 +95,10 @@ struct AppStoreServerAPIClientTests {
         #expect(page.hasMore && page.paginationToken != nil)
         let history = try await client.notificationHistory(request, target: SimFixture.target)
         #expect(history.count == 25)
-        #expect(history.allSatisfy { $0.notification.payload.notificationType == .didRenew && $0.notification.transaction?.transactionId == seeded[1].transactionId })
+        #expect(
+            history.allSatisfy {
+                $0.notification.payload.notificationType == .didRenew && $0.notification.transaction?.transactionId == seeded[1].transactionId
+            })
         var failures = request
         failures.onlyFailures = true
         #expect(try await client.notificationHistory(failures, target: SimFixture.target).count == 1)
@@ -121,12 +125,14 @@ struct AppStoreServerAPIClientTests {
 
         try await client.sendConsumptionInformation(
             transactionId: "2000000000200900",
-            ConsumptionRequest(customerConsented: true, sampleContentProvided: false, deliveryStatus: "DELIVERED", consumptionPercentage: 25_000,
+            ConsumptionRequest(
+                customerConsented: true, sampleContentProvided: false, deliveryStatus: "DELIVERED", consumptionPercentage: 25_000,
                 refundPreference: "DECLINE"), target: SimFixture.target)
         #expect(sim.apple.store.receivedConsumption.map(\.transactionId) == ["2000000000200900"])
         do {
             try await client.sendConsumptionInformation(
-                transactionId: "2000000000200900", ConsumptionRequest(customerConsented: false, sampleContentProvided: false, deliveryStatus: "DELIVERED"),
+                transactionId: "2000000000200900",
+                ConsumptionRequest(customerConsented: false, sampleContentProvided: false, deliveryStatus: "DELIVERED"),
                 target: SimFixture.target)
             Issue.record("consent is required")
         } catch {
@@ -141,7 +147,8 @@ struct AppStoreServerAPIClientTests {
         #expect(extended.effectiveDate == before.addingTimeInterval(7 * 86_400))
         do {
             _ = try await client.extendRenewalDate(
-                originalTransactionId: "2000000000200000", ExtendRenewalDateRequest(extendByDays: 91, extendReasonCode: 3, requestIdentifier: "ext-2"),
+                originalTransactionId: "2000000000200000",
+                ExtendRenewalDateRequest(extendByDays: 91, extendReasonCode: 3, requestIdentifier: "ext-2"),
                 target: SimFixture.target)
             Issue.record("more than 90 days must fail")
         } catch {
@@ -155,7 +162,8 @@ struct AppStoreServerAPIClientTests {
         defer { Task { await sim.stop() } }
         _ = try Self.seedSubscription(sim, original: "2000000000300000", count: 1)
         let wrongKey = AppStoreAPICredentials(
-            bundleID: SimFixture.bundleID, issuerID: SimFixture.apiKey.issuerID, keyID: SimFixture.apiKey.keyID, privateKey: P256.Signing.PrivateKey())
+            bundleID: SimFixture.bundleID, issuerID: SimFixture.apiKey.issuerID, keyID: SimFixture.apiKey.keyID, privateKey: P256.Signing.PrivateKey()
+        )
         let wrongIssuer = AppStoreAPICredentials(
             bundleID: SimFixture.bundleID, issuerID: UUID().uuidString, keyID: SimFixture.apiKey.keyID, privateKey: SimFixture.apiKey.privateKey)
         for credentials in [wrongKey, wrongIssuer] {
@@ -200,7 +208,10 @@ struct AppStoreServerAPIClientTests {
         let header = try JSONDecoder().decode(RequestToken.Header.self, from: Data(Base64.decodeURL(parts[0])!))
         let claims = try JSONDecoder().decode(RequestToken.Claims.self, from: Data(Base64.decodeURL(parts[1])!))
         #expect(header == RequestToken.Header(alg: "ES256", kid: key.keyID, typ: "JWT"))
-        #expect(claims == RequestToken.Claims(iss: key.issuerID, iat: 1_800_000_000, exp: 1_800_000_300, aud: "appstoreconnect-v1", bid: SimFixture.bundleID))
+        #expect(
+            claims
+                == RequestToken.Claims(iss: key.issuerID, iat: 1_800_000_000, exp: 1_800_000_300, aud: "appstoreconnect-v1", bid: SimFixture.bundleID)
+        )
     }
 
     @Test("one request token serves many requests for half its lifetime; a refused one is replaced")

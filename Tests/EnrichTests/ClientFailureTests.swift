@@ -43,7 +43,8 @@ struct ClientFailureTests {
                 #expect(wait >= .zero && wait <= .milliseconds(2_000))
                 waits.append(wait)
                 // What the stage runtime does with a transient error: back off, at least as long as asked.
-                try await Task.sleep(for: RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .seconds(5)).delay(afterAttempt: attempts, retryAfter: wait))
+                try await Task.sleep(
+                    for: RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .seconds(5)).delay(afterAttempt: attempts, retryAfter: wait))
             }
             #expect(attempts < 5)
             if attempts >= 5 { break }
@@ -176,7 +177,8 @@ struct ClientFailureTests {
         #expect(throws: AppStoreAPIError.self) { try AppStoreAPICredentials.parseList("com.a:iss:KEY") }
         #expect(throws: AppStoreAPIError.self) { try AppStoreAPICredentials.parseList("com.a:i:K:/no/such/file.p8") }
         do {
-            _ = try AppStoreAPICredentials(bundleID: "com.a", issuerID: "i", keyID: "K", privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----")
+            _ = try AppStoreAPICredentials(
+                bundleID: "com.a", issuerID: "i", keyID: "K", privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----")
         } catch {
             #expect(error.code == "apple_api_invalid_credentials")
             #expect(!error.message.contains("AAAA"))

@@ -90,7 +90,8 @@ struct EnrichCacheTests {
         let b = try purchase(sim, "4100000000000030")
         // Without coalescing every record would pay its own lookup: the repeats still cost nothing.
         let stage = try makeStage(sim, coalesce: false, caches: EnrichStage.Caches(lookupTimeToLive: .zero))
-        let n1 = EnrichFixture.notification(a[2]), n2 = EnrichFixture.notification(b[2])
+        let n1 = EnrichFixture.notification(a[2])
+        let n2 = EnrichFixture.notification(b[2])
         let batch = try [n1, n1, n2, n1, n2].enumerated().map { try Self.message($1, offset: Int64($0)) }
         let results = try await stage.process(batch: batch)
         #expect(try Self.outputs(results) == [1, 0, 1, 0, 0])
@@ -102,7 +103,10 @@ struct EnrichCacheTests {
         let failed = try await stage.process(batch: failing)
         #expect(failed.count == 3)
         for index in [0, 2] {
-            guard case .failure(let error) = failed[index] else { Issue.record("record \(index) must fail"); continue }
+            guard case .failure(let error) = failed[index] else {
+                Issue.record("record \(index) must fail")
+                continue
+            }
             #expect(FailureClassification(error).code == "apple_api_4040010")
         }
         #expect((try? failed[1].get())?.count == 1)
@@ -202,9 +206,12 @@ struct EnrichCacheTests {
         ]
         let standard = try EnrichConfiguration(environment: EnvironmentReader(base)).caches
         #expect(standard.replayEntries == 100_000 && standard.lookupTimeToLive == .milliseconds(2000) && standard.lookupEntries == 10_000)
-        let set = try EnrichConfiguration(environment: EnvironmentReader(base.merging([
-            "ENRICH_REPLAY_CACHE_SIZE": "0", "ENRICH_LOOKUP_CACHE_TTL_MS": "250", "ENRICH_LOOKUP_CACHE_SIZE": "7",
-        ]) { $1 })).caches
+        let set = try EnrichConfiguration(
+            environment: EnvironmentReader(
+                base.merging([
+                    "ENRICH_REPLAY_CACHE_SIZE": "0", "ENRICH_LOOKUP_CACHE_TTL_MS": "250", "ENRICH_LOOKUP_CACHE_SIZE": "7",
+                ]) { $1 })
+        ).caches
         #expect(set.replayEntries == 0 && set.lookupTimeToLive == .milliseconds(250) && set.lookupEntries == 7)
         for (name, value) in [
             ("ENRICH_REPLAY_CACHE_SIZE", "-1"), ("ENRICH_LOOKUP_CACHE_TTL_MS", "soon"), ("ENRICH_LOOKUP_CACHE_SIZE", "0"),
@@ -217,7 +224,10 @@ struct EnrichCacheTests {
             }
         }
         let names = Set(EnrichConfiguration.variables.map(\.name))
-        #expect(names.isSuperset(of: ["ENRICH_REPLAY_CACHE_SIZE", "ENRICH_LOOKUP_CACHE_TTL_MS", "ENRICH_LOOKUP_CACHE_SIZE", "ENRICH_VERIFIED_JWS_CACHE_SIZE"]))
+        #expect(
+            names.isSuperset(of: [
+                "ENRICH_REPLAY_CACHE_SIZE", "ENRICH_LOOKUP_CACHE_TTL_MS", "ENRICH_LOOKUP_CACHE_SIZE", "ENRICH_VERIFIED_JWS_CACHE_SIZE",
+            ]))
     }
 
     @Test("generational cache: never more than its capacity, recently used entries survive")

@@ -24,7 +24,9 @@ struct EnrichPipelineTests {
 
     let t0 = SimFixture.now().addingTimeInterval(-60 * 86_400)
 
-    @Test("an out-of-order burst (renewals before the initial buy) gets the full sorted history and the newest in force; a missing token comes from history")
+    @Test(
+        "an out-of-order burst (renewals before the initial buy) gets the full sorted history and the newest in force; a missing token comes from history"
+    )
     func outOfOrderBurst() async throws {
         let sim = try await RunningSimulator.start()
         defer { Task { await sim.stop() } }
@@ -78,7 +80,9 @@ struct EnrichPipelineTests {
         var records: [VerifiedRecord] = []
         for k in 0..<8 {
             let original = "20000000007000\(k)0"
-            let transactions = (0..<3).map { SimFixture.transaction(original: original, id: "20000000007000\(k)\($0)", purchased: t0.addingTimeInterval(Double($0) * 86_400)) }
+            let transactions = (0..<3).map {
+                SimFixture.transaction(original: original, id: "20000000007000\(k)\($0)", purchased: t0.addingTimeInterval(Double($0) * 86_400))
+            }
             try sim.apple.store.upsert(transactions)
             records += transactions.map { EnrichFixture.notification($0) }
         }
@@ -115,7 +119,8 @@ struct EnrichPipelineTests {
         let topics = try await Topics3.make("enrich-429")
         var records: [VerifiedRecord] = []
         for k in 0..<24 {
-            let t = SimFixture.transaction(original: "2000000000800\(String(format: "%03d", k))", id: "2000000000800\(String(format: "%03d", k))", purchased: t0)
+            let t = SimFixture.transaction(
+                original: "2000000000800\(String(format: "%03d", k))", id: "2000000000800\(String(format: "%03d", k))", purchased: t0)
             try sim.apple.store.upsert([t])
             records.append(EnrichFixture.notification(t))
         }

@@ -35,7 +35,9 @@ struct EnrichStageTests {
 
     @Test("appAccountToken: the record's transaction, else the earliest in history, else the app's hint")
     func tokenResolution() {
-        let first = UUID(), second = UUID(), hint = UUID()
+        let first = UUID()
+        let second = UUID()
+        let hint = UUID()
         let history = [
             SimFixture.transaction(original: "1", id: "1", purchased: t0),
             SimFixture.transaction(original: "1", id: "2", purchased: t0.addingTimeInterval(1), token: first),
@@ -54,11 +56,21 @@ struct EnrichStageTests {
         let consumable = SimFixture.transaction(original: "5", id: "5", purchased: t0, type: .consumable)
         #expect(EnrichmentBuilder.plan(for: EnrichFixture.notification(consumable)) == .transactionOnly)
         #expect(EnrichmentBuilder.plan(for: EnrichFixture.testNotification()) == .none)
-        guard case .history(let key) = EnrichmentBuilder.plan(for: EnrichFixture.notification(SimFixture.transaction(original: "6", id: "7", purchased: t0)))
-        else { Issue.record("a subscription needs its history"); return }
+        guard
+            case .history(let key) = EnrichmentBuilder.plan(
+                for: EnrichFixture.notification(SimFixture.transaction(original: "6", id: "7", purchased: t0)))
+        else {
+            Issue.record("a subscription needs its history")
+            return
+        }
         #expect(key.isAutoRenewable && key.originalTransactionId == "6" && key.subscriptionGroupIdentifier == "21000000")
-        guard case .history(let nc) = EnrichmentBuilder.plan(for: EnrichFixture.notification(SimFixture.transaction(original: "8", id: "8", purchased: t0, type: .nonConsumable)))
-        else { Issue.record("a non-consumable needs its history"); return }
+        guard
+            case .history(let nc) = EnrichmentBuilder.plan(
+                for: EnrichFixture.notification(SimFixture.transaction(original: "8", id: "8", purchased: t0, type: .nonConsumable)))
+        else {
+            Issue.record("a non-consumable needs its history")
+            return
+        }
         #expect(!nc.isAutoRenewable)
     }
 
@@ -67,11 +79,17 @@ struct EnrichStageTests {
         let sim = try await RunningSimulator.start()
         defer { Task { await sim.stop() } }
         let purchases = (0..<3).map { p in
-            (0..<3).map { i in SimFixture.transaction(original: "30000000000\(p)0", id: "30000000000\(p)\(i)", purchased: t0.addingTimeInterval(Double(i) * 86_400)) }
+            (0..<3).map { i in
+                SimFixture.transaction(original: "30000000000\(p)0", id: "30000000000\(p)\(i)", purchased: t0.addingTimeInterval(Double(i) * 86_400))
+            }
         }
         try sim.apple.store.upsert(purchases.flatMap { $0 })
-        let records = purchases.flatMap { $0.map { EnrichFixture.notification($0) } }
-            + [EnrichFixture.testNotification(), EnrichFixture.notification(SimFixture.transaction(original: "9", id: "9", purchased: t0, type: .consumable))]
+        let records =
+            purchases.flatMap { $0.map { EnrichFixture.notification($0) } }
+            + [
+                EnrichFixture.testNotification(),
+                EnrichFixture.notification(SimFixture.transaction(original: "9", id: "9", purchased: t0, type: .consumable)),
+            ]
         let batch = try records.enumerated().map { try EnrichFixture.message($1, offset: Int64($0)) }
 
         for coalesce in [true, false] {
@@ -107,7 +125,10 @@ struct EnrichStageTests {
         let results = try await EnrichFixture.stage(sim).process(batch: mixed)
         #expect(results.count == 3)
         #expect((try? results[0].get()) != nil && (try? results[2].get()) != nil)
-        guard case .failure(let error) = results[1] else { Issue.record("the unknown purchase must fail"); return }
+        guard case .failure(let error) = results[1] else {
+            Issue.record("the unknown purchase must fail")
+            return
+        }
         #expect(FailureClassification(error).code == "apple_api_4040010")
         #expect(!FailureClassification(error).isTransient)
 
@@ -117,7 +138,10 @@ struct EnrichStageTests {
         sim.apple.faults.set(.none)
         #expect(stopped.count == 2, "the TEST notification passes, the first lookup fails, nothing after it runs")
         #expect((try? stopped[0].get()) != nil)
-        guard case .failure(let transient) = stopped[1] else { Issue.record("the lookup must fail"); return }
+        guard case .failure(let transient) = stopped[1] else {
+            Issue.record("the lookup must fail")
+            return
+        }
         #expect(FailureClassification(transient).isTransient)
     }
 

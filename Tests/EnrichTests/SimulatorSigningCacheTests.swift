@@ -79,13 +79,15 @@ struct SimulatorSigningCacheTests {
         // A refund changes one transaction: it is signed anew, later; the others stay as they were.
         try await Task.sleep(for: .milliseconds(5))
         let refunded = SimFixture.now()
-        #expect(sim.apple.store.modifyTransaction(seeded[1].transactionId!) {
-            $0.revocationDate = refunded
-            $0.revocationReason = .refundedForOtherReason
-        })
+        #expect(
+            sim.apple.store.modifyTransaction(seeded[1].transactionId!) {
+                $0.revocationDate = refunded
+                $0.revocationReason = .refundedForOtherReason
+            })
         let changed = try await Self.history(sim)
         #expect(changed.count == 3)
-        let changedJWS = try #require(changed.first { try Self.payload($0, as: JWSTransactionDecodedPayload.self).transactionId == seeded[1].transactionId })
+        let changedJWS = try #require(
+            changed.first { try Self.payload($0, as: JWSTransactionDecodedPayload.self).transactionId == seeded[1].transactionId })
         #expect(!first.contains(changedJWS), "the refunded transaction is signed again")
         #expect(Set(changed.filter { $0 != changedJWS }) == Set([first[0], first[2]]), "the unchanged ones keep their JWS")
         let before = try Self.payload(first[1], as: JWSTransactionDecodedPayload.self)
@@ -123,9 +125,12 @@ struct SimulatorSigningCacheTests {
         #expect(try Self.payload(try #require(first.signedRenewalInfo), as: JWSRenewalInfoDecodedPayload.self).autoRenewStatus == .on)
 
         // The customer turns auto-renew off: the renewal info changes, the transaction does not.
-        sim.apple.store.setSubscription(Self.original, SimulatedSubscriptionOverride(renewalInfo: JWSRenewalInfoDecodedPayload(
-            originalTransactionId: Self.original, autoRenewProductId: "com.example.premium.monthly", productId: "com.example.premium.monthly",
-            autoRenewStatus: .off)))
+        sim.apple.store.setSubscription(
+            Self.original,
+            SimulatedSubscriptionOverride(
+                renewalInfo: JWSRenewalInfoDecodedPayload(
+                    originalTransactionId: Self.original, autoRenewProductId: "com.example.premium.monthly", productId: "com.example.premium.monthly",
+                    autoRenewStatus: .off)))
         let turnedOff = try await Self.status(sim)
         #expect(turnedOff.signedRenewalInfo != first.signedRenewalInfo)
         #expect(turnedOff.signedTransactionInfo == first.signedTransactionInfo)

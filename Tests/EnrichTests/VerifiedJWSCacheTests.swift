@@ -20,10 +20,11 @@ struct VerifiedJWSCacheTests {
         clock: TestClock, authority: SigningAuthority = SimFixture.authority, validationTime: SignedDataVerifier.ValidationTime = .signedDate,
         chainCache: ChainCachePolicy = .default, entries: Int = 64, extraApps: [AppStoreApp] = []
     ) throws -> SignedDataVerifier {
-        try SignedDataVerifier(configuration: .init(
-            apps: [try AppStoreApp(bundleID: SimFixture.bundleID, environments: [.sandbox])] + extraApps,
-            additionalTrustedRoots: [authority.root], validationTime: validationTime, chainCache: chainCache,
-            verifiedTokenCache: VerifiedTokenCachePolicy(maximumEntries: entries), clock: { clock.now }))
+        try SignedDataVerifier(
+            configuration: .init(
+                apps: [try AppStoreApp(bundleID: SimFixture.bundleID, environments: [.sandbox])] + extraApps,
+                additionalTrustedRoots: [authority.root], validationTime: validationTime, chainCache: chainCache,
+                verifiedTokenCache: VerifiedTokenCachePolicy(maximumEntries: entries), clock: { clock.now }))
     }
 
     static func signedTransaction(_ id: String = "5000000000000001", authority: SigningAuthority = SimFixture.authority) throws -> String {
@@ -163,7 +164,8 @@ struct VerifiedJWSCacheTests {
         for configuration in [
             SignedDataVerifier.Configuration(apps: [app], additionalTrustedRoots: [SimFixture.authority.root]),
             SignedDataVerifier.Configuration(
-                apps: [app], additionalTrustedRoots: [SimFixture.authority.root], chainCache: .disabled, verifiedTokenCache: VerifiedTokenCachePolicy()),
+                apps: [app], additionalTrustedRoots: [SimFixture.authority.root], chainCache: .disabled,
+                verifiedTokenCache: VerifiedTokenCachePolicy()),
         ] {
             let verifier = try SignedDataVerifier(configuration: configuration)
             _ = try await verifier.verifyTransaction(token)

@@ -71,15 +71,21 @@ func subscriptionExpectation(_ type: NotificationType, _ subtype: NotificationSu
         return .init(outcome: .applied, lifecycle: .active, active: true, reason: "active", changes: [.extended])
     case (.didRenew, nil): return .init(outcome: .applied, lifecycle: .active, active: true, reason: "active", changes: [.extended])
     case (.didRenew, .billingRecovery?): return .init(outcome: .applied, lifecycle: .active, active: true, reason: "active", changes: [.granted])
-    case (.expired, .voluntary?): return .init(outcome: .applied, lifecycle: .expired, active: false, reason: "expired_voluntary", changes: [.revoked])
-    case (.expired, .billingRetry?): return .init(outcome: .applied, lifecycle: .expired, active: false, reason: "expired_billing", changes: [.revoked])
-    case (.expired, .priceIncrease?): return .init(outcome: .applied, lifecycle: .expired, active: false, reason: "expired_price_increase", changes: [.revoked])
-    case (.expired, .productNotForSale?): return .init(outcome: .applied, lifecycle: .expired, active: false, reason: "expired_product_unavailable", changes: [.revoked])
+    case (.expired, .voluntary?):
+        return .init(outcome: .applied, lifecycle: .expired, active: false, reason: "expired_voluntary", changes: [.revoked])
+    case (.expired, .billingRetry?):
+        return .init(outcome: .applied, lifecycle: .expired, active: false, reason: "expired_billing", changes: [.revoked])
+    case (.expired, .priceIncrease?):
+        return .init(outcome: .applied, lifecycle: .expired, active: false, reason: "expired_price_increase", changes: [.revoked])
+    case (.expired, .productNotForSale?):
+        return .init(outcome: .applied, lifecycle: .expired, active: false, reason: "expired_product_unavailable", changes: [.revoked])
     case (.expired, nil): return .init(outcome: .applied, lifecycle: .expired, active: false, reason: "expired", changes: [.revoked])
     case (.didFailToRenew, .gracePeriod?):
         return .init(outcome: .applied, lifecycle: .gracePeriod, active: true, reason: "grace_period", changes: [.extended])
-    case (.didFailToRenew, nil): return .init(outcome: .applied, lifecycle: .billingRetry, active: false, reason: "billing_retry", changes: [.revoked])
-    case (.gracePeriodExpired, nil): return .init(outcome: .applied, lifecycle: .billingRetry, active: false, reason: "billing_retry", changes: [.revoked])
+    case (.didFailToRenew, nil):
+        return .init(outcome: .applied, lifecycle: .billingRetry, active: false, reason: "billing_retry", changes: [.revoked])
+    case (.gracePeriodExpired, nil):
+        return .init(outcome: .applied, lifecycle: .billingRetry, active: false, reason: "billing_retry", changes: [.revoked])
     case (.priceIncrease, _): return .init(outcome: .applied, lifecycle: .active, active: true, reason: "active", changes: [])
     case (.refund, nil): return .init(outcome: .applied, lifecycle: .revoked, active: false, reason: "refunded", changes: [.revoked])
     case (.refundReversed, nil): return .init(outcome: .applied, lifecycle: .active, active: true, reason: "active", changes: [.granted])
@@ -100,13 +106,19 @@ func oneTimeExpectation(_ type: NotificationType, _ subtype: NotificationSubtype
     if isRecordedOnly(type, subtype) { return .init(outcome: .recorded, lifecycle: lifecycle(.active), active: true, reason: nil, changes: []) }
     switch type {
     case .oneTimeCharge:
-        return .init(outcome: .applied, lifecycle: lifecycle(.active), active: true, reason: nil, changes: [consumable ? .consumableGranted : .granted])
+        return .init(
+            outcome: .applied, lifecycle: lifecycle(.active), active: true, reason: nil, changes: [consumable ? .consumableGranted : .granted])
     case .refund:
-        return .init(outcome: .applied, lifecycle: lifecycle(.revoked), active: false, reason: consumable ? nil : "refunded", changes: [consumable ? .consumableRevoked : .revoked])
+        return .init(
+            outcome: .applied, lifecycle: lifecycle(.revoked), active: false, reason: consumable ? nil : "refunded",
+            changes: [consumable ? .consumableRevoked : .revoked])
     case .revoke:
-        return .init(outcome: .applied, lifecycle: lifecycle(.revoked), active: false, reason: consumable ? nil : "family_revoked", changes: [consumable ? .consumableRevoked : .revoked])
+        return .init(
+            outcome: .applied, lifecycle: lifecycle(.revoked), active: false, reason: consumable ? nil : "family_revoked",
+            changes: [consumable ? .consumableRevoked : .revoked])
     case .refundReversed:
-        return .init(outcome: .applied, lifecycle: lifecycle(.active), active: true, reason: nil, changes: [consumable ? .consumableGranted : .granted])
+        return .init(
+            outcome: .applied, lifecycle: lifecycle(.active), active: true, reason: nil, changes: [consumable ? .consumableGranted : .granted])
     default:
         return .init(outcome: .applied, lifecycle: lifecycle(.active), active: true, reason: nil, changes: [])
     }

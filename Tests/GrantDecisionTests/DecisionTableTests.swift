@@ -29,7 +29,8 @@ struct DecisionTableTests {
 
     @Test("decision", arguments: allCases)
     func decision(_ c: DecisionCase) throws {
-        let expected = c.product == .autoRenewableSubscription
+        let expected =
+            c.product == .autoRenewableSubscription
             ? subscriptionExpectation(c.type, c.subtype)
             : oneTimeExpectation(c.type, c.subtype, c.product)
         let (prior, event) = scenario(c.type, c.subtype, c.product)
@@ -38,8 +39,9 @@ struct DecisionTableTests {
         let decision = try ledger.apply(event)
 
         #expect(decision.outcome == expected.outcome, "\(decision.note ?? "")")
-        #expect(decision.changes.map(\.kind.rawValue).sorted() == expected.changes.map(\.rawValue).sorted(),
-                "expected \(expected)")
+        #expect(
+            decision.changes.map(\.kind.rawValue).sorted() == expected.changes.map(\.rawValue).sorted(),
+            "expected \(expected)")
         let source = c.product == .autoRenewableSubscription ? "sub-1" : "one-1"
         let key = PurchaseKey(environment: "Production", originalTransactionId: source)
         if c.product == .consumable {

@@ -8,8 +8,9 @@ import Testing
 @Suite("Grant decision: ordering, idempotency, ownership, leeway, isolation")
 struct RuleTests {
     private func subscription(customer: UUID? = alice, env: AppStoreEnvironment = .production) -> SimulatedPurchase {
-        var sub = SimulatedPurchase(environment: env, customer: customer, productType: .autoRenewableSubscription,
-                                    productId: LifecycleGenerator.monthly, originalTransactionId: "sub-1", start: t0, uuidSeed: 3)
+        var sub = SimulatedPurchase(
+            environment: env, customer: customer, productType: .autoRenewableSubscription,
+            productId: LifecycleGenerator.monthly, originalTransactionId: "sub-1", start: t0, uuidSeed: 3)
         sub.addTransaction(reason: .purchase)
         return sub
     }
@@ -92,7 +93,8 @@ struct RuleTests {
         var allow = InMemoryLedger(policy: GrantPolicy(catalog: testCatalog, expiryLeeway: 3600, transferPolicy: .allow))
         try allow.apply(buy)
         let moved = try allow.apply(claim)
-        #expect(Set(moved.changes.map { "\($0.kind.rawValue):\($0.customer.customerId == bob ? "bob" : "alice")" }) == ["revoked:alice", "granted:bob"])
+        #expect(
+            Set(moved.changes.map { "\($0.kind.rawValue):\($0.customer.customerId == bob ? "bob" : "alice")" }) == ["revoked:alice", "granted:bob"])
         #expect(allow.rows(source: "sub-1").allSatisfy { $0.id.customer.customerId == bob })
     }
 
@@ -133,8 +135,9 @@ struct RuleTests {
 
     @Test("an unmapped product grants the entitlement named by its product ID")
     func unmappedProduct() throws {
-        var p = SimulatedPurchase(customer: alice, productType: .nonConsumable, productId: "new.unmapped.pack",
-                                  originalTransactionId: "nc-9", start: t0)
+        var p = SimulatedPurchase(
+            customer: alice, productType: .nonConsumable, productId: "new.unmapped.pack",
+            originalTransactionId: "nc-9", start: t0)
         p.addTransaction(reason: .purchase)
         var ledger = InMemoryLedger(policy: testPolicy)
         let d = try ledger.apply(p.notify(.oneTimeCharge))
@@ -143,8 +146,9 @@ struct RuleTests {
 
     @Test("events that can never apply are rejected with a stable code")
     func rejections() throws {
-        var p = SimulatedPurchase(customer: alice, productType: .nonRenewingSubscription, productId: "unknown.season",
-                                  originalTransactionId: "nr-1", start: t0)
+        var p = SimulatedPurchase(
+            customer: alice, productType: .nonRenewingSubscription, productId: "unknown.season",
+            originalTransactionId: "nr-1", start: t0)
         p.addTransaction(reason: .purchase)
         var ledger = InMemoryLedger(policy: testPolicy)
         #expect(throws: GrantRejection.self) { try ledger.apply(p.notify(.oneTimeCharge)) }
@@ -156,7 +160,10 @@ struct RuleTests {
         var noUUID = p.notify(.oneTimeCharge)
         noUUID.verified.notificationUUID = nil
         noUUID.verified.notification?.notificationUUID = nil
-        #expect(throws: GrantRejection(code: "grant.missing_notification_uuid", message: "the notification has no notificationUUID, so it cannot be deduplicated")) {
+        #expect(
+            throws: GrantRejection(
+                code: "grant.missing_notification_uuid", message: "the notification has no notificationUUID, so it cannot be deduplicated")
+        ) {
             _ = try GrantEvent(noUUID)
         }
         var mismatch = p.notify(.oneTimeCharge)

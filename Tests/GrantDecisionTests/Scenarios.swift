@@ -35,8 +35,9 @@ func carriesNoPurchase(_ type: NotificationType, _ subtype: NotificationSubtype?
 /// as Apple would send it for that transition.
 func scenario(_ type: NotificationType, _ subtype: NotificationSubtype?, _ product: ProductType) -> (prior: [EnrichedRecord], event: EnrichedRecord) {
     if product != .autoRenewableSubscription { return oneTimeScenario(type, subtype, product) }
-    var sub = SimulatedPurchase(customer: alice, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
-                                originalTransactionId: "sub-1", start: t0, uuidSeed: 7)
+    var sub = SimulatedPurchase(
+        customer: alice, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
+        originalTransactionId: "sub-1", start: t0, uuidSeed: 7)
     sub.addTransaction(reason: .purchase)
     let first = sub.notify(.subscribed, .initialBuy)
     var prior = [first]
@@ -93,13 +94,14 @@ func scenario(_ type: NotificationType, _ subtype: NotificationSubtype?, _ produ
         sub.now = expiry().addingTimeInterval(60)
         sub.autoRenew = false
         sub.status = .expired
-        sub.expirationIntent = switch reason {
-        case .voluntary?: .customerCancelled
-        case .billingRetry?: .billingError
-        case .priceIncrease?: .customerDidNotConsentToPriceIncrease
-        case .productNotForSale?: .productNotAvailable
-        default: nil
-        }
+        sub.expirationIntent =
+            switch reason {
+            case .voluntary?: .customerCancelled
+            case .billingRetry?: .billingError
+            case .priceIncrease?: .customerDidNotConsentToPriceIncrease
+            case .productNotForSale?: .productNotAvailable
+            default: nil
+            }
     case (.didFailToRenew, .gracePeriod?), (.gracePeriodExpired, _):
         sub.now = expiry().addingTimeInterval(60)
         sub.billingRetry = true
@@ -142,12 +144,15 @@ func scenario(_ type: NotificationType, _ subtype: NotificationSubtype?, _ produ
     return (prior, event)
 }
 
-private func oneTimeScenario(_ type: NotificationType, _ subtype: NotificationSubtype?, _ product: ProductType) -> (prior: [EnrichedRecord], event: EnrichedRecord) {
-    let productId = switch product {
-    case .nonConsumable: LifecycleGenerator.lifetime
-    case .consumable: LifecycleGenerator.coins
-    default: "season.pass"
-    }
+private func oneTimeScenario(
+    _ type: NotificationType, _ subtype: NotificationSubtype?, _ product: ProductType
+) -> (prior: [EnrichedRecord], event: EnrichedRecord) {
+    let productId =
+        switch product {
+        case .nonConsumable: LifecycleGenerator.lifetime
+        case .consumable: LifecycleGenerator.coins
+        default: "season.pass"
+        }
     var p = SimulatedPurchase(customer: alice, productType: product, productId: productId, originalTransactionId: "one-1", start: t0, uuidSeed: 11)
     p.addTransaction(reason: .purchase)
     let first = p.notify(.oneTimeCharge)

@@ -11,8 +11,9 @@ import Testing
 struct UploadTrustTests {
     /// A purchase whose transactions carry no `appAccountToken`: only the app's uploads name a buyer.
     private func purchase(_ env: AppStoreEnvironment) -> (purchase: SimulatedPurchase, original: JWSTransactionDecodedPayload) {
-        var sub = SimulatedPurchase(environment: env, customer: nil, productType: .autoRenewableSubscription,
-                                    productId: LifecycleGenerator.monthly, originalTransactionId: "upload-1", start: t0, uuidSeed: 11)
+        var sub = SimulatedPurchase(
+            environment: env, customer: nil, productType: .autoRenewableSubscription,
+            productId: LifecycleGenerator.monthly, originalTransactionId: "upload-1", start: t0, uuidSeed: 11)
         sub.addTransaction(reason: .purchase)
         let original = sub.latest!
         sub.advance(30 * 86_400)
@@ -71,8 +72,9 @@ struct UploadTrustTests {
 
     @Test("Apple's own appAccountToken decides, whatever an authenticated upload claims")
     func appleTokenOutranksHints() throws {
-        var sub = SimulatedPurchase(environment: .production, customer: alice, productType: .autoRenewableSubscription,
-                                    productId: LifecycleGenerator.monthly, originalTransactionId: "upload-2", start: t0, uuidSeed: 12)
+        var sub = SimulatedPurchase(
+            environment: .production, customer: alice, productType: .autoRenewableSubscription,
+            productId: LifecycleGenerator.monthly, originalTransactionId: "upload-2", start: t0, uuidSeed: 12)
         sub.addTransaction(reason: .purchase)
         let upload = sub.upload(hint: bob, userId: "bob@idp", authentication: .jwt)
         let event = try GrantEvent(upload)

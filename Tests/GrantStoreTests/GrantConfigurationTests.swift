@@ -75,7 +75,10 @@ struct StoreErrorTests {
         options.options.connectTimeout = .milliseconds(200)
         let client = PostgresClient(configuration: options, backgroundLogger: Logger(label: "t"))
         let classified: StoreError? = await withTaskGroup(of: StoreError?.self) { group in
-            group.addTask { await client.run(); return StoreError?.none }
+            group.addTask {
+                await client.run()
+                return StoreError?.none
+            }
             defer { group.cancelAll() }
             do {
                 try await client.query("SELECT 1")

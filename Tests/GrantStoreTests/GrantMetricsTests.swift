@@ -165,7 +165,8 @@ struct GrantMetricsTests {
                 #expect(samples(registry).value("consumption_request_deadline_seconds") == GrantMetrics.noDeadlineSeconds)
 
                 let now = Date()
-                try await db.client.query("""
+                try await db.client.query(
+                    """
                     INSERT INTO consumption_requests (environment, notification_uuid, transaction_id, deadline, status) VALUES
                     ('Sandbox', 'a', '1', \(now.addingTimeInterval(3600)), 'pending'),
                     ('Sandbox', 'b', '2', \(now.addingTimeInterval(7200)), 'pending'),

@@ -82,8 +82,9 @@ struct StoreTests {
     @Test("a customer who refunds loses the entitlement and regains it on refund reversal")
     func refundAndReversal() async throws {
         let customer = UUID()
-        var sub = SimulatedPurchase(customer: customer, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
-                                    originalTransactionId: "rr-1", start: Date().addingTimeInterval(-86_400), uuidSeed: 5)
+        var sub = SimulatedPurchase(
+            customer: customer, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
+            originalTransactionId: "rr-1", start: Date().addingTimeInterval(-86_400), uuidSeed: 5)
         sub.addTransaction(reason: .purchase)
         let buy = sub.notify(.subscribed, .initialBuy)
         sub.advance(3600)
@@ -111,9 +112,11 @@ struct StoreTests {
 
     @Test("a second customer claiming someone's originalTransactionId is refused and recorded")
     func secondClaimRefused() async throws {
-        let owner = UUID(), intruder = UUID()
-        var sub = SimulatedPurchase(customer: owner, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
-                                    originalTransactionId: "claim-1", start: Date().addingTimeInterval(-3600), uuidSeed: 9)
+        let owner = UUID()
+        let intruder = UUID()
+        var sub = SimulatedPurchase(
+            customer: owner, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
+            originalTransactionId: "claim-1", start: Date().addingTimeInterval(-3600), uuidSeed: 9)
         sub.addTransaction(reason: .purchase)
         let buy = sub.notify(.subscribed, .initialBuy)
         sub.advance(600)
@@ -136,8 +139,9 @@ struct StoreTests {
     @Test("a customer's external user ID is written once: a later upload naming another user does not change it")
     func externalUserIdWrittenOnce() async throws {
         let customer = UUID()
-        var sub = SimulatedPurchase(customer: nil, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
-                                    originalTransactionId: "link-1", start: Date().addingTimeInterval(-3600), uuidSeed: 21)
+        var sub = SimulatedPurchase(
+            customer: nil, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
+            originalTransactionId: "link-1", start: Date().addingTimeInterval(-3600), uuidSeed: 21)
         sub.addTransaction(reason: .purchase)
         let first = sub.upload(hint: customer, userId: "user-first", authentication: .jwt)
         sub.advance(600)
@@ -165,13 +169,17 @@ struct StoreTests {
         let records = LifecycleGenerator(seed: 5).stream(customers: 100)
         try await ScratchDatabase.with { db in
             try await applyAll(records, db.store, policy: generatorPolicy, batchSize: 50)
-            let gaps = try await db.count("""
+            let gaps = try await db.count(
+                """
                 SELECT count(*) FROM (SELECT customer_id, count(*) AS n, min(seq) AS lo, max(seq) AS hi FROM outbox
                 GROUP BY environment, customer_id) s WHERE lo <> 1 OR hi <> n
                 """)
             #expect(gaps == 0)
             #expect(try await db.count("SELECT count(*) FROM outbox") == (try await db.count("SELECT count(*) FROM entitlement_changes")))
-            #expect(try await db.count("SELECT count(*) FROM customers c WHERE next_seq <> 1 + (SELECT count(*) FROM outbox o WHERE o.customer_id = c.customer_id)") == 0)
+            #expect(
+                try await db.count(
+                    "SELECT count(*) FROM customers c WHERE next_seq <> 1 + (SELECT count(*) FROM outbox o WHERE o.customer_id = c.customer_id)") == 0
+            )
             let box = Mutex<[OutboxEntry]>([])
             while let n = try await db.store.publishOutbox(limit: 333, { entries in box.withLock { $0 += entries } }), n > 0 {}
             let published = box.withLock { $0 }

@@ -47,8 +47,9 @@ struct StoreWriteTests {
     @Test("an event that changes nothing writes its notifications row and nothing else; a duplicate writes nothing")
     func noChangeWritesOnlyItsDedupeRow() async throws {
         let customer = UUID()
-        var sub = SimulatedPurchase(customer: customer, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
-                                    originalTransactionId: "quiet-1", start: Date().addingTimeInterval(-86_400), uuidSeed: 41)
+        var sub = SimulatedPurchase(
+            customer: customer, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
+            originalTransactionId: "quiet-1", start: Date().addingTimeInterval(-86_400), uuidSeed: 41)
         sub.addTransaction(reason: .purchase)
         let buy = sub.notify(.subscribed, .initialBuy)
         sub.advance(600)
@@ -85,8 +86,9 @@ struct StoreWriteTests {
     @Test("a change writes the rows it changes: its purchase, entitlement, history, outbox, counter and new transaction")
     func changeWritesWhatChanged() async throws {
         let customer = UUID()
-        var sub = SimulatedPurchase(customer: customer, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
-                                    originalTransactionId: "busy-1", start: Date().addingTimeInterval(-86_400), uuidSeed: 43)
+        var sub = SimulatedPurchase(
+            customer: customer, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
+            originalTransactionId: "busy-1", start: Date().addingTimeInterval(-86_400), uuidSeed: 43)
         sub.addTransaction(reason: .purchase)
         let buy = sub.notify(.subscribed, .initialBuy)
         sub.advance(3600)
@@ -95,7 +97,8 @@ struct StoreWriteTests {
         try await ScratchDatabase.with(on: Self.oneConnection) { db in
             let first = try await Self.written([buy], db)
             #expect(first["customers"] == [1, 1, 0] && first["outbox"] == [1, 0, 0] && first["entitlement_changes"] == [1, 0, 0], "\(first)")
-            #expect(first["ownership_claims"] == [1, 0, 0] && first["subscriptions"] == [1, 0, 0] && first["transactions"] == [1, 0, 0], "\(first)")
+            #expect(
+                first["ownership_claims"] == [1, 0, 0] && first["subscriptions"] == [1, 0, 0] && first["transactions"] == [1, 0, 0], "\(first)")
             #expect(first["entitlements"] == [1, 0, 0] && first["notifications"] == [1, 0, 0], "\(first)")
             // The renewal: a newer copy of the first transaction (history is signed when fetched) and
             // the new one; the purchase's state; the entitlement extended; one change.

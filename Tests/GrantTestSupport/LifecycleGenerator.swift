@@ -40,12 +40,16 @@ public struct LifecycleGenerator: Sendable {
     /// The customer of lifecycle `index`.
     public func customer(_ index: Int) -> UUID {
         var rng = SeededGenerator(seed: seed ^ UInt64(index) &* 0x9E37_79B9)
-        let a = rng.next(), b = rng.next()
-        return UUID(uuid: withUnsafeBytes(of: (a, b)) { raw in
-            let bytes = Array(raw)
-            return (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], 0x40 | (bytes[6] & 0x0F), bytes[7],
-                    0x80 | (bytes[8] & 0x3F), bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])
-        })
+        let a = rng.next()
+        let b = rng.next()
+        return UUID(
+            uuid: withUnsafeBytes(of: (a, b)) { raw in
+                let bytes = Array(raw)
+                return (
+                    bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], 0x40 | (bytes[6] & 0x0F), bytes[7],
+                    0x80 | (bytes[8] & 0x3F), bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+                )
+            })
     }
 
     /// Every customer's events merged in the order Apple signed them.

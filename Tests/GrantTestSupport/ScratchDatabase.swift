@@ -48,14 +48,16 @@ public struct ScratchDatabase: Sendable {
         let database = configuration
         let result: Result<T, any Error>
         do {
-            result = .success(try await database.withTemporaryClient(logger: logger) { client in
-                if migrate {
-                    let directory = try Migration.locateDirectory(explicit: database.migrationsDirectory)
-                    try await Migrator(migrations: try Migration.load(directory: directory)).migrate(client: client, logger: logger)
-                }
-                return try await body(ScratchDatabase(
-                    name: name, configuration: database, client: client, store: EntitlementStore(client: client, logger: logger)))
-            })
+            result = .success(
+                try await database.withTemporaryClient(logger: logger) { client in
+                    if migrate {
+                        let directory = try Migration.locateDirectory(explicit: database.migrationsDirectory)
+                        try await Migrator(migrations: try Migration.load(directory: directory)).migrate(client: client, logger: logger)
+                    }
+                    return try await body(
+                        ScratchDatabase(
+                            name: name, configuration: database, client: client, store: EntitlementStore(client: client, logger: logger)))
+                })
         } catch {
             result = .failure(error)
         }
@@ -100,7 +102,10 @@ public struct ScratchDatabase: Sendable {
         ("ownership_claims", "*"),
         ("entitlements", "*"),
         ("consumable_grants", "*"),
-        ("consumption_requests", "environment, notification_uuid, bundle_id, transaction_id, original_transaction_id, reason, signed_date, deadline, status"),
+        (
+            "consumption_requests",
+            "environment, notification_uuid, bundle_id, transaction_id, original_transaction_id, reason, signed_date, deadline, status"
+        ),
         ("notifications", "environment, event_key, notification_type, subtype, signed_date"),
     ]
 

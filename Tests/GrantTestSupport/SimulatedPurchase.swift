@@ -27,8 +27,10 @@ public struct SimulatedPurchase: Sendable {
     private var counter = 0
     private var uuidSeed: UInt64
 
-    public init(environment: AppStoreEnvironment = .production, customer: UUID?, productType: ProductType,
-                productId: String, originalTransactionId: String, start: Date, period: TimeInterval = 30 * 86_400, uuidSeed: UInt64 = 1) {
+    public init(
+        environment: AppStoreEnvironment = .production, customer: UUID?, productType: ProductType,
+        productId: String, originalTransactionId: String, start: Date, period: TimeInterval = 30 * 86_400, uuidSeed: UInt64 = 1
+    ) {
         self.environment = environment
         self.customer = customer
         self.productType = productType
@@ -131,9 +133,11 @@ public struct SimulatedPurchase: Sendable {
     ///   - lookup: `history` for what enrich does with subscriptions and one-time purchases;
     ///     `transactionOnly` for consumables (never in history) or to test the fallback.
     ///   - fetchDelay: how long after the notification enrich fetched the truth.
-    public mutating func notify(_ type: NotificationType, _ subtype: NotificationSubtype? = nil,
-                                lookup: Enrichment.Lookup? = nil, fetchDelay: TimeInterval = 1,
-                                consumptionReason: ConsumptionRequestReason? = nil) -> EnrichedRecord {
+    public mutating func notify(
+        _ type: NotificationType, _ subtype: NotificationSubtype? = nil,
+        lookup: Enrichment.Lookup? = nil, fetchDelay: TimeInterval = 1,
+        consumptionReason: ConsumptionRequestReason? = nil
+    ) -> EnrichedRecord {
         let uuid = nextUUID()
         let lookup = lookup ?? (productType == .consumable ? .transactionOnly : .history)
         var tx = latest
@@ -141,8 +145,9 @@ public struct SimulatedPurchase: Sendable {
         let renewal = renewalInfo
         let payload = ResponseBodyV2DecodedPayload(
             notificationType: type, subtype: subtype, notificationUUID: uuid,
-            data: NotificationData(environment: environment, appAppleId: 1234, bundleId: bundleId,
-                                   status: isSubscription ? status : nil, consumptionRequestReason: consumptionReason),
+            data: NotificationData(
+                environment: environment, appAppleId: 1234, bundleId: bundleId,
+                status: isSubscription ? status : nil, consumptionRequestReason: consumptionReason),
             version: "2.0", signedDate: now)
         let verified = VerifiedRecord(
             kind: .notification, source: "apple-webhook", environment: environment, bundleId: bundleId, appAppleId: 1234,
@@ -164,7 +169,8 @@ public struct SimulatedPurchase: Sendable {
             enrichment = Enrichment(
                 lookup: .history, history: history, inForceTransactionId: history.last?.transactionId,
                 subscriptionStatus: isSubscription
-                    ? SubscriptionStatusSnapshot(subscriptionGroupIdentifier: groupId, status: status, transaction: statusTx, renewalInfo: statusRenewal)
+                    ? SubscriptionStatusSnapshot(
+                        subscriptionGroupIdentifier: groupId, status: status, transaction: statusTx, renewalInfo: statusRenewal)
                     : nil,
                 appAccountToken: customer, appAccountTokenSource: customer == nil ? nil : .history, fetchedAt: fetchedAt)
         case .transactionOnly:

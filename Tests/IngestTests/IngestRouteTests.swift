@@ -15,7 +15,10 @@ func fakeJWS(_ payload: String = #"{"notificationUUID":"\#(UUID().uuidString)"}"
 }
 
 struct ErrorBody: Decodable {
-    struct Detail: Decodable { let code: String; let message: String }
+    struct Detail: Decodable {
+        let code: String
+        let message: String
+    }
     let error: Detail
 }
 
@@ -32,8 +35,10 @@ func expectError(
 
 @Suite("ingest answers", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(3)))
 struct IngestRouteTests {
-    func withIngest(ackTimeout: Duration = .seconds(5), bootstrap: String = TestServices.bootstrapServers,
-                    _ body: @Sendable (String, any TestClientProtocol) async throws -> Void) async throws {
+    func withIngest(
+        ackTimeout: Duration = .seconds(5), bootstrap: String = TestServices.bootstrapServers,
+        _ body: @Sendable (String, any TestClientProtocol) async throws -> Void
+    ) async throws {
         let topic = try await TestServices.makeTopic("raw")
         let config = IngestConfiguration(
             kafka: KafkaClientConfiguration(bootstrapServers: bootstrap), uploadAuthentication: try TestUploads.open(), rawTopic: topic,
@@ -50,7 +55,10 @@ struct IngestRouteTests {
             let body = #"{"signedPayload":"\#(fakeJWS())"}"#
             try await client.execute(
                 uri: "/v2/notifications", method: .post,
-                headers: [.contentType: "application/json", HTTPField.Name("traceparent")!: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", HTTPField.Name("X-Request-Id")!: "req-1"],
+                headers: [
+                    .contentType: "application/json", HTTPField.Name("traceparent")!: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                    HTTPField.Name("X-Request-Id")!: "req-1",
+                ],
                 body: ByteBuffer(string: body)
             ) { response in
                 #expect(response.status == .ok)
@@ -75,7 +83,9 @@ struct IngestRouteTests {
             let jws = fakeJWS()
             let token = UUID().uuidString
             let body = #"{"extra":{"a":1},"userId":"user-42","signedTransaction":"\#(jws)","appAccountToken":"\#(token)","userAuthentication":"jwt"}"#
-            try await client.execute(uri: "/v1/transactions", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: body)) {
+            try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: body)
+            ) {
                 #expect($0.status == .ok)
             }
             let stored = try await TopicReader.read(topic) { !$0.isEmpty }
@@ -90,8 +100,10 @@ struct IngestRouteTests {
     func brokerUnreachable() async throws {
         try await withIngest(ackTimeout: .milliseconds(800), bootstrap: "127.0.0.1:1") { _, client in
             let start = ContinuousClock.now
-            try await client.execute(uri: "/v2/notifications", method: .post, headers: [.contentType: "application/json"],
-                                     body: ByteBuffer(string: #"{"signedPayload":"\#(fakeJWS())"}"#)) { response in
+            try await client.execute(
+                uri: "/v2/notifications", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: #"{"signedPayload":"\#(fakeJWS())"}"#)
+            ) { response in
                 try expectError(response, .serviceUnavailable, "broker_unavailable")
             }
             // Generous: other suites load both cores meanwhile. The resilience suite, run alone, holds
@@ -119,10 +131,16 @@ struct IngestRefusalTests {
             ("/v2/notifications", "application/json", Array(#"{"signedPayload":"a..c"}"#.utf8), .badRequest, "invalid_jws"),
             ("/v2/notifications", "application/json", Array(#"{"signedPayload":"a+/.b.c="}"#.utf8), .badRequest, "invalid_jws"),
             ("/v2/notifications", "application/json", Array(#"{"signedPayload":"\#(big).b.c"}"#.utf8), .badRequest, "jws_too_large"),
-            ("/v2/notifications", "application/json", Array(repeating: UInt8(ascii: " "), count: (128 << 10) + 10), .contentTooLarge, "body_too_large"),
+            (
+                "/v2/notifications", "application/json", Array(repeating: UInt8(ascii: " "), count: (128 << 10) + 10), .contentTooLarge,
+                "body_too_large"
+            ),
             ("/v2/notifications", "text/plain", Array(#"{"signedPayload":"a.b.c"}"#.utf8), .unsupportedMediaType, "unsupported_media_type"),
             ("/v1/transactions", "application/json", Array(#"{"signedPayload":"a.b.c"}"#.utf8), .badRequest, "missing_field"),
-            ("/v1/transactions", "application/json", Array(#"{"signedTransaction":"a.b.c","appAccountToken":"nope"}"#.utf8), .badRequest, "invalid_field"),
+            (
+                "/v1/transactions", "application/json", Array(#"{"signedTransaction":"a.b.c","appAccountToken":"nope"}"#.utf8), .badRequest,
+                "invalid_field"
+            ),
             ("/v1/transactions", "application/json", Array(#"{"signedTransaction":"a.b.c","userId":""}"#.utf8), .badRequest, "invalid_field"),
         ]
         try await withUploadIngest(try TestUploads.open()) { client in

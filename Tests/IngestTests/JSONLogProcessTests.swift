@@ -50,16 +50,25 @@ struct JSONLogProcessTests {
             "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "LOG_FORMAT": "json", "LOG_LEVEL": "debug",
             "HTTP_HOST": "127.0.0.1",
         ]
-        let ingest = try ManagedProcess("ingest", environment: common.merging([
-            "RAW_TOPIC": raw, "HTTP_PORT": "\(ingestPort)", "INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.jsonlog::Sandbox",
-        ]) { $1 }, logName: "jsonlog-\(id)-ingest")
-        let verify = try ManagedProcess("verify", environment: common.merging([
-            "INPUT_TOPIC": raw, "OUTPUT_TOPIC": verified, "DLQ_TOPIC": dlq, "HTTP_PORT": "\(verifyPort)",
-            "KAFKA_GROUP_ID": "jsonlog-\(id)", "KAFKA_SESSION_TIMEOUT_MS": "6000", "KAFKA_HEARTBEAT_INTERVAL_MS": "2000",
-            "KAFKA_FETCH_WAIT_MAX_MS": "25", "APPSTORE_APPS": "com.example.jsonlog::Sandbox",
-        ]) { $1 }, logName: "jsonlog-\(id)-verify")
+        let ingest = try ManagedProcess(
+            "ingest",
+            environment: common.merging([
+                "RAW_TOPIC": raw, "HTTP_PORT": "\(ingestPort)", "INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.jsonlog::Sandbox",
+            ]) { $1 }, logName: "jsonlog-\(id)-ingest")
+        let verify = try ManagedProcess(
+            "verify",
+            environment: common.merging([
+                "INPUT_TOPIC": raw, "OUTPUT_TOPIC": verified, "DLQ_TOPIC": dlq, "HTTP_PORT": "\(verifyPort)",
+                "KAFKA_GROUP_ID": "jsonlog-\(id)", "KAFKA_SESSION_TIMEOUT_MS": "6000", "KAFKA_HEARTBEAT_INTERVAL_MS": "2000",
+                "KAFKA_FETCH_WAIT_MAX_MS": "25", "APPSTORE_APPS": "com.example.jsonlog::Sandbox",
+            ]) { $1 }, logName: "jsonlog-\(id)-verify")
         var stopped = false
-        defer { if !stopped { ingest.kill9(); verify.kill9() } }
+        defer {
+            if !stopped {
+                ingest.kill9()
+                verify.kill9()
+            }
+        }
         try await LocalHTTP.waitForPort(ingestPort)
         try await LocalHTTP.waitForPort(verifyPort)
 

@@ -1,6 +1,7 @@
 import Foundation
-@testable import IngestService
 import Testing
+
+@testable import IngestService
 
 /// The raw body ingest writes (the wire contract verify and grant read) and the request-id rule.
 @Suite("stored bodies and request ids")
@@ -8,18 +9,25 @@ struct StoredBodyTests {
     @Test("an upload is rebuilt from its known fields in the contract's order; the JWS byte for byte")
     func transactionShape() throws {
         let jws = fakeJWS()
-        let body = String(decoding: StoredBody.transaction(
-            signedTransaction: jws, appAccountToken: "9F1B0E2A-1D3C-4E5F-8A7B-6C5D4E3F2A1B", userId: "u-1", authentication: .hmac), as: UTF8.self)
-        #expect(body == #"{"signedTransaction":"\#(jws)","appAccountToken":"9F1B0E2A-1D3C-4E5F-8A7B-6C5D4E3F2A1B","userId":"u-1","userAuthentication":"hmac"}"#)
-        let minimal = String(decoding: StoredBody.transaction(signedTransaction: jws, appAccountToken: nil, userId: nil, authentication: .jwt), as: UTF8.self)
+        let body = String(
+            decoding: StoredBody.transaction(
+                signedTransaction: jws, appAccountToken: "9F1B0E2A-1D3C-4E5F-8A7B-6C5D4E3F2A1B", userId: "u-1", authentication: .hmac), as: UTF8.self)
+        #expect(
+            body
+                == #"{"signedTransaction":"\#(jws)","appAccountToken":"9F1B0E2A-1D3C-4E5F-8A7B-6C5D4E3F2A1B","userId":"u-1","userAuthentication":"hmac"}"#
+        )
+        let minimal = String(
+            decoding: StoredBody.transaction(signedTransaction: jws, appAccountToken: nil, userId: nil, authentication: .jwt), as: UTF8.self)
         #expect(minimal == #"{"signedTransaction":"\#(jws)","userAuthentication":"jwt"}"#)
         #expect(String(decoding: StoredBody.notification(signedPayload: jws), as: UTF8.self) == #"{"signedPayload":"\#(jws)"}"#)
     }
 
-    @Test("any userId is escaped into valid JSON and reads back unchanged", arguments: [
-        #"quote " and backslash \ "#, "new\nline\tand\r", "\u{0}\u{1}\u{1f}\u{7f}", "ünïcødé ✓ 🙂", "</script><!--", "\u{2028}\u{2029}",
-        #"\u0041 is not unescaped"#, String(repeating: "é", count: 128),
-    ])
+    @Test(
+        "any userId is escaped into valid JSON and reads back unchanged",
+        arguments: [
+            #"quote " and backslash \ "#, "new\nline\tand\r", "\u{0}\u{1}\u{1f}\u{7f}", "ünïcødé ✓ 🙂", "</script><!--", "\u{2028}\u{2029}",
+            #"\u0041 is not unescaped"#, String(repeating: "é", count: 128),
+        ])
     func escaping(_ userId: String) throws {
         let bytes = StoredBody.transaction(signedTransaction: fakeJWS(), appAccountToken: nil, userId: userId, authentication: .none)
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: String])

@@ -28,7 +28,9 @@ struct UploadAuthRefusalTests {
         }
     }
 
-    @Test("jwt: no token, wrong scheme, malformed, expired, early, wrong issuer or audience, unknown key, bad signature, other algorithms, missing claims")
+    @Test(
+        "jwt: no token, wrong scheme, malformed, expired, early, wrong issuer or audience, unknown key, bad signature, other algorithms, missing claims"
+    )
     func jwtRefusals() async throws {
         let es = await UploadTokenSigner.es256()
         let rs = try await UploadTokenSigner.rs256()
@@ -38,12 +40,18 @@ struct UploadAuthRefusalTests {
         let jwks = try UploadTokens.jwksFile([es, rs])
         defer { try? FileManager.default.removeItem(atPath: jwks) }
         let now = Date()
-        var expired = TestUploads.claims(); expired.expires = now.addingTimeInterval(-120)  // past the 60 s leeway
-        var early = TestUploads.claims(); early.notBefore = now.addingTimeInterval(120)
-        var wrongIssuer = TestUploads.claims(); wrongIssuer.issuer = "https://evil.example/"
-        var wrongAudience = TestUploads.claims(); wrongAudience.audience = ["another-service"]
-        var noAudience = TestUploads.claims(); noAudience.audience = nil
-        var noExpiry = TestUploads.claims(); noExpiry.expires = nil
+        var expired = TestUploads.claims()
+        expired.expires = now.addingTimeInterval(-120)  // past the 60 s leeway
+        var early = TestUploads.claims()
+        early.notBefore = now.addingTimeInterval(120)
+        var wrongIssuer = TestUploads.claims()
+        wrongIssuer.issuer = "https://evil.example/"
+        var wrongAudience = TestUploads.claims()
+        wrongAudience.audience = ["another-service"]
+        var noAudience = TestUploads.claims()
+        noAudience.audience = nil
+        var noExpiry = TestUploads.claims()
+        noExpiry.expires = nil
         let longUser = TestUploads.claims(String(repeating: "u", count: 257))
         let valid = try await es.token(TestUploads.claims())
         let parts = valid.split(separator: ".")
@@ -63,7 +71,10 @@ struct UploadAuthRefusalTests {
             ("another key under a published kid", bearer(try await impostor.token(TestUploads.claims())), "auth.bad_signature"),
             ("claims swapped under a valid signature", bearer(tampered), "auth.bad_signature"),
             ("RS256 naming an ES256 key", bearer(try await rsUnderESKid.token(TestUploads.claims())), "auth.unsupported_algorithm"),
-            ("HS256", bearer(try UploadTokens.unsignedToken(header: ["alg": "HS256", "kid": es.kid], claims: TestUploads.claims())), "auth.unsupported_algorithm"),
+            (
+                "HS256", bearer(try UploadTokens.unsignedToken(header: ["alg": "HS256", "kid": es.kid], claims: TestUploads.claims())),
+                "auth.unsupported_algorithm"
+            ),
             ("alg none", bearer(try UploadTokens.unsignedToken(header: ["alg": "none"], claims: TestUploads.claims())), "auth.unsupported_algorithm"),
             ("no subject", bearer(try await es.token(TestUploads.claims(nil))), "auth.missing_user_claim"),
             ("subject over 256 bytes", bearer(try await es.token(longUser)), "auth.missing_user_claim"),
@@ -100,7 +111,8 @@ struct UploadAuthRefusalTests {
         let body = uploadBody()
         let now = Int(Date().timeIntervalSince1970)
         let good = UploadTokens.hmacHeaders(secret: TestUploads.secret, body: Array(body.utf8), timestamp: now)
-        let wrongSecret = UploadTokens.hmacHeaders(secret: Array("another-secret-another-secret-another".utf8), body: Array(body.utf8), timestamp: now)
+        let wrongSecret = UploadTokens.hmacHeaders(
+            secret: Array("another-secret-another-secret-another".utf8), body: Array(body.utf8), timestamp: now)
         let otherBody = UploadTokens.hmacHeaders(secret: TestUploads.secret, body: Array(uploadBody(userId: "someone-else").utf8), timestamp: now)
         let stale = UploadTokens.hmacHeaders(secret: TestUploads.secret, body: Array(body.utf8), timestamp: now - 301)
         // Beyond the 300 s window by more than a loaded machine takes to reach this case (at +301 a
@@ -135,7 +147,9 @@ struct UploadAuthRefusalTests {
     @Test("open uploads: 415, 413 and 400 as before, without a broker")
     func openRefusals() async throws {
         try await withUploadIngest(try TestUploads.open()) { client in
-            for (body, code) in [("not json", "invalid_json"), (#"{"signedTransaction":"a.b"}"#, "invalid_jws"), (uploadBody(userId: ""), "invalid_field")] {
+            for (body, code) in [
+                ("not json", "invalid_json"), (#"{"signedTransaction":"a.b"}"#, "invalid_jws"), (uploadBody(userId: ""), "invalid_field"),
+            ] {
                 let result = try await postUpload(client, body: body)
                 #expect(result.status == .badRequest)
                 #expect(result.error?.error.code == code)

@@ -27,9 +27,12 @@ struct UploadAuthRouteTests {
         let impostor = await UploadTokenSigner.es256(kid: es.kid)
         let jwks = try UploadTokens.jwksFile([es])
         defer { try? FileManager.default.removeItem(atPath: jwks) }
-        var expired = TestUploads.claims(); expired.expires = Date().addingTimeInterval(-3600)
-        var wrongAudience = TestUploads.claims(); wrongAudience.audience = ["someone-else"]
-        var wrongIssuer = TestUploads.claims(); wrongIssuer.issuer = "https://evil.example/"
+        var expired = TestUploads.claims()
+        expired.expires = Date().addingTimeInterval(-3600)
+        var wrongAudience = TestUploads.claims()
+        wrongAudience.audience = ["someone-else"]
+        var wrongIssuer = TestUploads.claims()
+        wrongIssuer.issuer = "https://evil.example/"
         let refused: [[(name: String, value: String)]] = [
             [], bearer(try await es.token(expired)), bearer(try await es.token(wrongAudience)),
             bearer(try await es.token(wrongIssuer)), bearer(try await stranger.token(TestUploads.claims())),
@@ -76,7 +79,8 @@ struct UploadAuthRouteTests {
         defer { try? FileManager.default.removeItem(atPath: jwks) }
         let topic = try await TestServices.makeTopic("auth-user-raw")
         let appAccountToken = UUID().uuidString
-        var withinLeeway = TestUploads.claims("user-es"); withinLeeway.expires = Date().addingTimeInterval(-20)
+        var withinLeeway = TestUploads.claims("user-es")
+        withinLeeway.expires = Date().addingTimeInterval(-20)
         withinLeeway.audience = ["another-service", TestUploads.audience]
         let esToken = try await es.token(withinLeeway)
         let rsToken = try await rs.token(TestUploads.claims("user-rs"))
@@ -91,18 +95,21 @@ struct UploadAuthRouteTests {
             #expect(rs256.status == .ok, "\(rs256.text)")
         }
         let records = try await TopicReader.read(topic, timeout: .seconds(60)) { $0.count >= 2 }
-        #expect(records.map(\.text) == [
-            stored(jws: jws[0], token: appAccountToken, user: "user-es", auth: "jwt"),
-            stored(jws: jws[1], user: "user-rs", auth: "jwt"),
-        ])
+        #expect(
+            records.map(\.text) == [
+                stored(jws: jws[0], token: appAccountToken, user: "user-es", auth: "jwt"),
+                stored(jws: jws[1], user: "user-rs", auth: "jwt"),
+            ])
         #expect(records.allSatisfy { $0.keyString == sha256Hex($0.text) })
         #expect(records.allSatisfy { $0.headers.string(PipelineHeader.source) == "app-upload" })
 
         // A configured claim names the user instead of sub.
         let custom = try await TestServices.makeTopic("auth-claim-raw")
-        var claims = TestUploads.claims("sub-is-not-used"); claims.extra = ["uid": "user-from-uid"]
+        var claims = TestUploads.claims("sub-is-not-used")
+        claims.extra = ["uid": "user-from-uid"]
         let uidToken = try await es.token(claims)
-        try await withUploadIngest(TestUploads.jwt(.file(jwks), userClaim: "uid"), topic: custom, bootstrap: TestServices.bootstrapServers) { client in
+        try await withUploadIngest(TestUploads.jwt(.file(jwks), userClaim: "uid"), topic: custom, bootstrap: TestServices.bootstrapServers) {
+            client in
             let result = try await postUpload(client, body: uploadBody(jws: jws[2]), headers: bearer(uidToken))
             #expect(result.status == .ok, "\(result.text)")
         }
@@ -116,7 +123,8 @@ struct UploadAuthRouteTests {
         let jws = fakeJWS()
         let body = uploadBody(jws: jws, userId: #"user \"quoted\" \\ back"#, extra: #","unknown":[1,2]"#)
         try await withUploadIngest(try TestUploads.hmac(), topic: topic, bootstrap: TestServices.bootstrapServers) { client in
-            let result = try await postUpload(client, body: body, headers: UploadTokens.hmacHeaders(secret: TestUploads.secret, body: Array(body.utf8)))
+            let result = try await postUpload(
+                client, body: body, headers: UploadTokens.hmacHeaders(secret: TestUploads.secret, body: Array(body.utf8)))
             #expect(result.status == .ok, "\(result.text)")
         }
         let records = try await TopicReader.read(topic, timeout: .seconds(60)) { !$0.isEmpty }
@@ -163,7 +171,8 @@ struct UploadAuthRouteTests {
         let limited = JWKSServer(UploadTokens.jwks([first]))
         try await limited.serving { url in
             let keys = try JWTUploadSettings.KeySource.parse(url.absoluteString, allowLoopbackHTTP: true)
-            try await withUploadIngest(TestUploads.jwt(keys, refetchMinimum: .seconds(60)), topic: topic, bootstrap: TestServices.bootstrapServers) { client in
+            try await withUploadIngest(TestUploads.jwt(keys, refetchMinimum: .seconds(60)), topic: topic, bootstrap: TestServices.bootstrapServers) {
+                client in
                 let token = try await first.token(TestUploads.claims())
                 let accepted = try await postUpload(client, body: uploadBody(), headers: bearer(token))
                 #expect(accepted.status == .ok)

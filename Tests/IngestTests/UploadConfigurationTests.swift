@@ -1,9 +1,10 @@
 import EnvironmentSettings
 import Foundation
-@testable import IngestService
 import StageRuntime
 import TestSupport
 import Testing
+
+@testable import IngestService
 
 /// `INGEST_UPLOAD_AUTH` and its variables: required, checked at start, one line naming the
 /// variable; open uploads only for Sandbox-only apps.
@@ -63,7 +64,9 @@ struct UploadConfigurationTests {
 
     @Test("jwt needs the JWKS, issuer and audience; each missing one is named")
     func jwtVariables() throws {
-        let es = try temporaryFile(#"{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}"#)
+        let es = try temporaryFile(
+            #"{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}"#
+        )
         defer { try? FileManager.default.removeItem(atPath: es) }
         let all = [
             "INGEST_UPLOAD_AUTH": "jwt", "INGEST_UPLOAD_JWKS": es, "INGEST_UPLOAD_ISSUER": "https://id.example/",
@@ -108,14 +111,18 @@ struct UploadConfigurationTests {
         defer { try? FileManager.default.removeItem(atPath: notJWKS) }
         #expect(problem(jwt.merging(["INGEST_UPLOAD_JWKS": notJWKS]) { $1 })?.problem.contains("not a JSON Web Key Set") == true)
 
-        #expect(try JWTUploadSettings.KeySource.parse("http://127.0.0.1:8/jwks", allowLoopbackHTTP: true) == .url(URL(string: "http://127.0.0.1:8/jwks")!))
+        #expect(
+            try JWTUploadSettings.KeySource.parse("http://127.0.0.1:8/jwks", allowLoopbackHTTP: true) == .url(URL(string: "http://127.0.0.1:8/jwks")!)
+        )
         #expect(throws: ConfigurationError.self) { try JWTUploadSettings.KeySource.parse("http://10.0.0.1/jwks", allowLoopbackHTTP: true) }
     }
 
     @Test("hmac needs a readable secret of at least 32 bytes, which no description shows")
     func hmacSecret() throws {
         #expect(problem(["INGEST_UPLOAD_AUTH": "hmac"])?.variable == "INGEST_UPLOAD_HMAC_SECRET_FILE")
-        #expect(problem(["INGEST_UPLOAD_AUTH": "hmac", "INGEST_UPLOAD_HMAC_SECRET_FILE": "/nonexistent/secret"])?.problem.contains("cannot be read") == true)
+        #expect(
+            problem(["INGEST_UPLOAD_AUTH": "hmac", "INGEST_UPLOAD_HMAC_SECRET_FILE": "/nonexistent/secret"])?.problem.contains("cannot be read")
+                == true)
         let short = try temporaryFile("short-secret\n")
         defer { try? FileManager.default.removeItem(atPath: short) }
         let tooShort = problem(["INGEST_UPLOAD_AUTH": "hmac", "INGEST_UPLOAD_HMAC_SECRET_FILE": short])
@@ -130,7 +137,9 @@ struct UploadConfigurationTests {
         #expect(hmac.window == .seconds(60))
         #expect(!"\(read.uploadAuthentication)".contains(secret))
         #expect(!"\(hmac.secret)".contains("s3cr3t"))
-        #expect(problem(["INGEST_UPLOAD_AUTH": "hmac", "INGEST_UPLOAD_HMAC_SECRET_FILE": file, "INGEST_UPLOAD_HMAC_WINDOW_S": "0"])?.variable == "INGEST_UPLOAD_HMAC_WINDOW_S")
+        #expect(
+            problem(["INGEST_UPLOAD_AUTH": "hmac", "INGEST_UPLOAD_HMAC_SECRET_FILE": file, "INGEST_UPLOAD_HMAC_WINDOW_S": "0"])?.variable
+                == "INGEST_UPLOAD_HMAC_WINDOW_S")
     }
 
     @Test("the ingest executable refuses to start without INGEST_UPLOAD_AUTH: exit 78, one line naming it")
@@ -144,7 +153,8 @@ struct UploadConfigurationTests {
         #expect(lines.first?.hasPrefix("configuration error: INGEST_UPLOAD_AUTH ") == true)
 
         let open = try ManagedProcess(
-            "ingest", environment: [
+            "ingest",
+            environment: [
                 "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.p:42:Production",
                 "HTTP_PORT": "\(LocalHTTP.freePort())",
             ], logName: "ingest-open-production-\(UUID().uuidString.prefix(8))")

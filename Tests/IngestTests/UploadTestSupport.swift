@@ -28,9 +28,10 @@ enum TestUploads {
         _ keys: JWTUploadSettings.KeySource, userClaim: String = "sub", refresh: Duration = .seconds(600),
         refetchMinimum: Duration = .zero
     ) -> UploadAuthSettings {
-        .jwt(JWTUploadSettings(
-            keys: keys, issuer: issuer, audience: audience, userClaim: userClaim, refreshInterval: refresh,
-            refetchMinimumInterval: refetchMinimum))
+        .jwt(
+            JWTUploadSettings(
+                keys: keys, issuer: issuer, audience: audience, userClaim: userClaim, refreshInterval: refresh,
+                refetchMinimumInterval: refetchMinimum))
     }
 
     static func hmac() throws -> UploadAuthSettings {

@@ -14,9 +14,11 @@ struct KafkaClientTests {
         let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
         var reports: [KafkaDeliveryReport] = []
         for i in 0..<20 {
-            reports.append(try await producer.send(KafkaOutgoingMessage(
-                topic: topic, key: "key-\(i % 4)", value: Array("value-\(i)".utf8),
-                headers: [KafkaHeader(key: "n", string: "\(i)"), KafkaHeader(key: "null", value: nil)])))
+            reports.append(
+                try await producer.send(
+                    KafkaOutgoingMessage(
+                        topic: topic, key: "key-\(i % 4)", value: Array("value-\(i)".utf8),
+                        headers: [KafkaHeader(key: "n", string: "\(i)"), KafkaHeader(key: "null", value: nil)])))
         }
         await producer.close()
         #expect(reports.allSatisfy { $0.topic == topic && $0.offset >= 0 })
@@ -73,7 +75,8 @@ struct KafkaClientTests {
         let topic = try await TestServices.makeTopic("rebalance", partitions: 4)
         let group = TestServices.uniqueGroup("rebalance")
         let listenerA = RecordingListener()
-        let a = try KafkaConsumer(configuration: TestServices.consumerConfiguration(group: group, topics: [topic]), logger: logger, rebalanceListener: listenerA)
+        let a = try KafkaConsumer(
+            configuration: TestServices.consumerConfiguration(group: group, topics: [topic]), logger: logger, rebalanceListener: listenerA)
         let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
         for p in 0..<4 { _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [UInt8(p)], partition: Int32(p))) }
 
@@ -87,7 +90,8 @@ struct KafkaClientTests {
         #expect(a.assignment.count == 4)
 
         let listenerB = RecordingListener()
-        let b = try KafkaConsumer(configuration: TestServices.consumerConfiguration(group: group, topics: [topic]), logger: logger, rebalanceListener: listenerB)
+        let b = try KafkaConsumer(
+            configuration: TestServices.consumerConfiguration(group: group, topics: [topic]), logger: logger, rebalanceListener: listenerB)
         // Both must keep polling for the rebalance to complete.
         let deadline = ContinuousClock.now + .seconds(40)
         while ContinuousClock.now < deadline && (b.assignment.isEmpty || a.assignment.count == 4) {
@@ -111,8 +115,14 @@ struct KafkaClientTests {
             async let x = a.poll(timeout: .milliseconds(50))
             async let y = b.poll(timeout: .milliseconds(50))
             let (mx, my) = await (x, y)
-            if let mx { partitionsSeen[mx.partition] = "a"; #expect(mx.value[0] >= 10) }
-            if let my { partitionsSeen[my.partition] = "b"; #expect(my.value[0] >= 10) }
+            if let mx {
+                partitionsSeen[mx.partition] = "a"
+                #expect(mx.value[0] >= 10)
+            }
+            if let my {
+                partitionsSeen[my.partition] = "b"
+                #expect(my.value[0] >= 10)
+            }
         }
         #expect(partitionsSeen.count == 4)
         for (p, who) in partitionsSeen {
@@ -132,7 +142,10 @@ struct KafkaClientTests {
         _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [0], partition: 0))
         // Wait for the assignment and the first record.
         var first: KafkaMessage?
-        for await m in consumer.messages { first = m; break }
+        for await m in consumer.messages {
+            first = m
+            break
+        }
         #expect(first?.value == [0])
         let p0 = KafkaTopicPartition(topic: topic, partition: 0)
         try consumer.pause([p0])

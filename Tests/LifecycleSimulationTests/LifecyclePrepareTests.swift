@@ -50,8 +50,9 @@ struct LifecyclePrepareTests {
         let request = prepared
         let expected = LifecycleSimulation(catalog: .standard(bundleID: Self.bundleID), month: 600, horizon: Date(), seed: 4)
             .customers(request.customers, firstIndex: 2_000)
-        let verifier = try SignedDataVerifier(configuration: .init(
-            apps: [try AppStoreApp(bundleID: Self.bundleID, environments: [.sandbox])], additionalTrustedRoots: [Self.authority.root]))
+        let verifier = try SignedDataVerifier(
+            configuration: .init(
+                apps: [try AppStoreApp(bundleID: Self.bundleID, environments: [.sandbox])], additionalTrustedRoots: [Self.authority.root]))
 
         let (first, again) = try await Application(router: router).test(.router) { client in
             let first = try await Self.prepare(client, request)
@@ -94,10 +95,11 @@ struct LifecyclePrepareTests {
         let expectedKinds = steps.compactMap(\.notification).map { "\($0.type.rawValue)/\($0.subtype?.rawValue ?? "")" }
         #expect(kinds.sorted() == expectedKinds.sorted())
 
-        let secondRunTransactions = Set(try await again.filter { $0.path == "/v2/notifications" }.asyncCompactMap { line -> String? in
-            let body = try JSONDecoder().decode([String: String].self, from: Data(line.body.utf8))
-            return try await verifier.verifyNotification(signedPayload: body["signedPayload"] ?? "").transaction?.transactionId
-        })
+        let secondRunTransactions = Set(
+            try await again.filter { $0.path == "/v2/notifications" }.asyncCompactMap { line -> String? in
+                let body = try JSONDecoder().decode([String: String].self, from: Data(line.body.utf8))
+                return try await verifier.verifyNotification(signedPayload: body["signedPayload"] ?? "").transaction?.transactionId
+            })
         #expect(!secondRunTransactions.isEmpty && secondRunTransactions.isDisjoint(with: firstRunTransactions))
         for id in firstRunTransactions {
             #expect(apple.store.transaction(anyID: id, bundleID: Self.bundleID) != nil, "the first run's \(id) is still held")

@@ -56,24 +56,45 @@ struct LifecycleSimulationTests {
         }
     }
 
-    @Test("each scenario sends Apple's notifications and ends with the right entitlements",
-          arguments: [
+    @Test(
+        "each scenario sends Apple's notifications and ends with the right entitlements",
+        arguments: [
             (LifecycleScenario.renewing, ["SUBSCRIBED/INITIAL_BUY", "DID_RENEW", "DID_RENEW"], ["premium"]),
             (.withoutTokenUploaded, ["SUBSCRIBED/INITIAL_BUY", "DID_RENEW"], ["premium"]),
             (.upgrade, ["SUBSCRIBED/INITIAL_BUY", "DID_RENEW", "DID_CHANGE_RENEWAL_PREF/UPGRADE"], ["premium"]),
             (.downgrade, ["SUBSCRIBED/INITIAL_BUY", "DID_CHANGE_RENEWAL_PREF/DOWNGRADE", "DID_RENEW"], ["basic"]),
             (.crossgrade, ["SUBSCRIBED/INITIAL_BUY", "DID_CHANGE_RENEWAL_PREF/DOWNGRADE", "DID_RENEW"], ["premium"]),
-            (.autoRenewOffAndOn, ["SUBSCRIBED/INITIAL_BUY", "DID_RENEW", "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED",
-                                  "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_ENABLED", "DID_RENEW"], ["premium"]),
-            (.gracePeriodRecovered, ["SUBSCRIBED/INITIAL_BUY", "DID_RENEW", "DID_FAIL_TO_RENEW/GRACE_PERIOD",
-                                     "DID_RENEW/BILLING_RECOVERY"], ["premium"]),
-            (.billingRetryExpired, ["SUBSCRIBED/INITIAL_BUY", "DID_RENEW", "DID_FAIL_TO_RENEW/GRACE_PERIOD",
-                                    "GRACE_PERIOD_EXPIRED", "EXPIRED/BILLING_RETRY"], []),
+            (
+                .autoRenewOffAndOn,
+                [
+                    "SUBSCRIBED/INITIAL_BUY", "DID_RENEW", "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED",
+                    "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_ENABLED", "DID_RENEW",
+                ], ["premium"]
+            ),
+            (
+                .gracePeriodRecovered,
+                [
+                    "SUBSCRIBED/INITIAL_BUY", "DID_RENEW", "DID_FAIL_TO_RENEW/GRACE_PERIOD",
+                    "DID_RENEW/BILLING_RECOVERY",
+                ], ["premium"]
+            ),
+            (
+                .billingRetryExpired,
+                [
+                    "SUBSCRIBED/INITIAL_BUY", "DID_RENEW", "DID_FAIL_TO_RENEW/GRACE_PERIOD",
+                    "GRACE_PERIOD_EXPIRED", "EXPIRED/BILLING_RETRY",
+                ], []
+            ),
             (.inBillingRetry, ["SUBSCRIBED/INITIAL_BUY", "DID_FAIL_TO_RENEW"], []),
             (.inGracePeriod, ["SUBSCRIBED/INITIAL_BUY", "DID_FAIL_TO_RENEW/GRACE_PERIOD"], ["premium"]),
             (.voluntaryExpiry, ["SUBSCRIBED/INITIAL_BUY", "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED", "EXPIRED/VOLUNTARY"], []),
-            (.resubscribed, ["SUBSCRIBED/INITIAL_BUY", "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED", "EXPIRED/VOLUNTARY",
-                             "SUBSCRIBED/RESUBSCRIBE", "DID_RENEW"], ["premium"]),
+            (
+                .resubscribed,
+                [
+                    "SUBSCRIBED/INITIAL_BUY", "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED", "EXPIRED/VOLUNTARY",
+                    "SUBSCRIBED/RESUBSCRIBE", "DID_RENEW",
+                ], ["premium"]
+            ),
             (.priceIncreaseAccepted, ["SUBSCRIBED/INITIAL_BUY", "PRICE_INCREASE/PENDING", "PRICE_INCREASE/ACCEPTED", "DID_RENEW"], ["premium"]),
             (.priceIncreaseDeclined, ["SUBSCRIBED/INITIAL_BUY", "PRICE_INCREASE/PENDING", "EXPIRED/PRICE_INCREASE"], []),
             (.offerRedeemed, ["SUBSCRIBED/INITIAL_BUY", "OFFER_REDEEMED", "DID_RENEW"], ["premium"]),
@@ -85,7 +106,7 @@ struct LifecycleSimulationTests {
             (.consumables, ["ONE_TIME_CHARGE", "ONE_TIME_CHARGE", "ONE_TIME_CHARGE", "REFUND"], []),
             (.nonConsumable, ["ONE_TIME_CHARGE"], ["lifetime"]),
             (.nonRenewing, ["ONE_TIME_CHARGE"], ["season"]),
-          ])
+        ])
     func scenario(_ scenario: LifecycleScenario, notifications: [String], entitlements: [String]) {
         let c = customer(scenario)
         #expect(types(c) == notifications)
@@ -112,10 +133,11 @@ struct LifecycleSimulationTests {
     @Test("grace period: access until the grace period ends; billing retry without grace: none")
     func billingProblems() throws {
         let grace = customer(.inGracePeriod)
-        let status = try #require(grace.steps.last?.mutations.compactMap { mutation -> (SubscriptionStatus, JWSRenewalInfoDecodedPayload)? in
-            if case .subscription(_, let status, let renewal) = mutation { return (status, renewal) }
-            return nil
-        }.first)
+        let status = try #require(
+            grace.steps.last?.mutations.compactMap { mutation -> (SubscriptionStatus, JWSRenewalInfoDecodedPayload)? in
+                if case .subscription(_, let status, let renewal) = mutation { return (status, renewal) }
+                return nil
+            }.first)
         #expect(status.0 == .billingGracePeriod)
         #expect(status.1.isInBillingRetryPeriod == true)
         #expect(grace.expected.first?.until == status.1.gracePeriodExpiresDate)

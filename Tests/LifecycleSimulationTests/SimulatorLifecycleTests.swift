@@ -25,9 +25,10 @@ struct SimulatorLifecycleTests {
         let failures = Mutex([String]())
 
         init() throws {
-            verifier = try SignedDataVerifier(configuration: .init(
-                apps: [try AppStoreApp(bundleID: SimulatorLifecycleTests.bundleID, environments: [.sandbox])],
-                additionalTrustedRoots: [SimulatorLifecycleTests.authority.root]))
+            verifier = try SignedDataVerifier(
+                configuration: .init(
+                    apps: [try AppStoreApp(bundleID: SimulatorLifecycleTests.bundleID, environments: [.sandbox])],
+                    additionalTrustedRoots: [SimulatorLifecycleTests.authority.root]))
         }
 
         func application() -> some ApplicationProtocol {
@@ -74,7 +75,10 @@ struct SimulatorLifecycleTests {
         #expect(receivedKinds == expectedKinds)
 
         // A consumption request carries its reason; subscription notifications their renewal info and status.
-        #expect(received.values.contains { $0.payload.notificationType == .consumptionRequest && $0.payload.data?.consumptionRequestReason == .unsatisfiedWithPurchase })
+        #expect(
+            received.values.contains {
+                $0.payload.notificationType == .consumptionRequest && $0.payload.data?.consumptionRequestReason == .unsatisfiedWithPurchase
+            })
         let grace = try #require(received.values.first { $0.payload.notificationType == .didFailToRenew && $0.payload.subtype == .gracePeriod })
         #expect(grace.payload.data?.status == .billingGracePeriod)
         #expect(grace.renewalInfo?.isInBillingRetryPeriod == true && grace.renewalInfo?.gracePeriodExpiresDate != nil)

@@ -10,7 +10,8 @@ struct ChangeStreamAuditTests {
 
     private mutating func record(customer: String, seq: Int64, event: String, change: String = "granted", key: String = "premium") -> KafkaMessage {
         offset += 1
-        let body = #"{"schema":"entitlements.changes.v1","environment":"Sandbox","customerId":"\#(customer)","seq":\#(seq),"change":"\#(change)","entitlementKey":"\#(key)","sourceId":"1000","productId":"p","active":true,"reason":"purchased","cause":{"eventKey":"\#(event)","type":"SUBSCRIBED","lookup":"history","asOf":1}}"#
+        let body =
+            #"{"schema":"entitlements.changes.v1","environment":"Sandbox","customerId":"\#(customer)","seq":\#(seq),"change":"\#(change)","entitlementKey":"\#(key)","sourceId":"1000","productId":"p","active":true,"reason":"purchased","cause":{"eventKey":"\#(event)","type":"SUBSCRIBED","lookup":"history","asOf":1}}"#
         return KafkaMessage(
             topic: "entitlements.changes.v1", partition: 0, offset: offset, key: Array("Sandbox:\(customer)".utf8), value: Array(body.utf8),
             headers: [], timestamp: nil)
@@ -44,7 +45,8 @@ struct ChangeStreamAuditTests {
 
     @Test("a record that is not an entitlement change is a typed error naming where it is")
     func malformed() throws {
-        let bad = KafkaMessage(topic: "entitlements.changes.v1", partition: 3, offset: 9, key: nil, value: Array("{}".utf8), headers: [], timestamp: nil)
+        let bad = KafkaMessage(
+            topic: "entitlements.changes.v1", partition: 3, offset: 9, key: nil, value: Array("{}".utf8), headers: [], timestamp: nil)
         #expect {
             try ChangeStreamAudit(messages: [bad])
         } throws: { error in

@@ -21,7 +21,8 @@ func makeStageWithDeadLetters(_ prefix: String, letters: Int, attempts: Int = 1)
             topic: input, partition: Int32(i % 2), offset: Int64(i / 2), key: Array("key-\(i)".utf8),
             value: Array("{\"n\":\(i)}".utf8), headers: [KafkaHeader(key: "source", string: "apple-webhook")], timestamp: Date())
         let failure = FailureClassification(
-            i.isMultiple(of: 2) ? StageError.permanent("invalid_signature", "signature \(i) does not match")
+            i.isMultiple(of: 2)
+                ? StageError.permanent("invalid_signature", "signature \(i) does not match")
                 : StageError.permanent("malformed_record", "record \(i) is not JSON"))
         return DeadLetterHeader.record(
             for: original, topic: dlq, stage: stage.name, failure: failure, attempts: attempts, firstFailure: Date(), lastFailure: Date())

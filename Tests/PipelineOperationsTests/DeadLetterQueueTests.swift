@@ -39,11 +39,12 @@ struct DeadLetterQueueTests {
         let reinjected = try await TopicReader.read(queue.stage.inputTopic) { $0.count >= 6 }
         #expect(reinjected.count == 6)
         #expect(Set(reinjected.map { String(decoding: $0.value, as: UTF8.self) }) == Set((0..<6).map { "{\"n\":\($0)}" }))
-        #expect(reinjected.allSatisfy { message in
-            !message.headers.contains { $0.key.hasPrefix("dlq-") && $0.key != "dlq-replayed-from" }
-                && message.headers.string("source") == "apple-webhook"
-                && message.headers.string("dlq-replayed-from")?.hasPrefix(queue.stage.deadLetterTopic) == true
-        })
+        #expect(
+            reinjected.allSatisfy { message in
+                !message.headers.contains { $0.key.hasPrefix("dlq-") && $0.key != "dlq-replayed-from" }
+                    && message.headers.string("source") == "apple-webhook"
+                    && message.headers.string("dlq-replayed-from")?.hasPrefix(queue.stage.deadLetterTopic) == true
+            })
 
         // Remembered: a second plain replay takes nothing, and the listing says so.
         let second = try await queue.replay(producer: producer)

@@ -47,7 +47,8 @@ struct OperatorStatusTests {
     func produce(_ counts: [Int32: Int], to topic: String, producer: KafkaProducer) async throws {
         for (partition, count) in counts {
             for i in 0..<count {
-                _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: Array("k\(i)".utf8), value: Array("v\(i)".utf8), partition: partition))
+                _ = try await producer.send(
+                    KafkaOutgoingMessage(topic: topic, key: Array("k\(i)".utf8), value: Array("v\(i)".utf8), partition: partition))
             }
         }
     }
@@ -67,16 +68,20 @@ struct OperatorStatusTests {
         #expect(waiting.lag == 8)
         let last = try #require(waiting.lastRecordAt)
         #expect(last >= before && last <= Date().addingTimeInterval(2))
-        #expect(waiting.deadLetters == [
-            DeadLetterCount(code: "invalid_signature", total: 2, notReplayed: 2), DeadLetterCount(code: "malformed_record", total: 1, notReplayed: 1),
-        ])
+        #expect(
+            waiting.deadLetters == [
+                DeadLetterCount(code: "invalid_signature", total: 2, notReplayed: 2),
+                DeadLetterCount(code: "malformed_record", total: 1, notReplayed: 1),
+            ])
         #expect(waiting.deadLettersNotReplayed == 3)
 
         // The group read part of partition 0 and all of partition 1.
         let offsets = KafkaGroupOffsets(configuration: client)
-        try await offsets.commit(group: stage.groupID, offsets: [
-            KafkaTopicPartition(topic: stage.inputTopic, partition: 0): 2, KafkaTopicPartition(topic: stage.inputTopic, partition: 1): 3,
-        ])
+        try await offsets.commit(
+            group: stage.groupID,
+            offsets: [
+                KafkaTopicPartition(topic: stage.inputTopic, partition: 0): 2, KafkaTopicPartition(topic: stage.inputTopic, partition: 1): 3,
+            ])
         let partly = await reader.read(stage)
         #expect(partly.partitions.map(\.lag) == [3, 0])
         #expect(partly.partitions.map(\.committed) == [2, 3])

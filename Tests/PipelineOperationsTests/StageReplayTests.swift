@@ -19,9 +19,10 @@ struct StageReplayTests {
 
     func produce(_ count: Int, to topic: String, tag: String) async throws {
         let producer = try TestServices.makeProducer()
-        _ = try await producer.sendAll((0..<count).map {
-            KafkaOutgoingMessage(topic: topic, key: "k\($0)", value: Array("\(tag)-\($0)".utf8))
-        })
+        _ = try await producer.sendAll(
+            (0..<count).map {
+                KafkaOutgoingMessage(topic: topic, key: "k\($0)", value: Array("\(tag)-\($0)".utf8))
+            })
         await producer.close()
     }
 
@@ -76,7 +77,8 @@ struct StageReplayTests {
 
         let after = try await offsets.committed(
             group: stage.groupID, partitions: [0, 1].map { KafkaTopicPartition(topic: stage.inputTopic, partition: $0) })
-        #expect(after[KafkaTopicPartition(topic: stage.inputTopic, partition: 0)] == before[KafkaTopicPartition(topic: stage.inputTopic, partition: 0)])
+        #expect(
+            after[KafkaTopicPartition(topic: stage.inputTopic, partition: 0)] == before[KafkaTopicPartition(topic: stage.inputTopic, partition: 0)])
         #expect(after[KafkaTopicPartition(topic: stage.inputTopic, partition: 1)] == .some(1))
         let partitionOneTotal = try #require(before[KafkaTopicPartition(topic: stage.inputTopic, partition: 1)] ?? nil)
         let again = try await consumeAll(stage, expecting: Int(partitionOneTotal - 1))

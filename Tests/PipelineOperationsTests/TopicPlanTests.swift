@@ -48,7 +48,9 @@ struct TopicPlanTests {
     func configChanges() throws {
         let plan = try TopicPlan.compute(
             catalogue: Self.catalogue, replicationCap: nil, cluster: Self.cluster(["raw.v1": (8, 3), "dlq.v1": (2, 3)]),
-            configs: .described(["raw.v1": ["min.insync.replicas": "2", "retention.ms": "604800000", "cleanup.policy": "delete"], "dlq.v1": Self.dlq.configs]))
+            configs: .described([
+                "raw.v1": ["min.insync.replicas": "2", "retention.ms": "604800000", "cleanup.policy": "delete"], "dlq.v1": Self.dlq.configs,
+            ]))
         #expect(plan.entries[0].action == .setConfigs([TopicConfigChange(name: "retention.ms", from: "604800000", to: "3024000000")]))
         #expect(plan.entries[1].action == .none)
         let dry = Self.report(plan, dryRun: true)
@@ -75,7 +77,10 @@ struct TopicPlanTests {
             catalogue: Self.catalogue, replicationCap: nil, cluster: Self.cluster(["raw.v1": (8, 1), "dlq.v1": (2, 3)]),
             configs: .described(["raw.v1": [:], "dlq.v1": Self.dlq.configs]))
         #expect(plan.entries[0].drift.map(\.kind) == [.replicationFactor])
-        guard case .setConfigs(let changes) = plan.entries[0].action else { Issue.record("no config changes"); return }
+        guard case .setConfigs(let changes) = plan.entries[0].action else {
+            Issue.record("no config changes")
+            return
+        }
         #expect(changes.map(\.name) == ["cleanup.policy", "retention.ms"])
     }
 

@@ -8,8 +8,8 @@ import PipelineOperations
 import PipelineRecords
 import RecoveryJobs
 import StageRuntime
-import Testing
 import TestSupport
+import Testing
 
 @Suite("backfill and lookup-order against the simulated Apple", .enabled(if: TestServices.brokerEnabled))
 struct BackfillAndOrderTests {
@@ -22,14 +22,17 @@ struct BackfillAndOrderTests {
                 SimFixture.transaction(original: "3200", id: "3200", purchased: now.addingTimeInterval(-7200)),
             ])
             let notifications = sim.apple.notifications
-            let delivered = try notifications.record(.init(
-                bundleId: SimFixture.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: "3100",
-                sentDate: now.addingTimeInterval(-3600)))
-            let failed = try notifications.record(.init(
-                bundleId: SimFixture.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: "3200",
-                sentDate: now.addingTimeInterval(-1800), sendAttemptResults: ["TIMED_OUT", "NO_RESPONSE"]))
-            let outside = try notifications.record(.init(
-                bundleId: SimFixture.bundleID, notificationType: .didRenew, transactionId: "3100", sentDate: now.addingTimeInterval(-86_400)))
+            let delivered = try notifications.record(
+                .init(
+                    bundleId: SimFixture.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: "3100",
+                    sentDate: now.addingTimeInterval(-3600)))
+            let failed = try notifications.record(
+                .init(
+                    bundleId: SimFixture.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: "3200",
+                    sentDate: now.addingTimeInterval(-1800), sendAttemptResults: ["TIMED_OUT", "NO_RESPONSE"]))
+            let outside = try notifications.record(
+                .init(
+                    bundleId: SimFixture.bundleID, notificationType: .didRenew, transactionId: "3100", sentDate: now.addingTimeInterval(-86_400)))
 
             let producer = try TestServices.makeProducer()
             let raw = try await TestServices.makeTopic("backfill-raw")
@@ -51,7 +54,10 @@ struct BackfillAndOrderTests {
                 #expect(record.headers.string(PipelineHeader.source) == "notification-history")
                 #expect(record.headers.string(PipelineHeader.schema) == Topics.raw)
                 #expect(record.headers.string(PipelineHeader.contentType) == "application/json")
-                #expect(record.headers.string(PipelineHeader.receivedAt).flatMap { try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse($0) } != nil)
+                #expect(
+                    record.headers.string(PipelineHeader.receivedAt).flatMap {
+                        try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse($0)
+                    } != nil)
                 #expect(record.headers.string(PipelineHeader.requestID).flatMap(UUID.init(uuidString:)) != nil)
             }
 
@@ -97,7 +103,10 @@ struct BackfillAndOrderTests {
             let decoded = try records.map { try VerifiedRecord.decode($0.value) }
             #expect(Set(decoded.compactMap(\.transactionId)) == ["4100", "4200"])
             #expect(decoded.allSatisfy { $0.kind == .transaction && $0.source == "reconcile" && $0.signedTransaction != nil })
-            #expect(records.allSatisfy { $0.headers.string(PipelineHeader.source) == "reconcile" && $0.headers.string(PipelineHeader.schema) == Topics.verified })
+            #expect(
+                records.allSatisfy {
+                    $0.headers.string(PipelineHeader.source) == "reconcile" && $0.headers.string(PipelineHeader.schema) == Topics.verified
+                })
 
             await #expect {
                 try await job.lookUp("UNKNOWN123", target: SimFixture.target)

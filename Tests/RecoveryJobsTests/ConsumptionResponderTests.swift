@@ -8,8 +8,8 @@ import GrantDecision
 import GrantTestSupport
 import PipelineRecords
 import PostgresNIO
-import Testing
 import TestSupport
+import Testing
 
 @Suite("consumption requests answered from grant's records", .enabled(if: ScratchDatabase.enabled))
 struct ConsumptionResponderTests {
@@ -18,7 +18,8 @@ struct ConsumptionResponderTests {
     /// A purchase of the simulator's app, in Sandbox, made two hours ago; its clock is now.
     static func purchase(_ original: String, _ type: ProductType, customer: UUID?) -> SimulatedPurchase {
         var purchase = SimulatedPurchase(
-            environment: .sandbox, customer: customer, productType: type, productId: type == .consumable ? "com.example.coins" : "com.example.premium",
+            environment: .sandbox, customer: customer, productType: type,
+            productId: type == .consumable ? "com.example.coins" : "com.example.premium",
             originalTransactionId: original, start: Date().addingTimeInterval(-7200), uuidSeed: UInt64(original)!)
         purchase.bundleId = SimFixture.bundleID
         purchase.addTransaction(reason: .purchase)
@@ -64,12 +65,14 @@ struct ConsumptionResponderTests {
                 late.now = Date().addingTimeInterval(-13 * 3600)
                 try sim.apple.store.upsert(subscription.transactions + delivered.transactions + undelivered.transactions + late.transactions)
 
-                try await Self.apply(db, [
-                    subscribed, subscription.notify(.didRenew), subscriptionRequest,
-                    delivered.notify(.oneTimeCharge), delivered.notify(.consumptionRequest, consumptionReason: .fulfillmentIssue),
-                    undelivered.notify(.oneTimeCharge), undelivered.notify(.consumptionRequest, consumptionReason: .unintendedPurchase),
-                    late.notify(.consumptionRequest, consumptionReason: .other),
-                ])
+                try await Self.apply(
+                    db,
+                    [
+                        subscribed, subscription.notify(.didRenew), subscriptionRequest,
+                        delivered.notify(.oneTimeCharge), delivered.notify(.consumptionRequest, consumptionReason: .fulfillmentIssue),
+                        undelivered.notify(.oneTimeCharge), undelivered.notify(.consumptionRequest, consumptionReason: .unintendedPurchase),
+                        late.notify(.consumptionRequest, consumptionReason: .other),
+                    ])
                 let responder = Self.responder(db, sim)
                 #expect(try await responder.answerDue() == 4)
 
@@ -113,10 +116,12 @@ struct ConsumptionResponderTests {
                 var coins = Self.purchase("6501", .consumable, customer: UUID())
                 var unknown = Self.purchase("6601", .consumable, customer: UUID())
                 try sim.apple.store.upsert(coins.transactions)  // Apple does not know 6601
-                try await Self.apply(db, [
-                    coins.notify(.oneTimeCharge), coins.notify(.consumptionRequest, consumptionReason: .fulfillmentIssue),
-                    unknown.notify(.consumptionRequest, consumptionReason: .other),
-                ])
+                try await Self.apply(
+                    db,
+                    [
+                        coins.notify(.oneTimeCharge), coins.notify(.consumptionRequest, consumptionReason: .fulfillmentIssue),
+                        unknown.notify(.consumptionRequest, consumptionReason: .other),
+                    ])
                 let responder = Self.responder(db, sim)
 
                 sim.apple.faults.set(FaultPlan(errorShare: 1, errorStatus: 500, errorCode: 5_000_000))
@@ -149,7 +154,7 @@ struct ConsumptionResponderTests {
                 reason: "OTHER", deadline: Date().addingTimeInterval(3600), attempts: 1, productType: type, delivered: delivered)
         }
         func body(_ decision: ConsumptionPolicy.Decision) -> ConsumptionRequest? {
-            if case let .send(_, _, body) = decision { return body }
+            if case .send(_, _, let body) = decision { return body }
             return nil
         }
         let policy = ConsumptionPolicy(apps: [SimFixture.bundleID], sampleContentProvided: true)

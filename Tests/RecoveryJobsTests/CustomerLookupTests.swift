@@ -3,13 +3,13 @@ import EntitlementStore
 import Foundation
 import GrantDecision
 import GrantTestSupport
+import KafkaClient
 import PipelineOperations
 import PostgresNIO
-import KafkaClient
 import RecoveryJobs
 import StageRuntime
-import Testing
 import TestSupport
+import Testing
 
 @Suite("customer: found by each identifier, with notifications, ownership claims and consumption requests", .enabled(if: ScratchDatabase.enabled))
 struct CustomerLookupTests {
@@ -26,7 +26,8 @@ struct CustomerLookupTests {
     @Test("the owner is found by appAccountToken, transactionId, originalTransactionId and external user ID; the refused claim shows on both sides")
     func everyIdentifier() async throws {
         try await ScratchDatabase.with { db in
-            let owner = UUID(), intruder = UUID()
+            let owner = UUID()
+            let intruder = UUID()
             try await Self.ownedAndClaimed(db, owner: owner, intruder: intruder, original: "claim-77")
             try await db.client.query(
                 "UPDATE customers SET external_user_id = 'user-77' WHERE customer_id = \(owner.uuidString.lowercased())::uuid",
@@ -55,20 +56,29 @@ struct CustomerLookupTests {
             for try await name in try await db.client.query(
                 "SELECT environment FROM subscriptions WHERE original_transaction_id = 'claim-77'", logger: ScratchDatabase.logger
             ).decode(String.self) { environment = name }
-            #expect(try await CustomerLookup.customers(.originalTransactionId("claim-77"), environment: environment, database: db.client,
-                                                       logger: ScratchDatabase.logger) == [owner])
+            #expect(
+                try await CustomerLookup.customers(
+                    .originalTransactionId("claim-77"), environment: environment, database: db.client,
+                    logger: ScratchDatabase.logger) == [owner])
             let other = environment == "Production" ? "Sandbox" : "Production"
-            #expect(try await CustomerLookup.customers(.originalTransactionId("claim-77"), environment: other, database: db.client,
-                                                       logger: ScratchDatabase.logger).isEmpty)
-            #expect(try await CustomerLookup.customers(.externalUserId("nobody"), environment: nil, database: db.client,
-                                                       logger: ScratchDatabase.logger).isEmpty)
+            #expect(
+                try await CustomerLookup.customers(
+                    .originalTransactionId("claim-77"), environment: other, database: db.client,
+                    logger: ScratchDatabase.logger
+                ).isEmpty)
+            #expect(
+                try await CustomerLookup.customers(
+                    .externalUserId("nobody"), environment: nil, database: db.client,
+                    logger: ScratchDatabase.logger
+                ).isEmpty)
 
             let ownerReport = try await CustomerReport.load(customerID: owner, database: db.client, logger: ScratchDatabase.logger)
             #expect(ownerReport.entitlements.count == 1)
             #expect(ownerReport.subscriptions.map(\.originalTransactionId) == ["claim-77"])
             #expect(ownerReport.transactions.map(\.transactionId) == [transactionID])
-            #expect(Set(ownerReport.ownershipClaims.map { "\($0.customerId) \($0.status)" })
-                == ["\(owner.uuidString.lowercased()) owner", "\(intruder.uuidString.lowercased()) refused"])
+            #expect(
+                Set(ownerReport.ownershipClaims.map { "\($0.customerId) \($0.status)" })
+                    == ["\(owner.uuidString.lowercased()) owner", "\(intruder.uuidString.lowercased()) refused"])
             #expect(ownerReport.notifications.map(\.type) == ["SUBSCRIBED", "DID_CHANGE_RENEWAL_STATUS"])
             #expect(ownerReport.notifications.map(\.outcome).first == "applied")
             #expect(ownerReport.consumptionRequests.map { "\($0.notificationUuid) \($0.status) \($0.note ?? "")" } == ["cr-77 skipped no consent"])
@@ -87,20 +97,27 @@ struct CustomerLookupTests {
             // --json: one object with every documented key, null where there is no value.
             let json = try OperatorJSON.encode(intruderReport)
             let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
-            #expect(Set(object.keys) == [
-                "customerId", "entitlements", "subscriptions", "transactions", "balances", "changes", "notifications", "ownershipClaims",
-                "consumptionRequests",
-            ])
+            #expect(
+                Set(object.keys) == [
+                    "customerId", "entitlements", "subscriptions", "transactions", "balances", "changes", "notifications", "ownershipClaims",
+                    "consumptionRequests",
+                ])
             let claims = try #require(object["ownershipClaims"] as? [[String: Any]])
-            #expect(claims.allSatisfy {
-                Set($0.keys) == ["environment", "originalTransactionId", "customerId", "status", "owner", "verified", "firstClaimedAt",
-                                 "causeEventKey", "reason"]
-            })
+            #expect(
+                claims.allSatisfy {
+                    Set($0.keys) == [
+                        "environment", "originalTransactionId", "customerId", "status", "owner", "verified", "firstClaimedAt",
+                        "causeEventKey", "reason",
+                    ]
+                })
             let notifications = try #require(object["notifications"] as? [[String: Any]])
-            #expect(notifications.allSatisfy {
-                Set($0.keys) == ["environment", "receivedAt", "processedAt", "type", "subtype", "outcome", "note", "source", "eventKey",
-                                 "originalTransactionId", "transactionId"]
-            })
+            #expect(
+                notifications.allSatisfy {
+                    Set($0.keys) == [
+                        "environment", "receivedAt", "processedAt", "type", "subtype", "outcome", "note", "source", "eventKey",
+                        "originalTransactionId", "transactionId",
+                    ]
+                })
             let requests = try #require(object["consumptionRequests"] as? [[String: Any]])
             #expect(requests.first?["deliveryStatus"] is NSNull, "absent values are null, never left out")
         }
@@ -110,8 +127,10 @@ struct CustomerLookupTests {
 @Suite("status: what needs attention")
 struct PipelineHealthTests {
     func stage(_ name: String, members: Int?, lags: [Int64?], letters: [DeadLetterCount] = []) -> StageStatus {
-        var status = StageStatus(stage: .init(name: name, groupID: "appstore.\(name)", inputTopic: "\(name).in", outputTopic: nil,
-                                              deadLetterTopic: "\(name).dlq"))
+        var status = StageStatus(
+            stage: .init(
+                name: name, groupID: "appstore.\(name)", inputTopic: "\(name).in", outputTopic: nil,
+                deadLetterTopic: "\(name).dlq"))
         status.members = members.map { count in
             (0..<count).map { KafkaGroupOffsets.Member(memberID: "m\($0)", clientID: name, host: "/10.0.0.\($0)") }
         }
@@ -125,8 +144,12 @@ struct PipelineHealthTests {
     @Test("healthy when every stage with lag has members, no dead letter waits and the outbox is fresh")
     func healthy() throws {
         let health = PipelineHealth(
-            stages: [stage("verify", members: 1, lags: [4, 0]), stage("grant", members: 0, lags: [0, 0],
-                                                                   letters: [.init(code: "x", total: 2, notReplayed: 0)])],
+            stages: [
+                stage("verify", members: 1, lags: [4, 0]),
+                stage(
+                    "grant", members: 0, lags: [0, 0],
+                    letters: [.init(code: "x", total: 2, notReplayed: 0)]),
+            ],
             outbox: OutboxBacklog(unpublished: 3, oldestCreatedAt: Date(), oldestAgeSeconds: 2), maxOutboxAgeSeconds: 60)
         #expect(health.healthy, "\(health.problems)")
         #expect(health.text.hasSuffix("healthy"))
@@ -163,10 +186,11 @@ struct PipelineHealthTests {
         #expect(Set(object.keys) == ["healthy", "checkedAt", "stages", "outbox", "outboxError", "maxOutboxAgeSeconds", "problems"])
         #expect(object["healthy"] as? Bool == false)
         let stages = try #require(object["stages"] as? [[String: Any]])
-        #expect(Set(stages[0].keys) == [
-            "stage", "group", "inputTopic", "deadLetterTopic", "groupState", "memberCount", "members", "lag", "lastRecordAt", "partitions",
-            "deadLetters", "deadLettersNotReplayed", "errors",
-        ])
+        #expect(
+            Set(stages[0].keys) == [
+                "stage", "group", "inputTopic", "deadLetterTopic", "groupState", "memberCount", "members", "lag", "lastRecordAt", "partitions",
+                "deadLetters", "deadLettersNotReplayed", "errors",
+            ])
         #expect(stages[0]["lag"] is NSNull, "a partition's unknown lag makes the stage's unknown")
         #expect(stages[1]["memberCount"] is NSNull)
         let partitions = try #require(stages[0]["partitions"] as? [[String: Any]])

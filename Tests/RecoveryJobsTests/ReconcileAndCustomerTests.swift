@@ -8,8 +8,8 @@ import PipelineRecords
 import PostgresNIO
 import RecoveryJobs
 import StageRuntime
-import Testing
 import TestSupport
+import Testing
 
 @Suite("reconcile and customer against grant's schema", .enabled(if: TestServices.brokerEnabled && ScratchDatabase.enabled))
 struct ReconcileAndCustomerTests {
@@ -49,16 +49,16 @@ struct ReconcileAndCustomerTests {
         try await ScratchDatabase.with { db in
             let now = Date()
             let hour: TimeInterval = 3600
-            try await Self.insertSubscription(db, original: "5001", lifecycle: "active", expires: now - 2 * hour)          // overdue
-            try await Self.insertSubscription(db, original: "5002", lifecycle: "active", expires: now + 24 * hour)         // running
-            try await Self.insertSubscription(db, original: "5003", lifecycle: "expired", expires: now - 2 * hour)         // ended
-            try await Self.insertSubscription(db, original: "5004", lifecycle: "active", expires: now - 2 * hour)          // newer event
+            try await Self.insertSubscription(db, original: "5001", lifecycle: "active", expires: now - 2 * hour)  // overdue
+            try await Self.insertSubscription(db, original: "5002", lifecycle: "active", expires: now + 24 * hour)  // running
+            try await Self.insertSubscription(db, original: "5003", lifecycle: "expired", expires: now - 2 * hour)  // ended
+            try await Self.insertSubscription(db, original: "5004", lifecycle: "active", expires: now - 2 * hour)  // newer event
             try await Self.insertNotification(db, original: "5004", signed: now - hour)
-            try await Self.insertSubscription(db, original: "5005", lifecycle: "active", expires: now - 600)               // within leeway
+            try await Self.insertSubscription(db, original: "5005", lifecycle: "active", expires: now - 600)  // within leeway
             try await Self.insertSubscription(
-                db, original: "5006", lifecycle: "grace_period", expires: now - 72 * hour, grace: now - 2 * hour)      // grace over
+                db, original: "5006", lifecycle: "grace_period", expires: now - 72 * hour, grace: now - 2 * hour)  // grace over
             try await Self.insertSubscription(
-                db, original: "5007", lifecycle: "grace_period", expires: now - 72 * hour, grace: now + 24 * hour)     // in grace
+                db, original: "5007", lifecycle: "grace_period", expires: now - 72 * hour, grace: now + 24 * hour)  // in grace
             try await Self.insertSubscription(db, original: "5008", lifecycle: "active", expires: now - 2 * hour, bundle: "com.other.app")
             try await Self.insertSubscription(
                 db, original: "5009", lifecycle: "active", expires: now - 2 * hour, type: "Non-Renewing Subscription")
@@ -162,7 +162,8 @@ struct ReconcileAndCustomerTests {
             #expect(text.contains("premium") && text.contains("SUBSCRIBED/INITIAL_BUY") && text.contains("coins") && text.contains("6001"))
             #expect(!text.contains("6002") && !text.contains("old-feature"))
 
-            let production = try await CustomerReport.load(customerID: customer, environment: "Production", database: db.client, logger: ScratchDatabase.logger)
+            let production = try await CustomerReport.load(
+                customerID: customer, environment: "Production", database: db.client, logger: ScratchDatabase.logger)
             #expect(production.isEmpty)
             let stranger = try await CustomerReport.load(customerID: UUID(), database: db.client, logger: ScratchDatabase.logger)
             #expect(stranger.isEmpty)

@@ -17,7 +17,8 @@ extension Resilience {
         func brokerDownAndBack() async throws {
             let raw = try await TestServices.makeTopic("outage-raw")
             let ackTimeout = Duration.seconds(1)
-            let uploads = try UploadAuthSettings.read(EnvironmentReader(["INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.outage::Sandbox"]))
+            let uploads = try UploadAuthSettings.read(
+                EnvironmentReader(["INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.outage::Sandbox"]))
             let config = IngestConfiguration(
                 kafka: TestServices.clientConfiguration("outage-ingest"), uploadAuthentication: uploads, rawTopic: raw, ackTimeout: ackTimeout)
             let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
@@ -26,9 +27,12 @@ extension Resilience {
             @Sendable func post(_ client: some TestClientProtocol) async throws -> (HTTPResponse.Status, Int, Duration) {
                 let id = counter.increment()
                 let start = ContinuousClock.now
-                let body = #"{"signedPayload":"eyJhbGciOiJFUzI1NiJ9.\#(Data(#"{"loadgenId":\#(id)}"#.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")).c2ln"}"#
-                let status = try await client.execute(uri: "/v2/notifications", method: .post, headers: [.contentType: "application/json"],
-                                                      body: ByteBuffer(string: body)) { $0.status }
+                let body =
+                    #"{"signedPayload":"eyJhbGciOiJFUzI1NiJ9.\#(Data(#"{"loadgenId":\#(id)}"#.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")).c2ln"}"#
+                let status = try await client.execute(
+                    uri: "/v2/notifications", method: .post, headers: [.contentType: "application/json"],
+                    body: ByteBuffer(string: body)
+                ) { $0.status }
                 return (status, id, ContinuousClock.now - start)
             }
 
@@ -52,7 +56,11 @@ extension Resilience {
                 var okAfter: [Int] = []
                 while ContinuousClock.now < deadline {
                     let (status, id, _) = try await post(client)
-                    if status == .ok { recovered = true; okAfter.append(id); break }
+                    if status == .ok {
+                        recovered = true
+                        okAfter.append(id)
+                        break
+                    }
                     try await Task.sleep(for: .milliseconds(200))
                 }
                 #expect(recovered, "ingest serves again after the broker returns, without a restart")
@@ -64,7 +72,9 @@ extension Resilience {
                 let stored = try await TopicReader.read(raw) { Set(loadgenIDs($0.map(\.value))).isSuperset(of: okAfter) }
                 let storedIDs = Set(loadgenIDs(stored.map(\.value)))
                 #expect(storedIDs.isSuperset(of: okAfter), "every request answered 200 was stored")
-                print("broker outage: 503 during outage: \(answeredDuringOutage.count), producer replacements: \(producer.replacements), stored after recovery: \(okAfter.count)")
+                print(
+                    "broker outage: 503 during outage: \(answeredDuringOutage.count), producer replacements: \(producer.replacements), stored after recovery: \(okAfter.count)"
+                )
             }
             await producer.close()
         }

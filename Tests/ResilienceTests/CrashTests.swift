@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
-import NIOCore
 import KafkaClient
+import NIOCore
 import TestSupport
 import Testing
 
@@ -14,11 +14,13 @@ extension Resilience {
             let output = try await TestServices.makeTopic("crash-out", partitions: 4)
             let dlq = try await TestServices.makeTopic("crash-dlq")
             let ingestPort = LocalHTTP.freePort()
-            let ingest = try ManagedProcess("ingest", environment: [
-                "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "RAW_TOPIC": raw,
-                "HTTP_HOST": "127.0.0.1", "HTTP_PORT": "\(ingestPort)", "LOG_LEVEL": "warning",
-                "INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.crash::Sandbox",
-            ], logName: "crash-ingest")
+            let ingest = try ManagedProcess(
+                "ingest",
+                environment: [
+                    "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "RAW_TOPIC": raw,
+                    "HTTP_HOST": "127.0.0.1", "HTTP_PORT": "\(ingestPort)", "LOG_LEVEL": "warning",
+                    "INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.crash::Sandbox",
+                ], logName: "crash-ingest")
             defer { ingest.kill9() }
             try await LocalHTTP.waitForPort(ingestPort)
 
@@ -31,10 +33,12 @@ extension Resilience {
             ]
             var relay = try ManagedProcess("stage-relay", environment: relayEnvironment, logName: "crash-relay-0")
             let idsFile = TestServices.repositoryRoot.appendingPathComponent(".local/logs/crash-ok-ids.txt").path
-            let load = try ManagedProcess("loadgen", arguments: [
-                "--url", "http://127.0.0.1:\(ingestPort)/v2/notifications", "--connections", "32", "--requests", "20000",
-                "--duration", "300", "--padding", "300", "--ids-file", idsFile, "--scenario", "crash",
-            ], environment: [:], logName: "crash-loadgen")
+            let load = try ManagedProcess(
+                "loadgen",
+                arguments: [
+                    "--url", "http://127.0.0.1:\(ingestPort)/v2/notifications", "--connections", "32", "--requests", "20000",
+                    "--duration", "300", "--padding", "300", "--ids-file", idsFile, "--scenario", "crash",
+                ], environment: [:], logName: "crash-loadgen")
 
             // Two hard crashes of the consuming stage while it is busy copying: each time, wait until
             // this incarnation has processed a good number of records, then SIGKILL it.

@@ -30,7 +30,9 @@ extension Resilience {
 
             // The reference: the same events applied straight to a database that never goes down.
             let stateTables = ScratchDatabase.stateTables
-            let changeColumns = [("entitlement_changes", "environment, customer_id, entitlement_key, source_id, change, active, active_until, reason, cause_event_key")]
+            let changeColumns = [
+                ("entitlement_changes", "environment, customer_id, entitlement_key, source_id, change, active, active_until, reason, cause_event_key")
+            ]
             let (expected, expectedChanges) = try await ScratchDatabase.with { db in
                 for start in stride(from: 0, to: records.count, by: 250) {
                     let events = try records[start..<min(start + 250, records.count)].map { try GrantEvent($0) }
@@ -42,12 +44,14 @@ extension Resilience {
             try await ScratchDatabase.with { db in
                 let logger = ScratchDatabase.logger
                 let outboxProducer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
-                let publisher = OutboxPublisher(store: db.store, producer: outboxProducer, topic: changes,
-                                                pollInterval: .milliseconds(100), batchSize: 500, logger: logger)
+                let publisher = OutboxPublisher(
+                    store: db.store, producer: outboxProducer, topic: changes,
+                    pollInterval: .milliseconds(100), batchSize: 500, logger: logger)
                 let stage = GrantStage(store: db.store, policy: policy, logger: logger) { publisher.notify() }
                 let stageProducer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
                 let runner = try StageRunner(
-                    stage: stage, consumerConfiguration: TestServices.consumerConfiguration(group: TestServices.uniqueGroup("grant"), topics: [input]),
+                    stage: stage,
+                    consumerConfiguration: TestServices.consumerConfiguration(group: TestServices.uniqueGroup("grant"), topics: [input]),
                     producer: stageProducer,
                     configuration: StageRunnerConfiguration(
                         deadLetterTopic: dlq, retry: RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .seconds(1)),
@@ -81,7 +85,8 @@ extension Resilience {
                 for (table, rows) in expected { #expect(actual[table] == rows, "table \(table) differs from the reference") }
                 #expect(try await db.dump(changeColumns) == expectedChanges, "entitlement changes lost or duplicated")
                 let outboxCount = try await db.count("SELECT count(*) FROM outbox")
-                let gaps = try await db.count("""
+                let gaps = try await db.count(
+                    """
                     SELECT count(*) FROM (SELECT count(*) AS n, max(seq) AS hi FROM outbox GROUP BY environment, customer_id) s WHERE hi <> n
                     """)
                 #expect(gaps == 0)

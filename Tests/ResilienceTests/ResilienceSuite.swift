@@ -1,6 +1,5 @@
 import Foundation
 import TestSupport
-
 import Testing
 
 /// The resilience tests stop the shared broker and kill processes, so they must not run beside

@@ -9,12 +9,14 @@ struct ConfigurationTests {
 
     @Test("defaults apply and librdkafka properties pass through")
     func defaultsAndPassThrough() throws {
-        let config = try StageConfiguration(stage: "verify", defaults: defaults, environment: EnvironmentReader([
-            "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092",
-            "KAFKA_PROP_SECURITY_PROTOCOL": "SASL_SSL",
-            "KAFKA_PROP_SASL_MECHANISMS": "PLAIN",
-            "BATCH_SIZE": "32",
-        ]))
+        let config = try StageConfiguration(
+            stage: "verify", defaults: defaults,
+            environment: EnvironmentReader([
+                "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092",
+                "KAFKA_PROP_SECURITY_PROTOCOL": "SASL_SSL",
+                "KAFKA_PROP_SASL_MECHANISMS": "PLAIN",
+                "BATCH_SIZE": "32",
+            ]))
         #expect(config.groupID == "appstore.verify")
         #expect(config.inputTopic == "in" && config.deadLetterTopic == "dlq")
         #expect(config.httpPort == 8081)
@@ -22,21 +24,25 @@ struct ConfigurationTests {
         #expect(config.runner.maxBatchSize == 32)
         #expect(config.consumer.assignor == .cooperativeSticky)
         #expect(config.logFormat == .text)
-        let json = try StageConfiguration(stage: "verify", defaults: defaults, environment: EnvironmentReader([
-            "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092", "LOG_FORMAT": "JSON",
-        ]))
+        let json = try StageConfiguration(
+            stage: "verify", defaults: defaults,
+            environment: EnvironmentReader([
+                "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092", "LOG_FORMAT": "JSON",
+            ]))
         #expect(json.logFormat == .json)
         #expect(StageConfiguration.variables.contains { $0.name == "LOG_FORMAT" })
     }
 
-    @Test("a missing or bad value names its variable", arguments: [
-        ([:], "KAFKA_BOOTSTRAP_SERVERS is required"),
-        (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "HTTP_PORT": "http"], "HTTP_PORT must be a whole number"),
-        (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "KAFKA_ASSIGNOR": "sticky"], "KAFKA_ASSIGNOR must be one of"),
-        (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "LOG_LEVEL": "loud"], "LOG_LEVEL must be one of"),
-        (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "LOG_FORMAT": "yaml"], "LOG_FORMAT must be text or json"),
-        (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "KAFKA_PROPERTIES_FILE": "/nonexistent"], "KAFKA_PROPERTIES_FILE names a file"),
-    ])
+    @Test(
+        "a missing or bad value names its variable",
+        arguments: [
+            ([:], "KAFKA_BOOTSTRAP_SERVERS is required"),
+            (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "HTTP_PORT": "http"], "HTTP_PORT must be a whole number"),
+            (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "KAFKA_ASSIGNOR": "sticky"], "KAFKA_ASSIGNOR must be one of"),
+            (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "LOG_LEVEL": "loud"], "LOG_LEVEL must be one of"),
+            (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "LOG_FORMAT": "yaml"], "LOG_FORMAT must be text or json"),
+            (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "KAFKA_PROPERTIES_FILE": "/nonexistent"], "KAFKA_PROPERTIES_FILE names a file"),
+        ])
     func invalid(environment: [String: String], expected: String) {
         #expect {
             _ = try StageConfiguration(stage: "verify", defaults: defaults, environment: EnvironmentReader(environment))

@@ -41,11 +41,13 @@ struct JSONLogHandlerTests {
         var log = logger(sink)
         log[metadataKey: LogKey.stage] = "verify"
         let message = "quote \" backslash \\ newline \n tab \t cr \r nul \u{0} bell \u{7} del \u{7f} unicode é 日本 🎉 \u{2028}"
-        log.warning("\(message)", metadata: [
-            LogKey.partition: "3", LogKey.offset: .stringConvertible(17),
-            "nested": ["list": ["a\"b", .dictionary(["deep": "x\ny"])], "n": "1"],
-            "empty": "",
-        ])
+        log.warning(
+            "\(message)",
+            metadata: [
+                LogKey.partition: "3", LogKey.offset: .stringConvertible(17),
+                "nested": ["list": ["a\"b", .dictionary(["deep": "x\ny"])], "n": "1"],
+                "empty": "",
+            ])
         log.error("failed", error: AwkwardError(), metadata: [LogKey.error: "metadata error too", "message": "clash"])
         let objects = try sink.objects()
         try #require(objects.count == 2)
@@ -83,7 +85,9 @@ struct JSONLogHandlerTests {
         logger(sink).info("hello", metadata: ["b": "2", "a": "1", "postgres.password": "hunter2", "apiPrivateKey": "-----BEGIN"])
         let text = String(decoding: try #require(sink.all.first), as: UTF8.self)
         #expect(text.hasPrefix(#"{"time":""#))
-        let order = ["\"time\"", "\"level\"", "\"label\"", "\"message\"", "\"source\"", "\"a\"", "\"apiPrivateKey\"", "\"b\"", "\"postgres.password\""]
+        let order = [
+            "\"time\"", "\"level\"", "\"label\"", "\"message\"", "\"source\"", "\"a\"", "\"apiPrivateKey\"", "\"b\"", "\"postgres.password\"",
+        ]
         let positions = order.map { text.range(of: $0)?.lowerBound }
         #expect(positions.allSatisfy { $0 != nil })
         #expect(positions.compactMap { $0 } == positions.compactMap { $0 }.sorted())

@@ -23,7 +23,10 @@ final class ScriptedStage: PipelineStage {
 
     func process(_ message: KafkaMessage) async throws -> [KafkaOutgoingMessage] {
         let body = message.text
-        let attempt = attempts.withLock { a in a[body, default: 0] += 1; return a[body]! }
+        let attempt = attempts.withLock { a in
+            a[body, default: 0] += 1
+            return a[body]!
+        }
         if maxDelayMs > 0 { try await Task.sleep(for: .milliseconds(Int.random(in: 0...maxDelayMs))) }
         if body.hasPrefix("poison") { throw StageError.permanent("poisoned", "the record \(body) can never be processed") }
         if body.hasPrefix("flaky"), attempt <= 3 {
@@ -76,7 +79,8 @@ struct StageRunnerTests {
         let dlq = try await TestServices.makeTopic("poison-dlq")
         let before = Date()
         try await produceNumbered(input, count: 6, keys: 1) { $0 == 2 ? "poison-2" : "\($0)" }
-        let harness = try StageHarness(stage: ScriptedStage(output: output), input: input, deadLetters: dlq, groupID: TestServices.uniqueGroup("poison"))
+        let harness = try StageHarness(
+            stage: ScriptedStage(output: output), input: input, deadLetters: dlq, groupID: TestServices.uniqueGroup("poison"))
         let out = try await TopicReader.read(output) { $0.count >= 5 }
         let letters = try await TopicReader.read(dlq) { !$0.isEmpty }
         try await harness.stop()
@@ -159,7 +163,8 @@ struct StageRunnerTests {
         let dlq = try await TestServices.makeTopic("metrics-dlq")
         try await produceNumbered(input, count: 5, keys: 1) { $0 == 1 ? "poison-1" : $0 == 2 ? "flaky-2" : "\($0)" }
         try await withMetricsFactory(PrometheusMetricsFactory(registry: registry)) {
-            let harness = try StageHarness(stage: ScriptedStage(output: output), input: input, deadLetters: dlq, groupID: TestServices.uniqueGroup("metrics"))
+            let harness = try StageHarness(
+                stage: ScriptedStage(output: output), input: input, deadLetters: dlq, groupID: TestServices.uniqueGroup("metrics"))
             _ = try await TopicReader.read(output) { $0.count >= 4 }
             try await harness.stop()
         }

@@ -1,6 +1,5 @@
 import Foundation
 
-
 /// Validates JSON documents against a schema under `schemas/` with Python's `jsonschema`, the
 /// validator `deploy/local/check_schemas.py` uses.
 public enum SchemaValidator {

@@ -54,7 +54,9 @@ public enum SharedFixtures {
 
     /// Every sample of the manifest.
     public static func realSamples() throws -> [RealSample] {
-        guard let url = url("apple-real-jws/manifest.json") else { throw TestSupportError("the shared fixture apple-real-jws/manifest.json is missing") }
+        guard let url = url("apple-real-jws/manifest.json") else {
+            throw TestSupportError("the shared fixture apple-real-jws/manifest.json is missing")
+        }
         return try JSONDecoder().decode([RealSample].self, from: Data(contentsOf: url))
     }
 }

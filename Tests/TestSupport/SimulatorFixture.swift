@@ -28,8 +28,9 @@ public enum SimFixture {
 
     /// A verifier that trusts the simulator's root for Sandbox data.
     public static func verifier() throws -> SignedDataVerifier {
-        try SignedDataVerifier(configuration: .init(
-            apps: [try AppStoreApp(bundleID: bundleID, environments: [.sandbox])], additionalTrustedRoots: [authority.root]))
+        try SignedDataVerifier(
+            configuration: .init(
+                apps: [try AppStoreApp(bundleID: bundleID, environments: [.sandbox])], additionalTrustedRoots: [authority.root]))
     }
 
     /// An API client for the simulator at `baseURL`, verifying what it returns with ``verifier()``.
@@ -120,6 +121,10 @@ public final class RunningSimulator: Sendable {
         authority: SigningAuthority = SimFixture.authority, _ body: @Sendable (RunningSimulator) async throws -> T
     ) async throws -> T {
         let sim = try await start(authority: authority)
-        return try await withCleanup { try await body(sim) } cleanup: { await sim.stop() }
+        return try await withCleanup {
+            try await body(sim)
+        } cleanup: {
+            await sim.stop()
+        }
     }
 }

@@ -11,8 +11,10 @@ public struct StageHarness {
     let group: ServiceGroup
     let task: Task<Void, any Error>
 
-    public init(stage: any PipelineStage, input: String, deadLetters: String, groupID: String, batchSize: Int = 1,
-         retry: RetryPolicy = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200))) throws {
+    public init(
+        stage: any PipelineStage, input: String, deadLetters: String, groupID: String, batchSize: Int = 1,
+        retry: RetryPolicy = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200))
+    ) throws {
         let logger = TestServices.logger
         producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
         runner = try StageRunner(

@@ -89,10 +89,14 @@ public enum TestPKI {
         transaction: JWSTransactionDecodedPayload? = nil, renewalInfo: JWSRenewalInfoDecodedPayload? = nil
     ) throws -> String {
         let nested = nestedSigner ?? signer
-        let transaction = transaction ?? Self.transaction(
-            originalTransactionId: originalTransactionId, environment: environment, bundleID: bundleID, signedDate: signedDate)
-        let renewal = renewalInfo ?? Self.renewalInfo(
-            originalTransactionId: originalTransactionId, environment: environment, signedDate: signedDate)
+        let transaction =
+            transaction
+            ?? Self.transaction(
+                originalTransactionId: originalTransactionId, environment: environment, bundleID: bundleID, signedDate: signedDate)
+        let renewal =
+            renewalInfo
+            ?? Self.renewalInfo(
+                originalTransactionId: originalTransactionId, environment: environment, signedDate: signedDate)
         let payload = ResponseBodyV2DecodedPayload(
             notificationType: .subscribed, subtype: .initialBuy, notificationUUID: uuid,
             data: NotificationData(
@@ -104,9 +108,10 @@ public enum TestPKI {
 
     /// A signed `TEST` notification: no transaction.
     public static func testNotification(uuid: String, signer: JWSSigner = signer, environment: AppStoreEnvironment = .sandbox) throws -> String {
-        try signer.sign(ResponseBodyV2DecodedPayload(
-            notificationType: .test, notificationUUID: uuid,
-            data: NotificationData(environment: environment, bundleId: bundleID), version: "2.0", signedDate: now()))
+        try signer.sign(
+            ResponseBodyV2DecodedPayload(
+                notificationType: .test, notificationUUID: uuid,
+                data: NotificationData(environment: environment, bundleId: bundleID), version: "2.0", signedDate: now()))
     }
 
     /// A signed transaction on its own, as an app uploads it.

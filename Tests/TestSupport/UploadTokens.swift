@@ -109,7 +109,11 @@ public struct UploadClaims: JWTPayload {
         var c = encoder.container(keyedBy: Name.self)
         try c.encodeIfPresent(issuer, forKey: Name(stringValue: "iss"))
         if let audience {
-            if audience.count == 1 { try c.encode(audience[0], forKey: Name(stringValue: "aud")) } else { try c.encode(audience, forKey: Name(stringValue: "aud")) }
+            if audience.count == 1 {
+                try c.encode(audience[0], forKey: Name(stringValue: "aud"))
+            } else {
+                try c.encode(audience, forKey: Name(stringValue: "aud"))
+            }
         }
         try c.encodeIfPresent(subject, forKey: Name(stringValue: "sub"))
         try c.encodeIfPresent(expires.map { Int($0.timeIntervalSince1970) }, forKey: Name(stringValue: "exp"))
@@ -144,7 +148,9 @@ public enum UploadTokens {
     }
 
     /// The headers of an HMAC-signed upload: `X-Upload-Timestamp` and `X-Upload-Signature`.
-    public static func hmacHeaders(secret: [UInt8], body: [UInt8], timestamp: Int = Int(Date().timeIntervalSince1970)) -> [(name: String, value: String)] {
+    public static func hmacHeaders(
+        secret: [UInt8], body: [UInt8], timestamp: Int = Int(Date().timeIntervalSince1970)
+    ) -> [(name: String, value: String)] {
         [("X-Upload-Timestamp", "\(timestamp)"), ("X-Upload-Signature", hmacSignature(secret: secret, timestamp: timestamp, body: body))]
     }
 

@@ -48,38 +48,42 @@ struct AppStoreJSONDecodingTests {
         }
     }
 
-    @Test("edge cases of JSON and of the models' types", arguments: [
-        #"{"originalTransactionId":"1","quantity":1,"price":9990,"isUpgraded":true}"#,
-        #"{"quantity":1.0}"#, #"{"quantity":1e0}"#, #"{"quantity":1.5}"#, #"{"quantity":2147483648}"#,
-        #"{"quantity":-2147483648}"#, #"{"price":9223372036854775807}"#, #"{"price":9223372036854775808}"#,
-        #"{"price":-0}"#, #"{"price":1E+2}"#, #"{"price":"9990"}"#, #"{"price":null}"#, #"{"price":true}"#,
-        #"{"isUpgraded":1}"#, #"{"isUpgraded":"true"}"#, #"{"isUpgraded":null}"#,
-        #"{"purchaseDate":1700000000000}"#, #"{"purchaseDate":1700000000000.5}"#, #"{"purchaseDate":"2024"}"#,
-        #"{"purchaseDate":1e400}"#, #"{"purchaseDate":-1}"#,
-        #"{"appAccountToken":"7E3FB20B-4CDD-4A63-9B6C-1A2D5F1E0C11"}"#, #"{"appAccountToken":"not-a-uuid"}"#,
-        #"{"type":"Consumable","inAppOwnershipType":"SOMETHING_NEW","revocationReason":7}"#,
-        #"{"productId":"caf\u00e9 \ud83d\ude00 \/ \" \\ \n \t \b \f \r"}"#, #"{"productId":"\ud83d"}"#,
-        #"{"productId":"\udc00\ud83d"}"#, #"{"productId":"\x"}"#, #"{"productId":"\u12"}"#,
-        "{\"productId\":\"tab\there\"}", "{\"productId\":\"é direct UTF-8\"}",
-        #"{"bundleId":"a","bundleId":"b"}"#, #"{"unknown":{"deep":[1,2,{"x":null}]},"bundleId":"a"}"#,
-        #"  {"bundleId" : "a" }  "#, #"{"bundleId":"a"} x"#, #"{"bundleId":"a"}{}"#,
-        #"{"price":01}"#, #"{"price":.5}"#, #"{"price":1.}"#, #"{"price":+1}"#, #"{"price":1e}"#, #"{"price":-}"#,
-        #"{"bundleId":"a",,}"#, #"[,]"#, #"{,}"#,
-        #"{bundleId:"a"}"#, #"{'bundleId':'a'}"#, #"[]"#, #"null"#, #""""#, #"{"#, "", "{\"bundleId\":\"a\"\u{0}}",
-        #"{"commitmentInfo":{"billingPeriodNumber":3,"commitmentPrice":100}}"#, #"{"commitmentInfo":[]}"#,
-        #"{"advancedCommerceInfo":{"a":[1,2.5,"x",true,null,{"b":-3}],"big":1e300,"int":-9223372036854775808}}"#,
-        #"{"advancedCommerceInfo":1.0}"#, #"{"advancedCommerceInfo":12345678901234567890}"#,
-    ])
+    @Test(
+        "edge cases of JSON and of the models' types",
+        arguments: [
+            #"{"originalTransactionId":"1","quantity":1,"price":9990,"isUpgraded":true}"#,
+            #"{"quantity":1.0}"#, #"{"quantity":1e0}"#, #"{"quantity":1.5}"#, #"{"quantity":2147483648}"#,
+            #"{"quantity":-2147483648}"#, #"{"price":9223372036854775807}"#, #"{"price":9223372036854775808}"#,
+            #"{"price":-0}"#, #"{"price":1E+2}"#, #"{"price":"9990"}"#, #"{"price":null}"#, #"{"price":true}"#,
+            #"{"isUpgraded":1}"#, #"{"isUpgraded":"true"}"#, #"{"isUpgraded":null}"#,
+            #"{"purchaseDate":1700000000000}"#, #"{"purchaseDate":1700000000000.5}"#, #"{"purchaseDate":"2024"}"#,
+            #"{"purchaseDate":1e400}"#, #"{"purchaseDate":-1}"#,
+            #"{"appAccountToken":"7E3FB20B-4CDD-4A63-9B6C-1A2D5F1E0C11"}"#, #"{"appAccountToken":"not-a-uuid"}"#,
+            #"{"type":"Consumable","inAppOwnershipType":"SOMETHING_NEW","revocationReason":7}"#,
+            #"{"productId":"caf\u00e9 \ud83d\ude00 \/ \" \\ \n \t \b \f \r"}"#, #"{"productId":"\ud83d"}"#,
+            #"{"productId":"\udc00\ud83d"}"#, #"{"productId":"\x"}"#, #"{"productId":"\u12"}"#,
+            "{\"productId\":\"tab\there\"}", "{\"productId\":\"é direct UTF-8\"}",
+            #"{"bundleId":"a","bundleId":"b"}"#, #"{"unknown":{"deep":[1,2,{"x":null}]},"bundleId":"a"}"#,
+            #"  {"bundleId" : "a" }  "#, #"{"bundleId":"a"} x"#, #"{"bundleId":"a"}{}"#,
+            #"{"price":01}"#, #"{"price":.5}"#, #"{"price":1.}"#, #"{"price":+1}"#, #"{"price":1e}"#, #"{"price":-}"#,
+            #"{"bundleId":"a",,}"#, #"[,]"#, #"{,}"#,
+            #"{bundleId:"a"}"#, #"{'bundleId':'a'}"#, #"[]"#, #"null"#, #""""#, #"{"#, "", "{\"bundleId\":\"a\"\u{0}}",
+            #"{"commitmentInfo":{"billingPeriodNumber":3,"commitmentPrice":100}}"#, #"{"commitmentInfo":[]}"#,
+            #"{"advancedCommerceInfo":{"a":[1,2.5,"x",true,null,{"b":-3}],"big":1e300,"int":-9223372036854775808}}"#,
+            #"{"advancedCommerceInfo":1.0}"#, #"{"advancedCommerceInfo":12345678901234567890}"#,
+        ])
     func edgeCases(json: String) {
         Self.expectAgreement(JWSTransactionDecodedPayload.self, json)
         Self.expectAgreement(JSONValue.self, json)
         Self.expectAgreement([String: JSONValue].self, json)
     }
 
-    @Test("stricter than Foundation: trailing commas and malformed values nobody reads are refused", arguments: [
-        #"{"bundleId":"a",}"#, "{\"bundleId\":\"a\",\n}", #"{"unread":"\x","bundleId":"a"}"#, #"{"unread":1.,"bundleId":"a"}"#,
-        "{\"unread\":\"\u{0}\",\"bundleId\":\"a\"}",
-    ])
+    @Test(
+        "stricter than Foundation: trailing commas and malformed values nobody reads are refused",
+        arguments: [
+            #"{"bundleId":"a",}"#, "{\"bundleId\":\"a\",\n}", #"{"unread":"\x","bundleId":"a"}"#, #"{"unread":1.,"bundleId":"a"}"#,
+            "{\"unread\":\"\u{0}\",\"bundleId\":\"a\"}",
+        ])
     func stricter(json: String) {
         let (fast, foundation) = Self.both(JWSTransactionDecodedPayload.self, Array(json.utf8))
         #expect(fast == .failure)
@@ -117,7 +121,8 @@ struct AppStoreJSONDecodingTests {
             let v = Self.both(JSONValue.self, bytes)
             // Whatever the fast decoder accepts, Foundation accepts as the same value; a document
             // both accept as JSONValue (every value read) decodes the models identically.
-            let acceptedAlike = Self.acceptsOnlyWhatFoundationAccepts(t) && Self.acceptsOnlyWhatFoundationAccepts(n)
+            let acceptedAlike =
+                Self.acceptsOnlyWhatFoundationAccepts(t) && Self.acceptsOnlyWhatFoundationAccepts(n)
                 && Self.acceptsOnlyWhatFoundationAccepts(v)
             let wellFormed = v.fast != .failure && v.foundation != .failure
             if !acceptedAlike || (wellFormed && (t.fast != t.foundation || n.fast != n.foundation)) {

@@ -76,19 +76,23 @@ struct InspectCommandTests {
         #expect(untrusted.stdout.isEmpty)
         #expect(!untrusted.stderr.contains(token), "the token is never echoed")
 
-        let trusted = try await BuiltProducts.run("appstorectl", [
-            "inspect", file.path, "--trust-root", roots.pem, "--bundle-id", TestPKI.bundleID, "--environment", "Sandbox",
-            "--validation-date", "now",
-        ])
+        let trusted = try await BuiltProducts.run(
+            "appstorectl",
+            [
+                "inspect", file.path, "--trust-root", roots.pem, "--bundle-id", TestPKI.bundleID, "--environment", "Sandbox",
+                "--validation-date", "now",
+            ])
         #expect(trusted.status == 0, "\(trusted.stderr)")
         #expect(!trusted.stderr.contains("assuming bundle ID") && !trusted.stderr.contains("assuming environment"))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(trusted.stdout.utf8)) as? [String: Any])
         #expect((object["checkedAgainst"] as? [String: Any])?["validationTime"] as? String == "now")
 
         // Same token, DER root, but checked against another app: rejected with that code.
-        let wrongApp = try await BuiltProducts.run("appstorectl", [
-            "inspect", file.path, "--trust-root", roots.der, "--bundle-id", TestPKI.otherBundleID,
-        ])
+        let wrongApp = try await BuiltProducts.run(
+            "appstorectl",
+            [
+                "inspect", file.path, "--trust-root", roots.der, "--bundle-id", TestPKI.otherBundleID,
+            ])
         #expect(wrongApp.status == 1)
         #expect(wrongApp.stderr.contains("wrong_bundle_id"))
 
@@ -104,16 +108,18 @@ struct InspectCommandTests {
         #expect(junk.stderr.contains("malformed"))
     }
 
-    @Test("bad usage exits 2", arguments: [
-        ["inspect"],
-        ["inspect", "-", "--environment", "Staging"],
-        ["inspect", "-", "--validation-date", "yesterday"],
-        ["inspect", "-", "--app-apple-id", "abc"],
-        ["inspect", "-", "--no-such-flag"],
-        ["inspect", "/nonexistent/token.jws"],
-        ["inspect", "-", "--trust-root", "/nonexistent/root.pem"],
-        ["no-such-command"],
-    ])
+    @Test(
+        "bad usage exits 2",
+        arguments: [
+            ["inspect"],
+            ["inspect", "-", "--environment", "Staging"],
+            ["inspect", "-", "--validation-date", "yesterday"],
+            ["inspect", "-", "--app-apple-id", "abc"],
+            ["inspect", "-", "--no-such-flag"],
+            ["inspect", "/nonexistent/token.jws"],
+            ["inspect", "-", "--trust-root", "/nonexistent/root.pem"],
+            ["no-such-command"],
+        ])
     func badUsage(arguments: [String]) async throws {
         let result = try await BuiltProducts.run("appstorectl", arguments, stdin: "")
         #expect(result.status == 2, "\(arguments): \(result.stderr)")

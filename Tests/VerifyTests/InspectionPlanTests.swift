@@ -56,9 +56,10 @@ struct InspectionPlanTests {
         #expect(renewalReport.renewalInfo?.originalTransactionId == "7")
         let transaction = try await InspectionPlan(input: try TestPKI.signedTransaction(originalTransactionId: "8"), options: trusting).run()
         #expect(transaction.kind == .transaction)
-        let appTransaction = try signer.sign(AppTransaction(
-            receiptType: .sandbox, appAppleId: TestPKI.appAppleID, bundleId: TestPKI.bundleID, applicationVersion: "1",
-            receiptCreationDate: Date(), originalPurchaseDate: Date(), originalApplicationVersion: "1"))
+        let appTransaction = try signer.sign(
+            AppTransaction(
+                receiptType: .sandbox, appAppleId: TestPKI.appAppleID, bundleId: TestPKI.bundleID, applicationVersion: "1",
+                receiptCreationDate: Date(), originalPurchaseDate: Date(), originalApplicationVersion: "1"))
         let appReport = try await InspectionPlan(input: appTransaction, options: trusting).run()
         #expect(appReport.appTransaction?.bundleId == TestPKI.bundleID)
     }

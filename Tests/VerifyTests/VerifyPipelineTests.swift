@@ -45,7 +45,10 @@ struct VerifyPipelineTests {
         let forged: [(body: [UInt8], source: String, code: String)] = [
             (TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "9", signer: TestPKI.forger)), "apple-webhook", "untrusted_root"),
             (TestPKI.webhookBody(TestPKI.tampered(valid, payloadFrom: other)), "apple-webhook", "invalid_signature"),
-            (TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "9", bundleID: TestPKI.otherBundleID)), "apple-webhook", "wrong_bundle_id"),
+            (
+                TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "9", bundleID: TestPKI.otherBundleID)), "apple-webhook",
+                "wrong_bundle_id"
+            ),
             (TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "9", environment: .production)), "apple-webhook", "untrusted_root"),
             (TestPKI.uploadBody(try TestPKI.signedTransaction(originalTransactionId: "9", signer: TestPKI.forger)), "app-upload", "untrusted_root"),
             (Array("not json".utf8), "apple-webhook", "malformed_record"),
@@ -56,7 +59,8 @@ struct VerifyPipelineTests {
         for (n, f) in forged.enumerated() { all.insert((f.body, f.source), at: min(all.count, n * 2 + 1)) }
         try await produceRaw(topics.raw, all)
 
-        let harness = try StageHarness(stage: try makeStage(topics), input: topics.raw, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("verify"))
+        let harness = try StageHarness(
+            stage: try makeStage(topics), input: topics.raw, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("verify"))
         let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { $0.count >= inputs.count }
         let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(120)) { $0.count >= forged.count }
         try await harness.stop()
@@ -133,7 +137,8 @@ struct VerifyPipelineTests {
         }
         await producer.close()
 
-        let harness = try StageHarness(stage: try makeStage(topics), input: topics.raw, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("verify"))
+        let harness = try StageHarness(
+            stage: try makeStage(topics), input: topics.raw, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("verify"))
         let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { $0.count >= 2 }
         let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(120)) { !$0.isEmpty }
         try await harness.stop()
@@ -158,21 +163,25 @@ struct VerifyPipelineTests {
         let topics = try await PipelineTopics.make("verify-exe")
         let roots = try TestPKI.writeRoot()
         let port = LocalHTTP.freePort()
-        let stage = try ManagedProcess("verify", environment: [
-            "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "INPUT_TOPIC": topics.raw,
-            "OUTPUT_TOPIC": topics.verified, "DLQ_TOPIC": topics.deadLetters,
-            "KAFKA_GROUP_ID": TestServices.uniqueGroup("verify-exe"), "KAFKA_SESSION_TIMEOUT_MS": "6000",
-            "KAFKA_HEARTBEAT_INTERVAL_MS": "2000", "KAFKA_FETCH_WAIT_MAX_MS": "25", "HTTP_HOST": "127.0.0.1",
-            "HTTP_PORT": String(port), "LOG_LEVEL": "info",
-            "APPSTORE_APPS": "\(TestPKI.bundleID):\(TestPKI.appAppleID):Sandbox+Production",
-            "APPSTORE_TRUSTED_ROOTS": roots.pem,
-        ], logName: "verify-executable-test")
+        let stage = try ManagedProcess(
+            "verify",
+            environment: [
+                "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "INPUT_TOPIC": topics.raw,
+                "OUTPUT_TOPIC": topics.verified, "DLQ_TOPIC": topics.deadLetters,
+                "KAFKA_GROUP_ID": TestServices.uniqueGroup("verify-exe"), "KAFKA_SESSION_TIMEOUT_MS": "6000",
+                "KAFKA_HEARTBEAT_INTERVAL_MS": "2000", "KAFKA_FETCH_WAIT_MAX_MS": "25", "HTTP_HOST": "127.0.0.1",
+                "HTTP_PORT": String(port), "LOG_LEVEL": "info",
+                "APPSTORE_APPS": "\(TestPKI.bundleID):\(TestPKI.appAppleID):Sandbox+Production",
+                "APPSTORE_TRUSTED_ROOTS": roots.pem,
+            ], logName: "verify-executable-test")
         try await LocalHTTP.waitForPort(port)
         let token = try TestPKI.notification(originalTransactionId: "200000000000888")
-        try await produceRaw(topics.raw, [
-            (TestPKI.webhookBody(token), "apple-webhook"),
-            (TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "200000000000889", signer: TestPKI.forger)), "apple-webhook"),
-        ])
+        try await produceRaw(
+            topics.raw,
+            [
+                (TestPKI.webhookBody(token), "apple-webhook"),
+                (TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "200000000000889", signer: TestPKI.forger)), "apple-webhook"),
+            ])
         let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { !$0.isEmpty }
         let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(120)) { !$0.isEmpty }
         let status = await stage.terminate(timeout: .seconds(30))

@@ -33,8 +33,10 @@ struct VerifyStageTests {
     }
 
     /// Expects `body` to be rejected with `code`, classified permanent unless said otherwise.
-    func expectRejected(_ body: [UInt8], source: String = PipelineHeader.Source.appleWebhook, code: String,
-                        sourceLocation: SourceLocation = #_sourceLocation) async {
+    func expectRejected(
+        _ body: [UInt8], source: String = PipelineHeader.Source.appleWebhook, code: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
         do {
             _ = try await stage.process(message(body, source: source))
             Issue.record("accepted; expected \(code)", sourceLocation: sourceLocation)
@@ -118,7 +120,8 @@ struct VerifyStageTests {
     func forgeries() async throws {
         let valid = try TestPKI.notification(originalTransactionId: "2000000000000002")
         let other = try TestPKI.notification(originalTransactionId: "2000000000000003")
-        await expectRejected(TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", signer: TestPKI.forger)), code: "untrusted_root")
+        await expectRejected(
+            TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", signer: TestPKI.forger)), code: "untrusted_root")
         await expectRejected(TestPKI.webhookBody(TestPKI.tampered(valid, payloadFrom: other)), code: "invalid_signature")
         await expectRejected(
             TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", bundleID: TestPKI.otherBundleID)),
@@ -137,17 +140,19 @@ struct VerifyStageTests {
         await expectRejected(TestPKI.webhookBody("a.b.c"), code: "malformed")
     }
 
-    @Test("bodies without a JWS are malformed_record", arguments: [
-        ("not json", "apple-webhook"),
-        ("[1,2]", "apple-webhook"),
-        (#"{"something":"else"}"#, "apple-webhook"),
-        (#"{"signedPayload":42}"#, "apple-webhook"),
-        (#"{"signedPayload":"a.b.c","signedTransaction":"a.b.c"}"#, "apple-webhook"),
-        (#"{"signedPayload":"a.b.c"}"#, "app-upload"),
-        (#"{"signedTransaction":"a.b.c","appAccountToken":"not-a-uuid"}"#, "app-upload"),
-        (#"{"signedTransaction":"a.b.c","userId":""}"#, "app-upload"),
-        (#"{"signedPayload":"a.b.c"}"#, "somewhere-else"),
-    ])
+    @Test(
+        "bodies without a JWS are malformed_record",
+        arguments: [
+            ("not json", "apple-webhook"),
+            ("[1,2]", "apple-webhook"),
+            (#"{"something":"else"}"#, "apple-webhook"),
+            (#"{"signedPayload":42}"#, "apple-webhook"),
+            (#"{"signedPayload":"a.b.c","signedTransaction":"a.b.c"}"#, "apple-webhook"),
+            (#"{"signedPayload":"a.b.c"}"#, "app-upload"),
+            (#"{"signedTransaction":"a.b.c","appAccountToken":"not-a-uuid"}"#, "app-upload"),
+            (#"{"signedTransaction":"a.b.c","userId":""}"#, "app-upload"),
+            (#"{"signedPayload":"a.b.c"}"#, "somewhere-else"),
+        ])
     func malformed(body: String, source: String) async {
         await expectRejected(Array(body.utf8), source: source, code: "malformed_record")
     }

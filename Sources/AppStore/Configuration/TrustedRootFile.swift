@@ -1,6 +1,6 @@
 import Foundation
-import X509
 import SwiftASN1
+import X509
 
 /// Loads extra trust anchors (a local test CA, the simulator's root) from DER or PEM files.
 ///

@@ -115,9 +115,11 @@ public enum Base64 {
                     var outIndex = 0
                     let output = UnsafeMutableRawPointer(buffer.baseAddress!)
                     while inIndex + 8 <= count {
-                        let high = shifted[Int(input[inIndex])] | shifted[256 + Int(input[inIndex + 1])]
+                        let high =
+                            shifted[Int(input[inIndex])] | shifted[256 + Int(input[inIndex + 1])]
                             | shifted[512 + Int(input[inIndex + 2])] | shifted[768 + Int(input[inIndex + 3])]
-                        let low = shifted[Int(input[inIndex + 4])] | shifted[256 + Int(input[inIndex + 5])]
+                        let low =
+                            shifted[Int(input[inIndex + 4])] | shifted[256 + Int(input[inIndex + 5])]
                             | shifted[512 + Int(input[inIndex + 6])] | shifted[768 + Int(input[inIndex + 7])]
                         if (high | low) & invalidShifted != 0 {
                             valid = false
@@ -130,7 +132,8 @@ public enum Base64 {
                         outIndex += 6
                     }
                     while valid, inIndex + 4 <= count {
-                        let value = shifted[Int(input[inIndex])] | shifted[256 + Int(input[inIndex + 1])]
+                        let value =
+                            shifted[Int(input[inIndex])] | shifted[256 + Int(input[inIndex + 1])]
                             | shifted[512 + Int(input[inIndex + 2])] | shifted[768 + Int(input[inIndex + 3])]
                         if value & invalidShifted != 0 {
                             valid = false

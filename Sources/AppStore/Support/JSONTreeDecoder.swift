@@ -85,7 +85,8 @@ struct JSONTreeDecoder: Decoder {
     func floating<T: BinaryFloatingPoint & LosslessStringConvertible>(_ type: T.Type) throws -> T {
         guard case .number(let text) = node else { throw mismatch(type, node) }
         guard let value = T(text), value.isFinite else {
-            throw DecodingError.dataCorrupted(.init(codingPath: codingPath, debugDescription: "number \(text.prefix(40)) is not representable as \(type)"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: codingPath, debugDescription: "number \(text.prefix(40)) is not representable as \(type)"))
         }
         return value
     }
@@ -215,14 +216,17 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
 
     mutating func next(_ type: Any.Type) throws -> JSONTreeDecoder {
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(type, .init(codingPath: codingPath + [IndexKey(intValue: currentIndex)], debugDescription: "the array has no more elements"))
+            throw DecodingError.valueNotFound(
+                type, .init(codingPath: codingPath + [IndexKey(intValue: currentIndex)], debugDescription: "the array has no more elements"))
         }
         defer { currentIndex += 1 }
         return JSONTreeDecoder(node: elements[currentIndex], parentPath: codingPath, key: IndexKey(intValue: currentIndex))
     }
 
     mutating func decodeNil() throws -> Bool {
-        guard !isAtEnd else { throw DecodingError.valueNotFound(Any?.self, .init(codingPath: codingPath, debugDescription: "the array has no more elements")) }
+        guard !isAtEnd else {
+            throw DecodingError.valueNotFound(Any?.self, .init(codingPath: codingPath, debugDescription: "the array has no more elements"))
+        }
         if case .null = elements[currentIndex] {
             currentIndex += 1
             return true

@@ -61,21 +61,66 @@ struct StreamingKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         try writer.beginValue(codingPath + [key])
     }
 
-    mutating func encodeNil(forKey key: Key) throws { try begin(key); writer.writeLiteral("null") }
-    mutating func encode(_ value: Bool, forKey key: Key) throws { try begin(key); writer.writeBool(value) }
-    mutating func encode(_ value: String, forKey key: Key) throws { try begin(key); writer.writeString(value) }
-    mutating func encode(_ value: Double, forKey key: Key) throws { try begin(key); try writer.writeDouble(value, codingPath + [key]) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { try begin(key); try writer.writeDouble(Double(value), codingPath + [key]) }
-    mutating func encode(_ value: Int, forKey key: Key) throws { try begin(key); writer.writeInteger(value) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { try begin(key); writer.writeInteger(value) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { try begin(key); writer.writeInteger(value) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { try begin(key); writer.writeInteger(value) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { try begin(key); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { try begin(key); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { try begin(key); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { try begin(key); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { try begin(key); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { try begin(key); writer.writeInteger(value) }
+    mutating func encodeNil(forKey key: Key) throws {
+        try begin(key)
+        writer.writeLiteral("null")
+    }
+    mutating func encode(_ value: Bool, forKey key: Key) throws {
+        try begin(key)
+        writer.writeBool(value)
+    }
+    mutating func encode(_ value: String, forKey key: Key) throws {
+        try begin(key)
+        writer.writeString(value)
+    }
+    mutating func encode(_ value: Double, forKey key: Key) throws {
+        try begin(key)
+        try writer.writeDouble(value, codingPath + [key])
+    }
+    mutating func encode(_ value: Float, forKey key: Key) throws {
+        try begin(key)
+        try writer.writeDouble(Double(value), codingPath + [key])
+    }
+    mutating func encode(_ value: Int, forKey key: Key) throws {
+        try begin(key)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: Int8, forKey key: Key) throws {
+        try begin(key)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: Int16, forKey key: Key) throws {
+        try begin(key)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: Int32, forKey key: Key) throws {
+        try begin(key)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: Int64, forKey key: Key) throws {
+        try begin(key)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt, forKey key: Key) throws {
+        try begin(key)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws {
+        try begin(key)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws {
+        try begin(key)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws {
+        try begin(key)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws {
+        try begin(key)
+        writer.writeInteger(value)
+    }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         try writer.beginElement(in: id, key: key.stringValue, codingPath + [key])
@@ -85,13 +130,15 @@ struct StreamingKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy keyType: NestedKey.Type, forKey key: Key
     ) -> KeyedEncodingContainer<NestedKey> {
-        let nested = (try? writer.beginElement(in: id, key: key.stringValue, codingPath + [key]))
+        let nested =
+            (try? writer.beginElement(in: id, key: key.stringValue, codingPath + [key]))
             .flatMap { try? writer.openContainer(isObject: true, codingPath + [key]) } ?? -1
         return KeyedEncodingContainer(StreamingKeyedContainer<NestedKey>(writer: writer, id: nested, codingPath: codingPath + [key]))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        let nested = (try? writer.beginElement(in: id, key: key.stringValue, codingPath + [key]))
+        let nested =
+            (try? writer.beginElement(in: id, key: key.stringValue, codingPath + [key]))
             .flatMap { try? writer.openContainer(isObject: false, codingPath + [key]) } ?? -1
         return StreamingUnkeyedContainer(writer: writer, id: nested, codingPath: codingPath + [key])
     }
@@ -136,21 +183,66 @@ struct StreamingUnkeyedContainer: UnkeyedEncodingContainer {
         try writer.beginValue(codingPath)
     }
 
-    mutating func encodeNil() throws { try begin(); writer.writeLiteral("null") }
-    mutating func encode(_ value: Bool) throws { try begin(); writer.writeBool(value) }
-    mutating func encode(_ value: String) throws { try begin(); writer.writeString(value) }
-    mutating func encode(_ value: Double) throws { try begin(); try writer.writeDouble(value, codingPath) }
-    mutating func encode(_ value: Float) throws { try begin(); try writer.writeDouble(Double(value), codingPath) }
-    mutating func encode(_ value: Int) throws { try begin(); writer.writeInteger(value) }
-    mutating func encode(_ value: Int8) throws { try begin(); writer.writeInteger(value) }
-    mutating func encode(_ value: Int16) throws { try begin(); writer.writeInteger(value) }
-    mutating func encode(_ value: Int32) throws { try begin(); writer.writeInteger(value) }
-    mutating func encode(_ value: Int64) throws { try begin(); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt) throws { try begin(); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt8) throws { try begin(); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt16) throws { try begin(); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt32) throws { try begin(); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt64) throws { try begin(); writer.writeInteger(value) }
+    mutating func encodeNil() throws {
+        try begin()
+        writer.writeLiteral("null")
+    }
+    mutating func encode(_ value: Bool) throws {
+        try begin()
+        writer.writeBool(value)
+    }
+    mutating func encode(_ value: String) throws {
+        try begin()
+        writer.writeString(value)
+    }
+    mutating func encode(_ value: Double) throws {
+        try begin()
+        try writer.writeDouble(value, codingPath)
+    }
+    mutating func encode(_ value: Float) throws {
+        try begin()
+        try writer.writeDouble(Double(value), codingPath)
+    }
+    mutating func encode(_ value: Int) throws {
+        try begin()
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: Int8) throws {
+        try begin()
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: Int16) throws {
+        try begin()
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: Int32) throws {
+        try begin()
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: Int64) throws {
+        try begin()
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt) throws {
+        try begin()
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt8) throws {
+        try begin()
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt16) throws {
+        try begin()
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt32) throws {
+        try begin()
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt64) throws {
+        try begin()
+        writer.writeInteger(value)
+    }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
         let key = elementKey
@@ -183,21 +275,66 @@ struct StreamingSingleValueContainer: SingleValueEncodingContainer {
     let key: (any CodingKey)?
     var codingPath: [any CodingKey] { key.map { parent + [$0] } ?? parent }
 
-    mutating func encodeNil() throws { try writer.beginValue(codingPath); writer.writeLiteral("null") }
-    mutating func encode(_ value: Bool) throws { try writer.beginValue(codingPath); writer.writeBool(value) }
-    mutating func encode(_ value: String) throws { try writer.beginValue(codingPath); writer.writeString(value) }
-    mutating func encode(_ value: Double) throws { try writer.beginValue(codingPath); try writer.writeDouble(value, codingPath) }
-    mutating func encode(_ value: Float) throws { try writer.beginValue(codingPath); try writer.writeDouble(Double(value), codingPath) }
-    mutating func encode(_ value: Int) throws { try writer.beginValue(codingPath); writer.writeInteger(value) }
-    mutating func encode(_ value: Int8) throws { try writer.beginValue(codingPath); writer.writeInteger(value) }
-    mutating func encode(_ value: Int16) throws { try writer.beginValue(codingPath); writer.writeInteger(value) }
-    mutating func encode(_ value: Int32) throws { try writer.beginValue(codingPath); writer.writeInteger(value) }
-    mutating func encode(_ value: Int64) throws { try writer.beginValue(codingPath); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt) throws { try writer.beginValue(codingPath); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt8) throws { try writer.beginValue(codingPath); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt16) throws { try writer.beginValue(codingPath); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt32) throws { try writer.beginValue(codingPath); writer.writeInteger(value) }
-    mutating func encode(_ value: UInt64) throws { try writer.beginValue(codingPath); writer.writeInteger(value) }
+    mutating func encodeNil() throws {
+        try writer.beginValue(codingPath)
+        writer.writeLiteral("null")
+    }
+    mutating func encode(_ value: Bool) throws {
+        try writer.beginValue(codingPath)
+        writer.writeBool(value)
+    }
+    mutating func encode(_ value: String) throws {
+        try writer.beginValue(codingPath)
+        writer.writeString(value)
+    }
+    mutating func encode(_ value: Double) throws {
+        try writer.beginValue(codingPath)
+        try writer.writeDouble(value, codingPath)
+    }
+    mutating func encode(_ value: Float) throws {
+        try writer.beginValue(codingPath)
+        try writer.writeDouble(Double(value), codingPath)
+    }
+    mutating func encode(_ value: Int) throws {
+        try writer.beginValue(codingPath)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: Int8) throws {
+        try writer.beginValue(codingPath)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: Int16) throws {
+        try writer.beginValue(codingPath)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: Int32) throws {
+        try writer.beginValue(codingPath)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: Int64) throws {
+        try writer.beginValue(codingPath)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt) throws {
+        try writer.beginValue(codingPath)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt8) throws {
+        try writer.beginValue(codingPath)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt16) throws {
+        try writer.beginValue(codingPath)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt32) throws {
+        try writer.beginValue(codingPath)
+        writer.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt64) throws {
+        try writer.beginValue(codingPath)
+        writer.writeInteger(value)
+    }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
         try writer.encodeValue(value, parent: parent, key: key)

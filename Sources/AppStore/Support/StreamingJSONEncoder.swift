@@ -97,9 +97,11 @@ final class StreamingJSONWriter {
     func beginElement(in id: Int, key: String?, _ codingPath: @autoclosure () -> [any CodingKey]) throws {
         fillSlot()
         guard let index = state.pointee.open.lastIndex(where: { $0.id == id }) else {
-            throw EncodingError.invalidValue(key as Any, EncodingError.Context(
-                codingPath: codingPath(),
-                debugDescription: "a container was written to after it was finished; the streaming encoder writes in one pass"))
+            throw EncodingError.invalidValue(
+                key as Any,
+                EncodingError.Context(
+                    codingPath: codingPath(),
+                    debugDescription: "a container was written to after it was finished; the streaming encoder writes in one pass"))
         }
         close(downTo: index + 1)
         if state.pointee.open[index].count > 0 { state.pointee.bytes.append(UInt8(ascii: ",")) }
@@ -114,8 +116,10 @@ final class StreamingJSONWriter {
     /// Claims the slot that is due for one value.
     func beginValue(_ codingPath: @autoclosure () -> [any CodingKey]) throws {
         guard state.pointee.awaitingValue else {
-            throw EncodingError.invalidValue(Optional<Int>.none as Any, EncodingError.Context(
-                codingPath: codingPath(), debugDescription: "a second value was written where one was due"))
+            throw EncodingError.invalidValue(
+                Optional<Int>.none as Any,
+                EncodingError.Context(
+                    codingPath: codingPath(), debugDescription: "a second value was written where one was due"))
         }
         state.pointee.awaitingValue = false
     }
@@ -161,8 +165,10 @@ final class StreamingJSONWriter {
 
     func writeDouble(_ value: Double, _ codingPath: @autoclosure () -> [any CodingKey]) throws {
         guard value.isFinite else {
-            throw EncodingError.invalidValue(value, EncodingError.Context(
-                codingPath: codingPath(), debugDescription: "\(value) is not a JSON number"))
+            throw EncodingError.invalidValue(
+                value,
+                EncodingError.Context(
+                    codingPath: codingPath(), debugDescription: "\(value) is not a JSON number"))
         }
         if value == value.rounded(), abs(value) < 1e15 {
             writeInteger(Int64(value))

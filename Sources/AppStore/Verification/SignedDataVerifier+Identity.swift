@@ -100,7 +100,9 @@ extension SignedDataVerifier {
     }
 
     /// Production data is trusted only when it chains to Apple Root CA - G3, whatever else is configured.
-    func requireAppleRoot(forProduction environment: AppStoreEnvironment?, chain: ChainCache.Entry)
+    func requireAppleRoot(
+        forProduction environment: AppStoreEnvironment?, chain: ChainCache.Entry
+    )
         throws(AppStoreVerificationError)
     {
         if environment == .production, !chain.chain.isAnchoredInAppleRoot {

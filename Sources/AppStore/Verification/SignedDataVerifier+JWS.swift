@@ -178,8 +178,7 @@ extension SignedDataVerifier {
         return (leaf, intermediate, leafKey)
     }
 
-    private static func parseCertificate(_ text: String, name: String) throws(AppStoreVerificationError) -> Certificate
-    {
+    private static func parseCertificate(_ text: String, name: String) throws(AppStoreVerificationError) -> Certificate {
         guard let der = Base64.decodeStandard(text) else {
             throw AppStoreVerificationError(.invalidCertificate, "the \(name) certificate is not base64")
         }

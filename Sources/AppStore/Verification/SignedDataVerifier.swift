@@ -79,7 +79,9 @@ public final class SignedDataVerifier: Sendable {
     /// Verifies a notification's `signedPayload` and every JWS nested in it.
     /// - Returns: The decoded notification with its verified transaction, renewal info or app transaction.
     /// - Throws: ``AppStoreVerificationError``; a nested failure carries the nested field's name in its message.
-    public func verifyNotification(signedPayload: String) async throws(AppStoreVerificationError)
+    public func verifyNotification(
+        signedPayload: String
+    ) async throws(AppStoreVerificationError)
         -> VerifiedNotification
     {
         let outer = try await verifySignedData(signedPayload, as: ResponseBodyV2DecodedPayload.self) { $0.signedDate }
@@ -126,7 +128,9 @@ public final class SignedDataVerifier: Sendable {
 
     /// Verifies a signed transaction (from a notification, the App Store Server API or an app upload).
     /// - Throws: ``AppStoreVerificationError``.
-    public func verifyTransaction(_ signedTransaction: String) async throws(AppStoreVerificationError)
+    public func verifyTransaction(
+        _ signedTransaction: String
+    ) async throws(AppStoreVerificationError)
         -> JWSTransactionDecodedPayload
     {
         try await verifyTransaction(signedTransaction, app: nil, environment: nil, checksKind: true)
@@ -153,7 +157,9 @@ public final class SignedDataVerifier: Sendable {
 
     /// Verifies a signed app transaction; its environment is its `receiptType`.
     /// - Throws: ``AppStoreVerificationError``.
-    public func verifyAppTransaction(_ signedAppTransaction: String) async throws(AppStoreVerificationError)
+    public func verifyAppTransaction(
+        _ signedAppTransaction: String
+    ) async throws(AppStoreVerificationError)
         -> AppTransaction
     {
         try await verifyAppTransaction(signedAppTransaction, app: nil, environment: nil, checksKind: true)
@@ -177,7 +183,9 @@ public final class SignedDataVerifier: Sendable {
     /// The kind of signed data a compact JWS claims to be, from its payload's keys, without verifying it.
     /// - Throws: ``AppStoreVerificationError`` `malformed` when it is no JWS, its payload is no JSON
     ///   object, or the keys fit no kind.
-    public static func detectKind(of signedData: String, maximumSize: Int = 1 << 20) throws(AppStoreVerificationError)
+    public static func detectKind(
+        of signedData: String, maximumSize: Int = 1 << 20
+    ) throws(AppStoreVerificationError)
         -> SignedDataKind
     {
         let jws = try CompactJWS(signedData, maximumSize: maximumSize)

@@ -45,7 +45,10 @@ public enum HistoryProductType: String, Codable, CaseIterable, Hashable, Sendabl
 /// The query of Get Transaction History v2. Different filters are ANDed; several values of one
 /// filter are ORed. `sort` orders by Apple's modification date, not by purchase date.
 public struct TransactionHistoryQuery: Hashable, Sendable {
-    public enum Sort: String, Hashable, Sendable { case ascending = "ASCENDING", descending = "DESCENDING" }
+    public enum Sort: String, Hashable, Sendable {
+        case ascending = "ASCENDING"
+        case descending = "DESCENDING"
+    }
 
     public var startDate: Date?
     public var endDate: Date?

@@ -82,10 +82,12 @@ do {
 if let webhook = env["SIM_WEBHOOK_URL"], !webhook.isEmpty, !apple.store.setWebhookURL(webhook) {
     fail("SIM_WEBHOOK_URL must be an http(s) URL")
 }
-logger.info("simulated Apple starting", metadata: [
-    "sim.stateDir": "\(stateDirectory.path)", "sim.keyId": "\(apple.apiKey.keyID)", "sim.issuerId": "\(apple.apiKey.issuerID)",
-    "http.port": "\(port)",
-])
+logger.info(
+    "simulated Apple starting",
+    metadata: [
+        "sim.stateDir": "\(stateDirectory.path)", "sim.keyId": "\(apple.apiKey.keyID)", "sim.issuerId": "\(apple.apiKey.issuerID)",
+        "http.port": "\(port)",
+    ])
 var webhookClient = HTTPClient.shared
 if let caFile = env["SIM_WEBHOOK_CA_FILE"], !caFile.isEmpty {
     guard FileManager.default.isReadableFile(atPath: caFile) else { fail("SIM_WEBHOOK_CA_FILE must name a readable PEM file (\(caFile))") }

@@ -63,17 +63,22 @@ struct Backfill: AsyncParsableCommand {
             let job = NotificationBackfill(client: try RecoveryEnvironment.apiClient(configuration), producer: producer, rawTopic: topic)
             let start = OperatorTime.parse(since) ?? Date()
             let end = until.flatMap { OperatorTime.parse($0) } ?? Date()
-            if !json { print("backfill \(target) \(Timestamp.iso8601(start)) … \(Timestamp.iso8601(end))\(onlyFailures ? " (only failures)" : "") → \(topic)") }
+            if !json {
+                print(
+                    "backfill \(target) \(Timestamp.iso8601(start)) … \(Timestamp.iso8601(end))\(onlyFailures ? " (only failures)" : "") → \(topic)")
+            }
             let report = try await job.run(target: target, since: start, until: end, onlyFailures: onlyFailures)
             await producer.close()
             if json {
-                OperatorEnvironment.printJSON(Output(
-                    app: target.bundleID, environment: target.environment.rawValue, since: start, until: end, onlyFailures: onlyFailures,
-                    topic: topic, fetched: report.fetched, written: report.written, undelivered: report.undelivered, byType: report.byType))
+                OperatorEnvironment.printJSON(
+                    Output(
+                        app: target.bundleID, environment: target.environment.rawValue, since: start, until: end, onlyFailures: onlyFailures,
+                        topic: topic, fetched: report.fetched, written: report.written, undelivered: report.undelivered, byType: report.byType))
                 return
             }
             for (type, count) in report.byType.sorted(by: { $0.key < $1.key }) { print("  \(type.padded(44)) \(count)") }
-            print("\(report.fetched) notification(s) in Apple's history, \(report.undelivered) never delivered; \(report.written) written to \(topic)")
+            print(
+                "\(report.fetched) notification(s) in Apple's history, \(report.undelivered) never delivered; \(report.written) written to \(topic)")
         } catch let error as ValidationError {
             throw error
         } catch {

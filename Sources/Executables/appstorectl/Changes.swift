@@ -12,7 +12,8 @@ struct Changes: AsyncParsableCommand {
 
     struct Audit: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Read entitlements.changes.v1 from the start: every customer's seq must run 1, 2, 3, … without a gap or a change published twice.",
+            abstract:
+                "Read entitlements.changes.v1 from the start: every customer's seq must run 1, 2, 3, … without a gap or a change published twice.",
             discussion: """
                 Records delivered again unchanged (the outbox publishes at least once) are counted, not faults. \
                 Exit status 0 when the stream is whole, 1 when a customer's stream has a gap, a conflict or a repeated change.

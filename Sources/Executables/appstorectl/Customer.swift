@@ -7,7 +7,8 @@ import RecoveryJobs
 /// `appstorectl customer`: what grant stored about one customer, found by any of its identifiers.
 struct Customer: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "A customer's entitlements, purchases, transactions, balances, notifications, ownership claims, consumption requests and change history.",
+        abstract:
+            "A customer's entitlements, purchases, transactions, balances, notifications, ownership claims, consumption requests and change history.",
         discussion: """
             Name the customer by its appAccountToken (CUSTOMER_ID, a UUID) or by exactly one of --transaction-id, \
             --original-transaction-id, --external-user-id (grant's tables: a purchase names its owner) or --order-id \
@@ -44,7 +45,8 @@ struct Customer: AsyncParsableCommand {
     func validate() throws {
         let given = [customerID, transactionId, originalTransactionId, orderId, externalUserId].compactMap { $0 }
         guard given.count == 1 else {
-            throw ValidationError("name the customer by exactly one of CUSTOMER_ID, --transaction-id, --original-transaction-id, --order-id, --external-user-id")
+            throw ValidationError(
+                "name the customer by exactly one of CUSTOMER_ID, --transaction-id, --original-transaction-id, --order-id, --external-user-id")
         }
         if let customerID, UUID(uuidString: customerID) == nil { throw ValidationError("CUSTOMER_ID must be a UUID (got \(customerID))") }
         if given[0].isEmpty || given[0].utf8.count > 128 { throw ValidationError("the identifier must be 1 to 128 characters") }

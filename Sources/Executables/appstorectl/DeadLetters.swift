@@ -47,10 +47,11 @@ struct DeadLetters: AsyncParsableCommand {
                 let queue = try options.queue()
                 let letters = try await queue.list()
                 if options.json {
-                    OperatorEnvironment.printJSON(ListOutput(
-                        stage: queue.stage.name, topic: queue.stage.deadLetterTopic, total: letters.count,
-                        notReplayed: letters.filter { !$0.replayed }.count, byCode: DeadLetterCount.of(letters),
-                        deadLetters: letters.map { DeadLetterEntry($0) }))
+                    OperatorEnvironment.printJSON(
+                        ListOutput(
+                            stage: queue.stage.name, topic: queue.stage.deadLetterTopic, total: letters.count,
+                            notReplayed: letters.filter { !$0.replayed }.count, byCode: DeadLetterCount.of(letters),
+                            deadLetters: letters.map { DeadLetterEntry($0) }))
                     return
                 }
                 print("at".padded(10) + "code".padded(26) + "attempts".padded(10) + "failed at".padded(26) + "replayed".padded(10) + "source")
@@ -142,16 +143,21 @@ struct DeadLetters: AsyncParsableCommand {
                     await producer.close()
                 }
                 if options.json {
-                    OperatorEnvironment.printJSON(ReplayOutput(
-                        stage: queue.stage.name, dryRun: dryRun, replayed: outcome.replayed.map { DeadLetterEntry($0) }, skipped: outcome.skipped))
+                    OperatorEnvironment.printJSON(
+                        ReplayOutput(
+                            stage: queue.stage.name, dryRun: dryRun, replayed: outcome.replayed.map { DeadLetterEntry($0) }, skipped: outcome.skipped)
+                    )
                     return
                 }
                 for letter in outcome.replayed {
-                    print("\(dryRun ? "would replay" : "replayed") \(letter.message.partition)/\(letter.message.offset) (\(letter.code)) → \(letter.sourceTopic ?? queue.stage.inputTopic)")
+                    print(
+                        "\(dryRun ? "would replay" : "replayed") \(letter.message.partition)/\(letter.message.offset) (\(letter.code)) → \(letter.sourceTopic ?? queue.stage.inputTopic)"
+                    )
                 }
-                print(dryRun
-                    ? "dry run: \(outcome.replayed.count) would be replayed, \(outcome.skipped) left alone; nothing sent"
-                    : "\(outcome.replayed.count) replayed, \(outcome.skipped) left alone")
+                print(
+                    dryRun
+                        ? "dry run: \(outcome.replayed.count) would be replayed, \(outcome.skipped) left alone; nothing sent"
+                        : "\(outcome.replayed.count) replayed, \(outcome.skipped) left alone")
             } catch {
                 OperatorEnvironment.fail(error)
             }

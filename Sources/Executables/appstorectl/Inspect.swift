@@ -31,9 +31,11 @@ struct Inspect: AsyncParsableCommand {
     @Option(help: "Sandbox or Production.")
     var environment: String?
 
-    @Option(name: .customLong("trust-root"), help: ArgumentHelp(
-        "A DER or PEM root to trust besides Apple Root CA - G3 (repeatable); never used for Production data.",
-        valueName: "file"))
+    @Option(
+        name: .customLong("trust-root"),
+        help: ArgumentHelp(
+            "A DER or PEM root to trust besides Apple Root CA - G3 (repeatable); never used for Production data.",
+            valueName: "file"))
     var trustRoots: [String] = []
 
     @Option(name: .customLong("validation-date"), help: "When certificates must be valid: \(ValidationTimeOption.syntax).")

@@ -69,27 +69,30 @@ struct LookupOrder: AsyncParsableCommand {
             var output = Output(
                 orderId: orderID, app: target.bundleID, environment: target.environment.rawValue,
                 transactions: result.transactions.map {
-                    .init(transactionId: $0.transactionId, originalTransactionId: $0.originalTransactionId, productId: $0.productId,
-                          type: $0.type?.rawValue, purchaseDate: $0.purchaseDate, expiresDate: $0.expiresDate, revocationDate: $0.revocationDate,
-                          appAccountToken: $0.appAccountToken?.uuidString.lowercased())
+                    .init(
+                        transactionId: $0.transactionId, originalTransactionId: $0.originalTransactionId, productId: $0.productId,
+                        type: $0.type?.rawValue, purchaseDate: $0.purchaseDate, expiresDate: $0.expiresDate, revocationDate: $0.revocationDate,
+                        appAccountToken: $0.appAccountToken?.uuidString.lowercased())
                 },
                 customers: [], customerErrors: [:])
             if !json {
                 print("order \(orderID) (\(target)): \(result.transactions.count) transaction(s)")
                 for t in result.transactions {
-                    print("  " + (t.transactionId ?? "?").padded(20) + "original " + (t.originalTransactionId ?? "?").padded(20)
-                        + (t.productId ?? "?").padded(36) + (t.type?.rawValue ?? "?").padded(30)
-                        + "purchased " + (t.purchaseDate.map(Timestamp.iso8601) ?? "-")
-                        + (t.expiresDate.map { "  expires " + Timestamp.iso8601($0) } ?? "")
-                        + (t.revocationDate.map { "  REVOKED " + Timestamp.iso8601($0) } ?? "")
-                        + "  customer " + (t.appAccountToken?.uuidString.lowercased() ?? "(no appAccountToken)"))
+                    print(
+                        "  " + (t.transactionId ?? "?").padded(20) + "original " + (t.originalTransactionId ?? "?").padded(20)
+                            + (t.productId ?? "?").padded(36) + (t.type?.rawValue ?? "?").padded(30)
+                            + "purchased " + (t.purchaseDate.map(Timestamp.iso8601) ?? "-")
+                            + (t.expiresDate.map { "  expires " + Timestamp.iso8601($0) } ?? "")
+                            + (t.revocationDate.map { "  REVOKED " + Timestamp.iso8601($0) } ?? "")
+                            + "  customer " + (t.appAccountToken?.uuidString.lowercased() ?? "(no appAccountToken)"))
                 }
             }
             let environment = target.environment.rawValue
             for customer in result.customers {
                 do {
                     let report = try await RecoveryEnvironment.withDatabase { database in
-                        try await CustomerReport.load(customerID: customer, environment: environment, database: database, logger: OperatorEnvironment.logger)
+                        try await CustomerReport.load(
+                            customerID: customer, environment: environment, database: database, logger: OperatorEnvironment.logger)
                     }
                     output.customers.append(report)
                     if !json { print("\n" + report.text) }

@@ -56,14 +56,16 @@ struct Reconcile: AsyncParsableCommand {
             func finish(_ items: [ReconcileItem]) {
                 guard json else { return }
                 let failed = items.filter { $0.failure != nil }.count
-                OperatorEnvironment.printJSON(Output(
-                    dryRun: dryRun, leewaySeconds: leewaySeconds, overdue: overdue, items: items, queued: items.count - failed, failed: failed))
+                OperatorEnvironment.printJSON(
+                    Output(
+                        dryRun: dryRun, leewaySeconds: leewaySeconds, overdue: overdue, items: items, queued: items.count - failed, failed: failed))
             }
             if !json {
                 print("environment".padded(12) + "originalTransactionId".padded(24) + "product".padded(36) + "lifecycle".padded(16) + "ended")
                 for s in overdue {
-                    print(s.environment.padded(12) + s.originalTransactionId.padded(24) + s.productId.padded(36) + s.lifecycle.padded(16)
-                        + Timestamp.iso8601(s.endsAt))
+                    print(
+                        s.environment.padded(12) + s.originalTransactionId.padded(24) + s.productId.padded(36) + s.lifecycle.padded(16)
+                            + Timestamp.iso8601(s.endsAt))
                 }
                 print("\(overdue.count) overdue subscription(s)")
             }

@@ -16,7 +16,8 @@ import StageRuntime
 /// the App Store API variables enrich reads (AppStoreAPISettings), Postgres from grant's (StoreConfiguration), times and apps.
 enum RecoveryEnvironment {
     static let apiVariables = "APPSTORE_APPS, APPSTORE_API_CREDENTIALS, APPSTORE_TRUSTED_ROOTS, APPSTORE_API_BASE_URL (as for enrich)"
-    static let databaseVariables = "POSTGRES_HOST, POSTGRES_PORT, POSTGRES_USER, POSTGRES_PASSWORD_FILE (or POSTGRES_PASSWORD), POSTGRES_DATABASE, POSTGRES_TLS (as for grant)"
+    static let databaseVariables =
+        "POSTGRES_HOST, POSTGRES_PORT, POSTGRES_USER, POSTGRES_PASSWORD_FILE (or POSTGRES_PASSWORD), POSTGRES_DATABASE, POSTGRES_TLS (as for grant)"
     static let brokerVariables = "KAFKA_BOOTSTRAP_SERVERS (and KAFKA_PROPERTIES_FILE / KAFKA_PROP_*, as for the stages)"
 
     static func apiSettings() throws -> AppStoreAPISettings {
@@ -42,7 +43,8 @@ enum RecoveryEnvironment {
     /// the only environment APPSTORE_APPS lists for the app, else Production.
     static func target(app bundleID: String, environment: String?, configuration: AppStoreAPISettings) throws -> AppStoreServerAPIClient.Target {
         guard let app = configuration.apps.first(where: { $0.bundleID == bundleID }) else {
-            throw OperationsError("unknown_app", "\(bundleID) is not in APPSTORE_APPS (\(configuration.apps.map(\.bundleID).joined(separator: ", ")))")
+            throw OperationsError(
+                "unknown_app", "\(bundleID) is not in APPSTORE_APPS (\(configuration.apps.map(\.bundleID).joined(separator: ", ")))")
         }
         if let environment {
             guard let chosen = AppListParser.environment(environment) else {

@@ -71,9 +71,9 @@ struct Replay: AsyncParsableCommand {
     func run() async throws {
         let stageInfo = try OperatorEnvironment.stage(stage)
         let start: ReplayStart =
-            if let from, let time = OperatorTime.parse(from) { .time(time) }
-            else if offset == "earliest" { .earliest }
-            else { .offset(Int64(offset ?? "0") ?? 0) }
+            if let from, let time = OperatorTime.parse(from) { .time(time) } else if offset == "earliest" { .earliest } else {
+                .offset(Int64(offset ?? "0") ?? 0)
+            }
         do {
             let replay = StageReplay(offsets: KafkaGroupOffsets(configuration: try OperatorEnvironment.kafkaClient()))
             let plan = try await replay.plan(
@@ -95,7 +95,9 @@ struct Replay: AsyncParsableCommand {
                     recordsToReprocess: plan.recordsToReprocess,
                     partitions: plan.entries.map { .init(partition: $0.partition.partition, committed: $0.current, target: $0.target) })
                 switch start {
-                case .time(let time): output.from = "time"; output.fromTime = time
+                case .time(let time):
+                    output.from = "time"
+                    output.fromTime = time
                 case .earliest: output.from = "earliest"
                 case .offset(let offset): output.fromOffset = offset
                 }

@@ -53,9 +53,11 @@ struct TestNotification: AsyncParsableCommand {
             let json = self.json
             let trace = try await job.run(target: target, timeout: .seconds(timeout)) { if !json { print($0) } }
             if json {
-                OperatorEnvironment.printJSON(Output(
-                    app: target.bundleID, environment: target.environment.rawValue, topic: topic, token: trace.token,
-                    notificationUUID: trace.notificationUUID, sendAttempts: trace.sendAttempts, verifiedAt: trace.verifiedAt, arrived: trace.arrived))
+                OperatorEnvironment.printJSON(
+                    Output(
+                        app: target.bundleID, environment: target.environment.rawValue, topic: topic, token: trace.token,
+                        notificationUUID: trace.notificationUUID, sendAttempts: trace.sendAttempts, verifiedAt: trace.verifiedAt,
+                        arrived: trace.arrived))
                 if !trace.arrived { throw ExitCode(1) }
                 return
             }
@@ -65,8 +67,9 @@ struct TestNotification: AsyncParsableCommand {
                     "TEST notification \(trace.notificationUUID ?? "(status unknown)") did not reach \(topic) within \(timeout) s; "
                         + "Apple's send attempts: \(trace.sendAttempts.isEmpty ? "none" : trace.sendAttempts.joined(separator: ", "))")
             }
-            print("arrived: \(trace.notificationUUID ?? "?") at \(topic) \(trace.verifiedAt ?? ""); Apple's send attempts: "
-                + (trace.sendAttempts.isEmpty ? "none recorded" : trace.sendAttempts.joined(separator: ", ")))
+            print(
+                "arrived: \(trace.notificationUUID ?? "?") at \(topic) \(trace.verifiedAt ?? ""); Apple's send attempts: "
+                    + (trace.sendAttempts.isEmpty ? "none recorded" : trace.sendAttempts.joined(separator: ", ")))
         } catch let error as ValidationError {
             throw error
         } catch let exit as ExitCode {

@@ -33,9 +33,10 @@ struct TopicsApply: AsyncParsableCommand {
     @Option(help: "The topic catalogue (default: schemas/topics.json, searched as described above).")
     var catalogue: String?
 
-    @Option(help: ArgumentHelp(
-        "Use at most this replication factor, and min.insync.replicas at most this (development clusters).",
-        valueName: "N"))
+    @Option(
+        help: ArgumentHelp(
+            "Use at most this replication factor, and min.insync.replicas at most this (development clusters).",
+            valueName: "N"))
     var replicationFactorCap: Int?
 
     @Option(help: ArgumentHelp("How long to wait for the broker to answer before failing.", valueName: "SECONDS"))
@@ -58,7 +59,9 @@ struct TopicsApply: AsyncParsableCommand {
     /// The replication cap: the flag, else `TOPICS_MAX_REPLICATION_FACTOR`, else none.
     func cap() throws -> Int? {
         if let replicationFactorCap {
-            guard replicationFactorCap >= 1 else { throw ValidationError("--replication-factor-cap must be at least 1 (got \(replicationFactorCap))") }
+            guard replicationFactorCap >= 1 else {
+                throw ValidationError("--replication-factor-cap must be at least 1 (got \(replicationFactorCap))")
+            }
             return replicationFactorCap
         }
         guard let text = ProcessInfo.processInfo.environment["TOPICS_MAX_REPLICATION_FACTOR"], !text.isEmpty else { return nil }

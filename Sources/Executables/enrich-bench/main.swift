@@ -81,29 +81,33 @@ for p in 0..<purchases {
     var transactions: [JWSTransactionDecodedPayload] = []
     for i in 0..<options.perPurchase {
         let purchased = AppStoreJSON.date(milliseconds: AppStoreJSON.milliseconds(since1970: t0.addingTimeInterval(Double(i) * 30 * 86_400)))
-        transactions.append(JWSTransactionDecodedPayload(
-            originalTransactionId: original, transactionId: String(Int(original)! + i), bundleId: bundleID,
-            productId: "com.example.premium.monthly", subscriptionGroupIdentifier: "21000000", purchaseDate: purchased,
-            originalPurchaseDate: t0, expiresDate: purchased.addingTimeInterval(30 * 86_400), quantity: 1, type: .autoRenewableSubscription,
-            appAccountToken: i == 0 ? UUID() : nil, inAppOwnershipType: .purchased, environment: .sandbox, transactionReason: .purchase))
+        transactions.append(
+            JWSTransactionDecodedPayload(
+                originalTransactionId: original, transactionId: String(Int(original)! + i), bundleId: bundleID,
+                productId: "com.example.premium.monthly", subscriptionGroupIdentifier: "21000000", purchaseDate: purchased,
+                originalPurchaseDate: t0, expiresDate: purchased.addingTimeInterval(30 * 86_400), quantity: 1, type: .autoRenewableSubscription,
+                appAccountToken: i == 0 ? UUID() : nil, inAppOwnershipType: .purchased, environment: .sandbox, transactionReason: .purchase))
     }
     try apple.store.upsert(transactions)
     for t in transactions {
         let uuid = UUID().uuidString.lowercased()
-        records.append(VerifiedRecord(
-            kind: .notification, source: "apple-webhook", environment: .sandbox, bundleId: bundleID, originalTransactionId: original,
-            transactionId: t.transactionId, notificationUUID: uuid,
-            notification: ResponseBodyV2DecodedPayload(
-                notificationType: .didRenew, notificationUUID: uuid, data: NotificationData(environment: .sandbox, bundleId: bundleID),
-                version: "2.0", signedDate: Date()),
-            transaction: t, signedPayload: "h.p.s", verifiedAt: Date()))
+        records.append(
+            VerifiedRecord(
+                kind: .notification, source: "apple-webhook", environment: .sandbox, bundleId: bundleID, originalTransactionId: original,
+                transactionId: t.transactionId, notificationUUID: uuid,
+                notification: ResponseBodyV2DecodedPayload(
+                    notificationType: .didRenew, notificationUUID: uuid, data: NotificationData(environment: .sandbox, bundleId: bundleID),
+                    version: "2.0", signedDate: Date()),
+                transaction: t, signedPayload: "h.p.s", verifiedAt: Date()))
     }
 }
 
 @MainActor
 func runMode(coalesce: Bool) async throws -> ModeResult {
     let suffix = "\(coalesce ? "on" : "off")-\(UUID().uuidString.prefix(6).lowercased())"
-    let input = "bench-verified-\(suffix)", output = "bench-enriched-\(suffix)", dlq = "bench-enrich-dlq-\(suffix)"
+    let input = "bench-verified-\(suffix)"
+    let output = "bench-enriched-\(suffix)"
+    let dlq = "bench-enrich-dlq-\(suffix)"
     _ = try await KafkaAdmin(configuration: kafka).createTopics([
         .init(name: input, partitions: 8), .init(name: output, partitions: 8), .init(name: dlq, partitions: 1),
     ])
@@ -117,8 +121,9 @@ func runMode(coalesce: Bool) async throws -> ModeResult {
             credentials: [AppStoreAPICredentials(bundleID: bundleID, issuerID: apiKey.issuerID, keyID: apiKey.keyID, privateKey: apiKey.privateKey)],
             baseURLOverride: "http://127.0.0.1:\(simPort)", rateLimits: RateLimitPolicy(scale: 10_000)),
         httpClient: HTTPClient.shared,
-        verifier: try SignedDataVerifier(configuration: .init(
-            apps: [try AppStoreApp(bundleID: bundleID, environments: [.sandbox])], additionalTrustedRoots: [authority.root])),
+        verifier: try SignedDataVerifier(
+            configuration: .init(
+                apps: [try AppStoreApp(bundleID: bundleID, environments: [.sandbox])], additionalTrustedRoots: [authority.root])),
         logger: logger)
     let stage = EnrichStage(lookup: PurchaseLookup(client: client), outputTopic: output, coalesce: coalesce, logger: logger)
     let consumerConfiguration = { (group: String, topic: String) in
@@ -182,10 +187,11 @@ var results: [ModeResult] = []
 for coalesce in [true, false] {
     let result = try await runMode(coalesce: coalesce)
     results.append(result)
-    print(String(
-        format: "coalescing %@: %d events in %.2f s = %.0f enriched events/s, %d API calls (%.0f per 1,000 events), %d dead letters",
-        coalesce ? "on " : "off", result.events, result.seconds, result.eventsPerSecond, result.apiCalls, result.apiCallsPerThousandEvents,
-        result.deadLetters))
+    print(
+        String(
+            format: "coalescing %@: %d events in %.2f s = %.0f enriched events/s, %d API calls (%.0f per 1,000 events), %d dead letters",
+            coalesce ? "on " : "off", result.events, result.seconds, result.eventsPerSecond, result.apiCalls, result.apiCallsPerThousandEvents,
+            result.deadLetters))
 }
 await simGroup.triggerGracefulShutdown()
 _ = try? await simTask.value
@@ -198,6 +204,10 @@ struct Summary: Codable {
     var simulatorLatencyMs: Int
     var modes: [ModeResult]
 }
-print(String(decoding: try encoder.encode(Summary(
-    eventsPerPurchase: options.perPurchase, batchSize: options.batchSize, simulatorLatencyMs: options.latencyMilliseconds, modes: results)),
-    as: UTF8.self))
+print(
+    String(
+        decoding: try encoder.encode(
+            Summary(
+                eventsPerPurchase: options.perPurchase, batchSize: options.batchSize, simulatorLatencyMs: options.latencyMilliseconds, modes: results)
+        ),
+        as: UTF8.self))

@@ -4,7 +4,8 @@ import StageRuntime
 /// The enrich stage: verified topic → enriched topic (or the enrich DLQ with Apple's error code).
 await StageMain.run(
     name: "enrich",
-    summary: "looks up each purchase's transaction history and subscription status with the App Store Server API (every JWS verified), sorts the history, marks the transaction in force, resolves appAccountToken, and publishes the enriched record under the same key",
+    summary:
+        "looks up each purchase's transaction history and subscription status with the App Store Server API (every JWS verified), sorts the history, marks the transaction in force, resolves appAccountToken, and publishes the enriched record under the same key",
     defaults: .init(
         inputTopic: Topics.verified, outputTopic: Topics.enriched, deadLetterTopic: Topics.enrichDeadLetters,
         groupID: "appstore.enrich", httpPort: 8082, batchSize: 50),

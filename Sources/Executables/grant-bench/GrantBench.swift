@@ -44,11 +44,16 @@ struct GrantBench {
             concurrency: Int(env["BENCH_CONCURRENCY"] ?? "") ?? Self.enrichedPartitions, logger: logger)
         let events = try LifecycleGenerator(seed: 2026).stream(customers: customers).map { try GrantEvent($0) }
         let batched = try await bench.measure(events, size: batchSize)
-        print("grant-bench: batching on (\(batchSize) events per transaction, \(bench.concurrency) lanes): \(Int(batched)) events/s over \(events.count) events")
+        print(
+            "grant-bench: batching on (\(batchSize) events per transaction, \(bench.concurrency) lanes): \(Int(batched)) events/s over \(events.count) events"
+        )
         let subset = Array(events.prefix(unbatchedEvents))
         let unbatched = try await bench.measure(subset, size: 1)
-        print("grant-bench: batching off (1 event per transaction, \(bench.concurrency) lanes): \(Int(unbatched)) events/s over \(subset.count) events")
-        print(#"{"scenario": "grant", "events": \#(events.count), "batch_size": \#(batchSize), "lanes": \#(bench.concurrency), "batched_events_per_s": \#(Int(batched)), "unbatched_events_per_s": \#(Int(unbatched)), "target_events_per_s": 10000}"#)
+        print(
+            "grant-bench: batching off (1 event per transaction, \(bench.concurrency) lanes): \(Int(unbatched)) events/s over \(subset.count) events")
+        print(
+            #"{"scenario": "grant", "events": \#(events.count), "batch_size": \#(batchSize), "lanes": \#(bench.concurrency), "batched_events_per_s": \#(Int(batched)), "unbatched_events_per_s": \#(Int(unbatched)), "target_events_per_s": 10000}"#
+        )
     }
 
     /// A scratch database on the configured server, with one connection per lane.
@@ -67,7 +72,7 @@ struct GrantBench {
             var lanes = [[GrantEvent]](repeating: [], count: lanesCount)
             for e in events {
                 let key = e.purchaseKey?.originalTransactionId ?? e.eventKey
-                lanes[Int(key.utf8.reduce(UInt32(2166136261)) { ($0 ^ UInt32($1)) &* 16777619 } % UInt32(lanesCount))].append(e)
+                lanes[Int(key.utf8.reduce(UInt32(2_166_136_261)) { ($0 ^ UInt32($1)) &* 16_777_619 } % UInt32(lanesCount))].append(e)
             }
             let started = ContinuousClock.now
             try await withThrowingTaskGroup(of: Void.self) { group in

@@ -29,10 +29,12 @@ enum ReplayTopicWriter {
             let messages = try records[chunk..<min(chunk + 5000, records.count)].map { record in
                 let verified = record.verified
                 let key = "\(verified.environment.rawValue):\(verified.originalTransactionId ?? verified.transactionId ?? "-")"
-                return KafkaOutgoingMessage(topic: topic, key: key, value: try record.encoded(), headers: [
-                    KafkaHeader(key: PipelineHeader.receivedAt, string: now),
-                    KafkaHeader(key: PipelineHeader.schema, string: Topics.enriched),
-                ])
+                return KafkaOutgoingMessage(
+                    topic: topic, key: key, value: try record.encoded(),
+                    headers: [
+                        KafkaHeader(key: PipelineHeader.receivedAt, string: now),
+                        KafkaHeader(key: PipelineHeader.schema, string: Topics.enriched),
+                    ])
             }
             sent += try await producer.sendAll(messages).count
         }

@@ -10,7 +10,8 @@ import StageRuntime
 /// Apple's consumption requests answered for the apps that opted in.
 await StageMain.run(
     name: "grant",
-    summary: "applies enriched App Store events to the entitlements database idempotently and order-safely, one transaction per batch, publishes the committed entitlement changes from the outbox keyed by customer, and answers Apple's consumption requests for the apps that opted in",
+    summary:
+        "applies enriched App Store events to the entitlements database idempotently and order-safely, one transaction per batch, publishes the committed entitlement changes from the outbox keyed by customer, and answers Apple's consumption requests for the apps that opted in",
     defaults: .init(
         inputTopic: Topics.enriched, outputTopic: Topics.entitlementChanges, deadLetterTopic: Topics.grantDeadLetters,
         groupID: "appstore.grant", httpPort: 8083, batchSize: 200),
@@ -27,10 +28,13 @@ await StageMain.run(
     let publisher = OutboxPublisher(
         store: store, producer: outboxProducer, topic: config.outputTopic,
         pollInterval: grant.outboxPollInterval, batchSize: grant.outboxBatchSize, logger: logger)
-    let stage = GrantStage(store: store, policy: grant.policy, concurrentTransactions: grant.concurrentTransactions, logger: logger) { publisher.notify() }
+    let stage = GrantStage(store: store, policy: grant.policy, concurrentTransactions: grant.concurrentTransactions, logger: logger) {
+        publisher.notify()
+    }
     guard let consumption else { return (stage, [client, outboxProducer, publisher]) }
     logger.info("answering consumption requests", metadata: ["apps": "\(consumption.policy.apps.sorted().joined(separator: ","))"])
     let responder = ConsumptionResponder(
-        store: store, client: try consumption.makeClient(httpClient: HTTPClient.shared, logger: logger), policy: consumption.policy, pollInterval: consumption.pollInterval, logger: logger)
+        store: store, client: try consumption.makeClient(httpClient: HTTPClient.shared, logger: logger), policy: consumption.policy,
+        pollInterval: consumption.pollInterval, logger: logger)
     return (stage, [client, outboxProducer, publisher, responder])
 }

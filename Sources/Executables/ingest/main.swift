@@ -6,10 +6,12 @@ import KafkaClient
 import Logging
 import StageRuntime
 
-ProcessBootstrap.handleHelp(ProcessBootstrap.usage(
-    name: "ingest",
-    summary: "takes Apple's webhook (POST /v2/notifications) and authenticated app uploads (POST /v1/transactions) and stores each body in the raw topic before answering 200",
-    variables: IngestConfiguration.variables))
+ProcessBootstrap.handleHelp(
+    ProcessBootstrap.usage(
+        name: "ingest",
+        summary:
+            "takes Apple's webhook (POST /v2/notifications) and authenticated app uploads (POST /v1/transactions) and stores each body in the raw topic before answering 200",
+        variables: IngestConfiguration.variables))
 let configuration = ProcessBootstrap.configuration { try IngestConfiguration(environment: EnvironmentReader()) }
 let registry = ProcessBootstrap.bootstrap(logLevel: configuration.logLevel, logFormat: configuration.logFormat)
 var logger = Logger(label: "appstore.ingest")
@@ -24,10 +26,12 @@ do {
     await authenticator.prepare()
     let app = IngestApplication.build(
         configuration: configuration, producer: producer, registry: registry, logger: logger, authenticator: authenticator)
-    logger.info("starting", metadata: [
-        LogKey.httpPort: "\(configuration.httpPort)", LogKey.topic: "\(configuration.rawTopic)",
-        "upload.auth": "\(configuration.uploadAuthentication)",
-    ])
+    logger.info(
+        "starting",
+        metadata: [
+            LogKey.httpPort: "\(configuration.httpPort)", LogKey.topic: "\(configuration.rawTopic)",
+            "upload.auth": "\(configuration.uploadAuthentication)",
+        ])
     // Shutdown runs in reverse: the server stops taking requests first, then the producer flushes.
     await ProcessBootstrap.run([producer, app], shutdownTimeout: configuration.shutdownTimeout, logger: logger)
 } catch {

@@ -34,7 +34,10 @@ struct LoadGen: AsyncParsableCommand {
         let deadline = started + .milliseconds(Int64(duration * 1000))
         let limit = requests > 0 ? requests : Int.max
         let next = Ticket()
-        let url = self.url, field = self.field, padding = self.padding, firstId = self.firstId
+        let url = self.url
+        let field = self.field
+        let padding = self.padding
+        let firstId = self.firstId
 
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<connections {
@@ -128,7 +131,8 @@ final class Recorder: Sendable {
             let human = String(
                 format: "%@: %d requests in %.1fs, %d answered 200, %.0f req/s, p50 %.2f ms, p99 %.2f ms, max %.2f ms (connections %d)",
                 scenario, total, seconds, ok, rps, pct(0.5), pct(0.99), sorted.last ?? 0, connections)
-            let json = #"{"scenario":"\#(scenario)","connections":\#(connections),"requests":\#(total),"ok":\#(ok),"rps":\#(round(rps)),"p50_ms":\#(round(pct(0.5))),"p90_ms":\#(round(pct(0.9))),"p99_ms":\#(round(pct(0.99))),"max_ms":\#(round(sorted.last ?? 0)),"statuses":{\#(statuses)}}"#
+            let json =
+                #"{"scenario":"\#(scenario)","connections":\#(connections),"requests":\#(total),"ok":\#(ok),"rps":\#(round(rps)),"p50_ms":\#(round(pct(0.5))),"p90_ms":\#(round(pct(0.9))),"p99_ms":\#(round(pct(0.99))),"max_ms":\#(round(sorted.last ?? 0)),"statuses":{\#(statuses)}}"#
             return (human, json)
         }
     }

@@ -5,9 +5,9 @@ import Foundation
 import X509
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // Measures SignedDataVerifier.verifyNotification on one thread: notifications that each carry a
@@ -187,11 +187,13 @@ do {
     for _ in 0..<arguments.rounds { cold.keepBest(try await measure(coldVerifier, tokens[0..<arguments.coldCount])) }
 
     let bytes = tokens[0].utf8.count
-    print(String(
-        format: "verify: %.0f notifications/s warm (%.1f µs each; %.0f per CPU-second), %.0f/s with the chain cache off (%.1f µs each; %.0f per CPU-second); 3 JWS per notification, %d-byte signedPayload, cache hits %d, misses %d; one ES256 check of the outer JWS %.1f µs, of which ECDSA P-256 on the digest %.1f µs; per notification: base64url %.1f µs, SHA-256 of the whole signing inputs %.1f µs (warm, only the payloads are hashed), JSON decoding %.1f µs (Foundation's JSONDecoder: %.1f µs)",
-        warm.wall, 1e6 / warm.wall, warm.cpu, cold.wall, 1e6 / cold.wall, cold.cpu, bytes, stats.hits, stats.misses,
-        ecdsaMicroseconds, ecdsaDigestMicroseconds, base64Microseconds, sha256Microseconds, jsonMicroseconds,
-        foundationJSONMicroseconds))
+    print(
+        String(
+            format:
+                "verify: %.0f notifications/s warm (%.1f µs each; %.0f per CPU-second), %.0f/s with the chain cache off (%.1f µs each; %.0f per CPU-second); 3 JWS per notification, %d-byte signedPayload, cache hits %d, misses %d; one ES256 check of the outer JWS %.1f µs, of which ECDSA P-256 on the digest %.1f µs; per notification: base64url %.1f µs, SHA-256 of the whole signing inputs %.1f µs (warm, only the payloads are hashed), JSON decoding %.1f µs (Foundation's JSONDecoder: %.1f µs)",
+            warm.wall, 1e6 / warm.wall, warm.cpu, cold.wall, 1e6 / cold.wall, cold.cpu, bytes, stats.hits, stats.misses,
+            ecdsaMicroseconds, ecdsaDigestMicroseconds, base64Microseconds, sha256Microseconds, jsonMicroseconds,
+            foundationJSONMicroseconds))
     func rounded(_ value: Double) -> Double { (value * 10).rounded() / 10 }
     let json: [String: Any] = [
         "scenario": "verify", "notifications_per_s_warm": rounded(warm.wall), "notifications_per_s_cold": rounded(cold.wall),

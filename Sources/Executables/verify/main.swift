@@ -4,7 +4,8 @@ import VerifyService
 /// The verify stage: raw topic → verified topic (or the verify DLQ with the verifier's error code).
 await StageMain.run(
     name: "verify",
-    summary: "verifies every JWS of each raw record (signature, X.509 chain to Apple Root CA - G3, app and environment), publishes the decoded notification keyed by originalTransactionId, and dead-letters what fails",
+    summary:
+        "verifies every JWS of each raw record (signature, X.509 chain to Apple Root CA - G3, app and environment), publishes the decoded notification keyed by originalTransactionId, and dead-letters what fails",
     defaults: .init(
         inputTopic: Topics.raw, outputTopic: Topics.verified, deadLetterTopic: Topics.verifyDeadLetters,
         groupID: "appstore.verify", httpPort: 8081),

@@ -48,13 +48,17 @@ enum EnrichFixture {
     static func message(_ record: VerifiedRecord, offset: Int64 = 0, topic: String = "verified") throws -> KafkaMessage {
         KafkaMessage(
             topic: topic, partition: 0, offset: offset, key: record.key.map { Array($0.utf8) }, value: try record.encoded(),
-            headers: [KafkaHeader(key: PipelineHeader.source, string: record.source), KafkaHeader(key: PipelineHeader.schema, string: Topics.verified)], timestamp: nil)
+            headers: [
+                KafkaHeader(key: PipelineHeader.source, string: record.source), KafkaHeader(key: PipelineHeader.schema, string: Topics.verified),
+            ], timestamp: nil)
     }
 
     static func outgoing(_ record: VerifiedRecord, topic: String) throws -> KafkaOutgoingMessage {
         KafkaOutgoingMessage(
             topic: topic, key: record.key, value: try record.encoded(),
-            headers: [KafkaHeader(key: PipelineHeader.source, string: record.source), KafkaHeader(key: PipelineHeader.schema, string: Topics.verified)])
+            headers: [
+                KafkaHeader(key: PipelineHeader.source, string: record.source), KafkaHeader(key: PipelineHeader.schema, string: Topics.verified),
+            ])
     }
 
     static func stage(

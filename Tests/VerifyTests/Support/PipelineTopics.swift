@@ -24,14 +24,17 @@ struct PipelineTopics {
 func produceRaw(_ topic: String, _ bodies: [(body: [UInt8], source: String)]) async throws {
     let producer = try TestServices.makeProducer()
     let messages = bodies.enumerated().map { index, item in
-        KafkaOutgoingMessage(topic: topic, key: "raw-\(index)", value: item.body, headers: [
-            KafkaHeader(key: PipelineHeader.source, string: item.source),
-            KafkaHeader(key: PipelineHeader.receivedAt, string: Timestamp.iso8601(Date())),
-            KafkaHeader(key: PipelineHeader.requestID, string: "req-\(index)"),
-            KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
-            KafkaHeader(key: PipelineHeader.schema, string: Topics.raw),
-            KafkaHeader(key: PipelineHeader.traceparent, string: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b716920\(String(format: "%04x", index))-01"),
-        ])
+        KafkaOutgoingMessage(
+            topic: topic, key: "raw-\(index)", value: item.body,
+            headers: [
+                KafkaHeader(key: PipelineHeader.source, string: item.source),
+                KafkaHeader(key: PipelineHeader.receivedAt, string: Timestamp.iso8601(Date())),
+                KafkaHeader(key: PipelineHeader.requestID, string: "req-\(index)"),
+                KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
+                KafkaHeader(key: PipelineHeader.schema, string: Topics.raw),
+                KafkaHeader(
+                    key: PipelineHeader.traceparent, string: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b716920\(String(format: "%04x", index))-01"),
+            ])
     }
     _ = try await producer.sendAll(messages)
     await producer.close()
