@@ -359,6 +359,7 @@ def unpaced_phase(args, psql, processes, first_index):
             wrk.kill()
             wrk.wait()
         wrk_log.close()
+        os.remove(path)  # tens of MB, and the simulator that signed them is gone after the run
     after, _ = processes.sample()
     result = figures(psql, "unpaced", where)
     result.update(customers=args.throughput_customers, requests=len(lines), prepared_notifications=notifications,
