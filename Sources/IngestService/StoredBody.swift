@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 
 /// The raw record's body, rebuilt by ingest from the fields it knows, so that nothing a client
@@ -12,51 +13,35 @@ import Foundation
 /// need no escaping); every other string is escaped, so the body is valid JSON for any `userId`.
 enum StoredBody {
     static func notification(signedPayload: String) -> [UInt8] {
-        var writer = Writer()
-        writer.field("signedPayload", signedPayload)
-        return writer.finish()
+        encode(Notification(signedPayload: signedPayload))
     }
 
     static func transaction(signedTransaction: String, appAccountToken: String?, userId: String?, authentication: UploadAuthMode) -> [UInt8] {
-        var writer = Writer()
-        writer.field("signedTransaction", signedTransaction)
-        if let appAccountToken { writer.field("appAccountToken", appAccountToken) }
-        if let userId { writer.field("userId", userId) }
-        writer.field("userAuthentication", authentication.rawValue)
-        return writer.finish()
+        encode(
+            Upload(
+                signedTransaction: signedTransaction, appAccountToken: appAccountToken, userId: userId,
+                userAuthentication: authentication.rawValue))
     }
 
-    /// A JSON object of string fields, written in the order given.
-    struct Writer {
-        private var bytes: [UInt8] = [UInt8(ascii: "{")]
+    // Members in declaration order (the encoder keeps it); nil optionals are left out.
+    private struct Notification: Encodable {
+        var signedPayload: String
+    }
 
-        mutating func field(_ name: String, _ value: String) {
-            if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
-            Self.appendString(name, to: &bytes)
-            bytes.append(UInt8(ascii: ":"))
-            Self.appendString(value, to: &bytes)
-        }
+    private struct Upload: Encodable {
+        var signedTransaction: String
+        var appAccountToken: String?
+        var userId: String?
+        var userAuthentication: String
+    }
 
-        func finish() -> [UInt8] { bytes + [UInt8(ascii: "}")] }
-
-        /// A JSON string literal (RFC 8259): `"` and `\` escaped, control characters as `\u00XX`,
-        /// everything else as UTF-8.
-        static func appendString(_ value: String, to bytes: inout [UInt8]) {
-            let hex = Array("0123456789abcdef".utf8)
-            bytes.append(UInt8(ascii: "\""))
-            for b in value.utf8 {
-                switch b {
-                case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-                case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-                case UInt8(ascii: "\n"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-                case UInt8(ascii: "\r"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-                case UInt8(ascii: "\t"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-                case 0..<0x20:
-                    bytes += Array(#"\u00"#.utf8) + [hex[Int(b >> 4)], hex[Int(b & 0xf)]]
-                default: bytes.append(b)
-                }
-            }
-            bytes.append(UInt8(ascii: "\""))
+    /// The project's JSON writer; a body of strings cannot fail to encode (it throws only for
+    /// non-finite numbers and unencodable dates).
+    private static func encode(_ body: some Encodable) -> [UInt8] {
+        do {
+            return try StreamingJSONEncoder.encode(body)
+        } catch {
+            preconditionFailure("a body of strings did not encode: \(error)")
         }
     }
 }
