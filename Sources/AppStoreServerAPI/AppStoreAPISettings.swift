@@ -79,7 +79,7 @@ public struct AppStoreAPISettings: Sendable {
             }
             baseURL = raw.hasSuffix("/") ? String(raw.dropLast()) : raw
         }
-        let scale = try Self.double(env, "APPSTORE_API_RATE_SCALE", default: 0.9, in: 0.001...1000)
+        let scale = try env.double("APPSTORE_API_RATE_SCALE", default: 0.9, in: 0.001...1000)
         let burst = try env.int("APPSTORE_API_RATE_BURST_S", default: 10, in: 1...3600)
         client = AppStoreServerAPIClient.Configuration(
             credentials: credentials, baseURLOverride: baseURL,
@@ -104,16 +104,5 @@ public struct AppStoreAPISettings: Sendable {
     public func makeClient(httpClient: HTTPClient, logger: Logger) throws -> AppStoreServerAPIClient {
         try AppStoreServerAPIClient(
             configuration: client, httpClient: httpClient, verifier: try SignedDataVerifier(configuration: verifierConfiguration), logger: logger)
-    }
-
-    static func double(
-        _ env: EnvironmentReader, _ name: String, default value: Double, in range: ClosedRange<Double>
-    ) throws(ConfigurationError) -> Double {
-        guard let raw = env.string(name) else { return value }
-        guard let parsed = Double(raw), range.contains(parsed) else {
-            throw ConfigurationError(
-                variable: name, problem: "must be a number from \(range.lowerBound) to \(range.upperBound) (got \"\(raw.prefix(40))\")")
-        }
-        return parsed
     }
 }

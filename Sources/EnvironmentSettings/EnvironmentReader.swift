@@ -45,6 +45,15 @@ public struct EnvironmentReader: Sendable {
         return v
     }
 
+    public func double(_ name: String, default value: Double, in range: ClosedRange<Double>) throws(ConfigurationError) -> Double {
+        guard let raw = string(name) else { return value }
+        guard let parsed = Double(raw), range.contains(parsed) else {
+            throw ConfigurationError(
+                variable: name, problem: "must be a number from \(range.lowerBound) to \(range.upperBound) (got \"\(raw.prefix(40))\")")
+        }
+        return parsed
+    }
+
     /// A duration given in milliseconds.
     public func milliseconds(
         _ name: String, default value: Duration, in range: ClosedRange<Int> = 0...86_400_000
