@@ -84,7 +84,7 @@ let package = Package(
         .target(
             name: "StageRuntime",
             dependencies: [
-                "EnvironmentSettings", "KafkaClient", dequeModule, logging, metrics, prometheus, serviceLifecycle, unixSignals,
+                "EnvironmentSettings", "KafkaClient", "PipelineRecords", dequeModule, logging, metrics, prometheus, serviceLifecycle, unixSignals,
                 hummingbird,
             ],
             swiftSettings: swiftSettings
@@ -112,7 +112,7 @@ let package = Package(
         // The webhook front door: HTTP in, raw topic out; app uploads authenticated (JWT or HMAC).
         .target(
             name: "IngestService",
-            dependencies: [
+            dependencies: ["PipelineRecords", 
                 "EnvironmentSettings", "AppStore", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient, nioHTTP1, logging,
             ],
             swiftSettings: swiftSettings
@@ -157,7 +157,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StageRuntimeTests",
-            dependencies: [
+            dependencies: ["PipelineRecords", 
                 "EnvironmentSettings", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting, serviceLifecycle, prometheus,
                 metrics,
             ],
@@ -165,7 +165,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IngestTests",
-            dependencies: [
+            dependencies: ["PipelineRecords", 
                 "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting,
                 asyncHTTPClient, nioCore, nioHTTP1, hummingbird, jwtKit, crypto, logging,
             ],
@@ -197,7 +197,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "verify",
-            dependencies: ["VerifyService", "StageRuntime"],
+            dependencies: ["PipelineRecords", "VerifyService", "StageRuntime"],
             path: "Sources/Executables/verify",
             swiftSettings: swiftSettings
         ),
@@ -238,12 +238,12 @@ let package = Package(
         // point, and listing, showing and re-injecting dead letters.
         .target(
             name: "PipelineOperations",
-            dependencies: ["KafkaClient", "StageRuntime"],
+            dependencies: ["PipelineRecords", "KafkaClient"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PipelineOperationsTests",
-            dependencies: ["EnvironmentSettings", "PipelineOperations", "KafkaClient", "StageRuntime", "TestSupport"],
+            dependencies: ["PipelineRecords", "EnvironmentSettings", "PipelineOperations", "KafkaClient", "StageRuntime", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         // The operator jobs behind appstorectl that need Apple's API or the entitlements database:
@@ -252,8 +252,8 @@ let package = Package(
         .target(
             name: "RecoveryJobs",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "PipelineOperations", "PipelineRecords", "KafkaClient",
-                "StageRuntime", postgresNIO, crypto, logging,
+                "AppStore", "AppStoreServerAPI", "PipelineOperations", "PipelineRecords", "KafkaClient", postgresNIO, crypto,
+                logging,
             ],
             swiftSettings: swiftSettings
         ),
@@ -270,7 +270,7 @@ let package = Package(
         // test-notification, customer.
         .executableTarget(
             name: "appstorectl",
-            dependencies: [
+            dependencies: ["PipelineRecords", 
                 "EnvironmentSettings", "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
                 "VerifyService", "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
                 "EntitlementStore", "StageRuntime", argumentParser, logging,
@@ -322,7 +322,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "enrich",
-            dependencies: ["EnrichService", "StageRuntime"],
+            dependencies: ["PipelineRecords", "EnrichService", "StageRuntime"],
             path: "Sources/Executables/enrich",
             swiftSettings: swiftSettings
         ),
@@ -384,7 +384,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "grant",
-            dependencies: [
+            dependencies: ["PipelineRecords", 
                 "GrantService", "ConsumptionResponder", "EntitlementStore", "StageRuntime", "KafkaClient",
                 asyncHTTPClient, postgresNIO,
             ],
@@ -433,7 +433,7 @@ let package = Package(
         // and Postgres, compared with the simulator's ground truth.
         .testTarget(
             name: "EndToEndTests",
-            dependencies: [
+            dependencies: ["PipelineRecords", 
                 "AppStore", "AppStoreSigning", "AppStoreSimulator", "SimulatorLifecycle", "LifecycleSimulation",
                 "LifecyclePlayback", "EntitlementStore", "GrantTestSupport", "KafkaClient", "StageRuntime",
                 "TestSupport", "PipelineOperations", asyncHTTPClient, postgresNIO, nioCore, nioHTTP1, logging,

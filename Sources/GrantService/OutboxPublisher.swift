@@ -2,6 +2,7 @@ import EntitlementStore
 import Foundation
 import KafkaClient
 import Logging
+import PipelineRecords
 import ServiceLifecycle
 import StageRuntime
 import Synchronization

@@ -7,6 +7,7 @@ import KafkaClient
 import Logging
 import Metrics
 import NIOCore
+import PipelineRecords
 import Prometheus
 import StageRuntime
 import Synchronization

@@ -1,6 +1,7 @@
 import EnvironmentSettings
 import KafkaClient
 import Logging
+import PipelineRecords
 import StageRuntime
 
 /// What ingest reads from its environment at start.

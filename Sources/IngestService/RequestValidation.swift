@@ -1,5 +1,4 @@
 import Foundation
-import StageRuntime
 
 /// The checks ingest makes before storing a body. It verifies no signature (that is verify's
 /// job): it refuses what can never be a notification or a signed transaction, and keeps the

@@ -2,7 +2,6 @@ import AppStore
 import Crypto
 import EnvironmentSettings
 import Foundation
-import StageRuntime
 
 /// How `POST /v1/transactions` proves who uploads (`INGEST_UPLOAD_AUTH`). There is no default:
 /// a deployment that forgot to choose must not start with open uploads.

@@ -1,6 +1,6 @@
 import Foundation
 import KafkaClient
-import StageRuntime
+import PipelineRecords
 
 /// Checks what consumers of `entitlements.changes.v1` rely on: each customer's changes carry
 /// `seq` 1, 2, 3, … without a gap, and no change is published twice under different numbers.

@@ -1,6 +1,6 @@
 import Foundation
 import KafkaClient
-import StageRuntime
+import PipelineRecords
 
 /// A dead letter as `appstorectl dlq … --json` prints it (field names documented in deploy/README.md).
 public struct DeadLetterEntry: Sendable, Hashable, Encodable {

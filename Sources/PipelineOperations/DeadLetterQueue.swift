@@ -1,6 +1,6 @@
 import Foundation
 import KafkaClient
-import StageRuntime
+import PipelineRecords
 
 /// One dead-lettered record with the reasons its stage wrote in the `dlq-*` headers.
 public struct DeadLetter: Sendable {

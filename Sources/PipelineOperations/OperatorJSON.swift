@@ -1,5 +1,5 @@
 import Foundation
-import StageRuntime
+import PipelineRecords
 
 /// The one JSON form of every `appstorectl … --json` answer: one object, keys sorted, times as
 /// ISO 8601 UTC strings with milliseconds (`2026-11-21T07:00:00.123Z`), absent values as `null`.

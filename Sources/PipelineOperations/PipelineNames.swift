@@ -1,5 +1,5 @@
 import Foundation
-import StageRuntime
+import PipelineRecords
 
 /// The stages' topics and groups as a deployment named them: the defaults of ``PipelineStages``,
 /// overridden per name by environment variables, so one `appstorectl` reaches a pipeline whose

@@ -1,6 +1,6 @@
 import Foundation
 import KafkaClient
-import StageRuntime
+import PipelineRecords
 
 /// What the broker says about one consuming stage: who is in its group, how far behind it is per
 /// input partition, when its input last received a record, and its dead letters.

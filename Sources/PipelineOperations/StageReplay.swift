@@ -1,6 +1,6 @@
 import Foundation
 import KafkaClient
-import StageRuntime
+import PipelineRecords
 
 /// Where a replay starts.
 public enum ReplayStart: Sendable, Hashable {

@@ -1,8 +1,8 @@
 import Foundation
 import Logging
 import PipelineOperations
+import PipelineRecords
 import PostgresNIO
-import StageRuntime
 
 /// Everything grant stored about one customer (read-only SQL over grant's schema): what support
 /// needs to answer "why do I (not) have access?". `--json` prints it as one object whose keys are

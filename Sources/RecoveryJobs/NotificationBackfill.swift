@@ -3,7 +3,7 @@ import AppStoreServerAPI
 import Foundation
 import KafkaClient
 import PipelineOperations
-import StageRuntime
+import PipelineRecords
 
 /// What a backfill found and wrote.
 public struct BackfillReport: Sendable, Hashable, OperatorJSONObject {

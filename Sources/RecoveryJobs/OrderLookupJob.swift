@@ -4,7 +4,6 @@ import Foundation
 import KafkaClient
 import PipelineOperations
 import PipelineRecords
-import StageRuntime
 
 /// What Apple's Look Up Order ID returned, verified, grouped for support.
 public struct OrderLookupResult: Sendable, Hashable {

@@ -1,7 +1,7 @@
 import Foundation
 import KafkaClient
 import PipelineOperations
-import StageRuntime
+import PipelineRecords
 
 /// `appstorectl status`: the stages as the broker sees them, the outbox as Postgres sees it, and
 /// what needs an operator's attention. Healthy means: no stage has records waiting with nobody in

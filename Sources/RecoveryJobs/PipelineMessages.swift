@@ -5,7 +5,6 @@ import Foundation
 import KafkaClient
 import PipelineOperations
 import PipelineRecords
-import StageRuntime
 
 /// Builds records exactly as the stages write them, so a record an operator job feeds in is
 /// indistinguishable from one ingest or verify produced (schemas/headers.md).

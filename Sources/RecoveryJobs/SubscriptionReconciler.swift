@@ -6,7 +6,6 @@ import Logging
 import PipelineOperations
 import PipelineRecords
 import PostgresNIO
-import StageRuntime
 
 /// A subscription grant still holds as running although its end passed (plus the leeway) and no
 /// event about it arrived since: Apple's notification was probably never delivered.

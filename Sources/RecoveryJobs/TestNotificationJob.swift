@@ -4,7 +4,6 @@ import Foundation
 import KafkaClient
 import PipelineOperations
 import PipelineRecords
-import StageRuntime
 
 /// How a TEST notification travelled.
 public struct TestNotificationTrace: Sendable, Hashable, OperatorJSONObject {

@@ -1,23 +1,8 @@
 import Foundation
 import KafkaClient
+import PipelineRecords
 
-/// The headers that say why a record was dead-lettered (see schemas/headers.md). The dead letter
-/// keeps the original key, body and headers, so it can be replayed into its stage unchanged.
-public enum DeadLetterHeader {
-    public static let errorCode = "dlq-error-code"
-    public static let errorMessage = "dlq-error-message"
-    public static let stage = "dlq-stage"
-    public static let sourceTopic = "dlq-source-topic"
-    public static let sourcePartition = "dlq-source-partition"
-    public static let sourceOffset = "dlq-source-offset"
-    public static let attempts = "dlq-attempts"
-    public static let firstFailureAt = "dlq-first-failure-at"
-    public static let lastFailureAt = "dlq-last-failure-at"
-
-    static let all: Set<String> = [
-        errorCode, errorMessage, stage, sourceTopic, sourcePartition, sourceOffset, attempts, firstFailureAt, lastFailureAt,
-    ]
-
+extension DeadLetterHeader {
     /// Builds the dead letter of `message`.
     public static func record(
         for message: KafkaMessage, topic: String, stage stageName: String, failure: FailureClassification,
@@ -37,12 +22,5 @@ public enum DeadLetterHeader {
             KafkaHeader(key: lastFailureAt, string: Timestamp.iso8601(lastFailure)),
         ]
         return KafkaOutgoingMessage(topic: topic, key: message.key, value: message.value, headers: headers)
-    }
-}
-
-/// ISO 8601 timestamps with milliseconds, UTC, as every header in the pipeline writes them.
-public enum Timestamp {
-    public static func iso8601(_ date: Date) -> String {
-        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
     }
 }

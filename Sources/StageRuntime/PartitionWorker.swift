@@ -4,6 +4,7 @@ import Foundation
 import KafkaClient
 import Logging
 import Metrics
+import PipelineRecords
 import Synchronization
 
 /// Processes one assigned partition's records in order, one batch at a time, on its own task.

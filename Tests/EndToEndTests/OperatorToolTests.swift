@@ -9,6 +9,7 @@ import KafkaClient
 import LifecyclePlayback
 import NIOCore
 import NIOHTTP1
+import PipelineRecords
 import PostgresNIO
 import SimulatorLifecycle
 import StageRuntime

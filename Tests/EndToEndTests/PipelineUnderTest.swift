@@ -11,6 +11,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import PipelineOperations
+import PipelineRecords
 import PostgresNIO
 import SimulatorLifecycle
 import StageRuntime

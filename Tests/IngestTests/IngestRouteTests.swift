@@ -5,6 +5,7 @@ import HummingbirdTesting
 import IngestService
 import KafkaClient
 import NIOCore
+import PipelineRecords
 import StageRuntime
 import TestSupport
 import Testing

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import IngestService
 import KafkaClient
+import PipelineRecords
 import StageRuntime
 import Synchronization
 import TestSupport

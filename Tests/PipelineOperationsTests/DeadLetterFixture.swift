@@ -2,6 +2,7 @@ import EnvironmentSettings
 import Foundation
 import KafkaClient
 import PipelineOperations
+import PipelineRecords
 import StageRuntime
 import TestSupport
 

@@ -1,6 +1,7 @@
 import Foundation
 import KafkaClient
 import PipelineOperations
+import PipelineRecords
 import StageRuntime
 import TestSupport
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import PipelineOperations
+import PipelineRecords
 import StageRuntime
 import TestSupport
 import Testing

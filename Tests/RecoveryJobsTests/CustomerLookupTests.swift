@@ -5,6 +5,7 @@ import GrantDecision
 import GrantTestSupport
 import KafkaClient
 import PipelineOperations
+import PipelineRecords
 import PostgresNIO
 import RecoveryJobs
 import StageRuntime

@@ -2,6 +2,7 @@ import EnvironmentSettings
 import Foundation
 import KafkaClient
 import Metrics
+import PipelineRecords
 import Prometheus
 import StageRuntime
 import Synchronization

@@ -4,6 +4,7 @@ import ArgumentParser
 import Foundation
 import KafkaClient
 import PipelineOperations
+import PipelineRecords
 import RecoveryJobs
 import StageRuntime
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KafkaClient
 import PipelineOperations
+import PipelineRecords
 import StageRuntime
 
 /// `appstorectl dlq`: what a stage dead-lettered and why, and re-injecting it once the cause is fixed.

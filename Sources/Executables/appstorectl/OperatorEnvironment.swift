@@ -4,6 +4,7 @@ import Foundation
 import KafkaClient
 import Logging
 import PipelineOperations
+import PipelineRecords
 import StageRuntime
 
 /// What the broker-facing subcommands share: the broker settings from the same environment

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KafkaClient
 import PipelineOperations
+import PipelineRecords
 import RecoveryJobs
 import StageRuntime
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KafkaClient
 import PipelineOperations
+import PipelineRecords
 import StageRuntime
 
 /// `appstorectl replay`: re-runs a stopped stage from a point in time or an offset by resetting its

@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import ArgumentParser
 import Foundation
 import PipelineOperations
+import PipelineRecords
 import RecoveryJobs
 import StageRuntime
 

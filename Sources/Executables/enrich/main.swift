@@ -1,4 +1,5 @@
 import EnrichService
+import PipelineRecords
 import StageRuntime
 
 /// The enrich stage: verified topic → enriched topic (or the enrich DLQ with Apple's error code).

@@ -3,6 +3,7 @@ import ConsumptionResponder
 import EntitlementStore
 import GrantService
 import KafkaClient
+import PipelineRecords
 import PostgresNIO
 import StageRuntime
 

@@ -1,3 +1,4 @@
+import PipelineRecords
 import StageRuntime
 import VerifyService
 

@@ -1,6 +1,7 @@
 import Foundation
 import KafkaClient
 import Logging
+import PipelineRecords
 import ServiceLifecycle
 import StageRuntime
 import TestSupport
