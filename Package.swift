@@ -112,7 +112,8 @@ let package = Package(
         // The webhook front door: HTTP in, raw topic out; app uploads authenticated (JWT or HMAC).
         .target(
             name: "IngestService",
-            dependencies: ["PipelineRecords", 
+            dependencies: [
+                "PipelineRecords",
                 "EnvironmentSettings", "AppStore", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient, nioHTTP1, logging,
             ],
             swiftSettings: swiftSettings
@@ -157,7 +158,8 @@ let package = Package(
         ),
         .testTarget(
             name: "StageRuntimeTests",
-            dependencies: ["PipelineRecords", 
+            dependencies: [
+                "PipelineRecords",
                 "EnvironmentSettings", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting, serviceLifecycle, prometheus,
                 metrics,
             ],
@@ -165,7 +167,8 @@ let package = Package(
         ),
         .testTarget(
             name: "IngestTests",
-            dependencies: ["PipelineRecords", 
+            dependencies: [
+                "PipelineRecords",
                 "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting,
                 asyncHTTPClient, nioCore, nioHTTP1, hummingbird, jwtKit, crypto, logging,
             ],
@@ -270,7 +273,8 @@ let package = Package(
         // test-notification, customer.
         .executableTarget(
             name: "appstorectl",
-            dependencies: ["PipelineRecords", 
+            dependencies: [
+                "PipelineRecords",
                 "EnvironmentSettings", "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
                 "VerifyService", "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
                 "EntitlementStore", "StageRuntime", argumentParser, logging,
@@ -384,7 +388,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "grant",
-            dependencies: ["PipelineRecords", 
+            dependencies: [
+                "PipelineRecords",
                 "GrantService", "ConsumptionResponder", "EntitlementStore", "StageRuntime", "KafkaClient",
                 asyncHTTPClient, postgresNIO,
             ],
@@ -433,7 +438,8 @@ let package = Package(
         // and Postgres, compared with the simulator's ground truth.
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["PipelineRecords", 
+            dependencies: [
+                "PipelineRecords",
                 "AppStore", "AppStoreSigning", "AppStoreSimulator", "SimulatorLifecycle", "LifecycleSimulation",
                 "LifecyclePlayback", "EntitlementStore", "GrantTestSupport", "KafkaClient", "StageRuntime",
                 "TestSupport", "PipelineOperations", asyncHTTPClient, postgresNIO, nioCore, nioHTTP1, logging,
