@@ -106,13 +106,21 @@ let package = Package(
         // consumers so a stage never depends on another stage's code.
         .target(
             name: "PipelineRecords",
-            dependencies: ["AppStore"],
+            dependencies: ["AppStore", crypto],
+            swiftSettings: swiftSettings
+        ),
+        // One builder per record kind (raw, verified, enriched: key, headers, body), used by every
+        // producer of it: the stages, the operator jobs, the benchmarks.
+        .target(
+            name: "PipelineMessages",
+            dependencies: ["PipelineRecords", "KafkaClient"],
             swiftSettings: swiftSettings
         ),
         // The webhook front door: HTTP in, raw topic out; app uploads authenticated (JWT or HMAC).
         .target(
             name: "IngestService",
             dependencies: [
+                "PipelineMessages",
                 "PipelineRecords",
                 "EnvironmentSettings", "AppStore", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient, nioHTTP1, logging,
             ],
@@ -149,6 +157,11 @@ let package = Package(
                 swiftASN1,
             ],
             path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PipelineRecordsTests",
+            dependencies: ["AppStore", "PipelineRecords", "PipelineMessages", "KafkaClient", crypto],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -194,6 +207,7 @@ let package = Package(
         .target(
             name: "VerifyService",
             dependencies: [
+                "PipelineMessages",
                 "EnvironmentSettings", "AppStore", "PipelineRecords", "StageRuntime", "KafkaClient", logging, metrics, x509, swiftASN1,
             ],
             swiftSettings: swiftSettings
@@ -255,6 +269,7 @@ let package = Package(
         .target(
             name: "RecoveryJobs",
             dependencies: [
+                "PipelineMessages",
                 "AppStore", "AppStoreServerAPI", "PipelineOperations", "PipelineRecords", "KafkaClient", postgresNIO, crypto,
                 logging,
             ],
@@ -319,6 +334,7 @@ let package = Package(
         .target(
             name: "EnrichService",
             dependencies: [
+                "PipelineMessages",
                 "EnvironmentSettings", "AppStore", "AppStoreServerAPI", "PipelineRecords", "StageRuntime", "KafkaClient",
                 asyncHTTPClient, nioCore, logging, metrics, serviceLifecycle,
             ],
@@ -412,6 +428,7 @@ let package = Package(
         .executableTarget(
             name: "grant-bench",
             dependencies: [
+                "PipelineMessages",
                 "EnvironmentSettings", "EntitlementStore", "GrantDecision", "GrantTestSupport", "PipelineRecords", "StageRuntime",
                 "KafkaClient", "AppStore", postgresNIO, logging,
             ],

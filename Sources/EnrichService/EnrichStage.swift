@@ -5,6 +5,7 @@ import Foundation
 import KafkaClient
 import Logging
 import Metrics
+import PipelineMessages
 import PipelineRecords
 import StageRuntime
 import Synchronization
@@ -277,18 +278,10 @@ public struct EnrichStage: PipelineStage {
                 "notificationUUID": "\(record.notificationUUID ?? "-")", "originalTransactionId": "\(record.originalTransactionId ?? "-")",
                 "enrich.lookup": "\(enrichment.lookup.rawValue)", "enrich.history": "\(enrichment.history.count)",
             ])
-        return KafkaOutgoingMessage(topic: outputTopic, key: message.key, value: body, headers: Self.headers(from: message.headers))
+        return EnrichedMessage.make(body: body, key: message.key, topic: outputTopic, following: message.headers)
     }
 
     private func now() -> Date { AppStoreJSON.date(milliseconds: AppStoreJSON.milliseconds(since1970: clock())) }
-
-    /// The input's headers with `schema` replaced and any dead-letter headers of a replayed record dropped.
-    static func headers(from input: [KafkaHeader]) -> [KafkaHeader] {
-        var headers = input.filter { $0.key != PipelineHeader.schema && $0.key != PipelineHeader.contentType && !$0.key.hasPrefix("dlq-") }
-        headers.append(KafkaHeader(key: PipelineHeader.contentType, string: "application/json"))
-        headers.append(KafkaHeader(key: PipelineHeader.schema, string: Topics.enriched))
-        return headers
-    }
 }
 
 /// A counter shared by copies of the stage.

@@ -1,5 +1,4 @@
 import CoreMetrics
-import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -7,13 +6,14 @@ import KafkaClient
 import Logging
 import Metrics
 import NIOCore
+import PipelineMessages
 import PipelineRecords
 import Prometheus
 import StageRuntime
 import Synchronization
 
 /// The webhook front door. `POST /v2/notifications` (Apple) and `POST /v1/transactions` (the app)
-/// write a body rebuilt from the request's known fields (``StoredBody``; the JWS byte for byte)
+/// write a body rebuilt from the request's known fields (``RawRecord``; the JWS byte for byte)
 /// to the raw topic, and answer 200 only after the broker acknowledged it. If it did not within
 /// ``IngestConfiguration/ackTimeout``, the answer is 503 and Apple delivers again later. An app
 /// upload is stored only once its credential holds (``UploadAuthenticator``).
@@ -33,7 +33,7 @@ public enum IngestApplication {
             try await handler.accept(request, route: "/v2/notifications") { body in
                 let accepted = try RequestValidation.notification(body, maxJWSBytes: limit)
                 return IngestHandler.Record(
-                    source: PipelineHeader.Source.appleWebhook, body: StoredBody.notification(signedPayload: accepted.signedPayload))
+                    source: PipelineHeader.Source.appleWebhook, body: RawRecord.notificationBody(signedPayload: accepted.signedPayload))
             }
         }
         router.post("/v1/transactions") { request, context in
@@ -43,9 +43,9 @@ public enum IngestApplication {
                 let accepted = try RequestValidation.transaction(body, maxJWSBytes: limit)
                 return IngestHandler.Record(
                     source: PipelineHeader.Source.appUpload,
-                    body: StoredBody.transaction(
+                    body: RawRecord.uploadBody(
                         signedTransaction: accepted.signedTransaction, appAccountToken: accepted.appAccountToken,
-                        userId: credential.tokenUser ?? accepted.userId, authentication: credential.mode))
+                        userId: credential.tokenUser ?? accepted.userId, authentication: credential.mode.recorded))
             }
         }
         if let registry {
@@ -122,18 +122,9 @@ final class IngestHandler: Sendable {
             throw IngestError.bodyTooLarge(limit: configuration.maxBodyBytes)
         }
         let record = try await prepare(Array(buffer.readableBytesView))
-        var headers = [
-            KafkaHeader(key: PipelineHeader.source, string: record.source),
-            KafkaHeader(key: PipelineHeader.receivedAt, string: Timestamp.iso8601(Date())),
-            KafkaHeader(key: PipelineHeader.requestID, string: requestID),
-            KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
-            KafkaHeader(key: PipelineHeader.schema, string: Topics.raw),
-        ]
-        if let trace = request.headers[.traceparent], Self.isTraceparent(trace) {
-            headers.append(KafkaHeader(key: PipelineHeader.traceparent, string: trace))
-        }
-        let key = Self.hex(SHA256.hash(data: record.body))
-        let message = KafkaOutgoingMessage(topic: configuration.rawTopic, key: key, value: record.body, headers: headers)
+        let trace = request.headers[.traceparent].flatMap { Self.isTraceparent($0) ? $0 : nil }
+        let message = RawMessage.make(
+            body: record.body, topic: configuration.rawTopic, source: record.source, requestID: requestID, traceparent: trace)
 
         let report = try await sendWithDeadline(message)
         consecutiveFailures.store(0, ordering: .relaxed)
@@ -203,17 +194,6 @@ final class IngestHandler: Sendable {
     /// Fires the per-request acknowledgement deadlines (no task per request).
     private static let deadlines = DispatchQueue(label: "ingest.deadlines")
 
-    static func hex(_ digest: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(64)
-        for b in digest {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0xf)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
     /// W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`); anything else is not carried.
     static func isTraceparent(_ value: String) -> Bool {
         let parts = value.split(separator: "-", omittingEmptySubsequences: false)
@@ -242,4 +222,15 @@ private final class ResumeOnce<T: Sendable>: Sendable {
 extension HTTPField.Name {
     static let requestID = Self("X-Request-Id")!
     static let traceparent = Self("traceparent")!
+}
+
+extension UploadAuthMode {
+    /// How the raw record says the upload was authenticated (`userAuthentication`).
+    var recorded: UploadAuthentication {
+        switch self {
+        case .jwt: .jwt
+        case .hmac: .hmac
+        case .none: .open
+        }
+    }
 }

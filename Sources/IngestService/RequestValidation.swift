@@ -1,8 +1,9 @@
 import Foundation
+import PipelineRecords
 
 /// The checks ingest makes before storing a body. It verifies no signature (that is verify's
 /// job): it refuses what can never be a notification or a signed transaction, and keeps the
-/// known fields, from which ingest rebuilds the stored body (``StoredBody``).
+/// known fields, from which ingest rebuilds the stored body (``RawRecord/uploadBody(signedTransaction:appAccountToken:userId:authentication:)``).
 enum RequestValidation {
     /// Apple's `{"signedPayload":"<JWS>"}`, once accepted.
     struct Notification {
@@ -29,14 +30,14 @@ enum RequestValidation {
         var accepted = Transaction(
             signedTransaction: try checkJWS(object["signedTransaction"], name: "signedTransaction", maxBytes: maxJWSBytes))
         if let token = object["appAccountToken"], !(token is NSNull) {
-            guard let s = token as? String, UUID(uuidString: s) != nil else {
+            guard let s = token as? String, AppUploadHints.appAccountToken(from: s) != nil else {
                 throw .invalidField("appAccountToken", "must be a UUID string")
             }
             accepted.appAccountToken = s
         }
         if let user = object["userId"], !(user is NSNull) {
-            guard let s = user as? String, !s.isEmpty, s.utf8.count <= 256 else {
-                throw .invalidField("userId", "must be a non-empty string of at most 256 bytes")
+            guard let s = user as? String, AppUploadHints.isValidUserId(s) else {
+                throw .invalidField("userId", "must be a non-empty string of at most \(AppUploadHints.maximumUserIdBytes) bytes")
             }
             accepted.userId = s
         }

@@ -36,3 +36,17 @@ public enum UploadAuthentication: String, Codable, Hashable, Sendable, CaseItera
 
     public var vouchesForUser: Bool { self != .open }
 }
+
+extension AppUploadHints {
+    /// The longest `userId` an upload may carry, in UTF-8 bytes.
+    public static let maximumUserIdBytes = 256
+
+    /// The rule for an upload's `appAccountToken`, shared by ingest (which answers 400) and verify
+    /// (which dead-letters): a UUID string, in any case.
+    public static func appAccountToken(from text: String) -> UUID? { UUID(uuidString: text) }
+
+    /// The rule for an upload's `userId`: non-empty and at most ``maximumUserIdBytes``.
+    public static func isValidUserId(_ user: String) -> Bool {
+        !user.isEmpty && user.utf8.count <= maximumUserIdBytes
+    }
+}

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import Foundation
 import KafkaClient
+import PipelineMessages
 import PipelineOperations
 import PipelineRecords
 
@@ -49,7 +50,11 @@ public struct NotificationBackfill: Sendable {
             throw OperationsError.api(error)
         }
         let now = Date()
-        let messages = try entries.map { try PipelineMessages.raw(signedPayload: $0.signedPayload, topic: rawTopic, receivedAt: now) }
+        let messages = try entries.map {
+            RawMessage.make(
+                body: RawRecord.notificationBody(signedPayload: $0.signedPayload), topic: rawTopic,
+                source: PipelineHeader.Source.notificationHistory, receivedAt: now)
+        }
         do {
             _ = try await producer.sendAll(messages)
         } catch {

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import Foundation
 import KafkaClient
+import PipelineMessages
 import PipelineOperations
 import PipelineRecords
 
@@ -53,11 +54,11 @@ public struct OrderLookupJob: Sendable {
             } catch {
                 throw OperationsError.api(error)
             }
-            let record = PipelineMessages.transactionRecord(fetched, bundleID: target.bundleID)
+            let record = VerifiedRecord.fetched(fetched, bundleID: target.bundleID)
             do {
-                _ = try await producer.send(try PipelineMessages.verified(record, topic: verifiedTopic))
-            } catch let error as OperationsError {
-                throw error
+                _ = try await producer.send(try VerifiedMessage.make(record, topic: verifiedTopic))
+            } catch let error as VerifiedMessage.UnkeyedRecord {
+                throw OperationsError("unkeyed_record", error.description)
             } catch {
                 throw OperationsError("broker_unavailable", "writing to \(verifiedTopic) failed: \(error)")
             }

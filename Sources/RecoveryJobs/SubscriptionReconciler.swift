@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import Foundation
 import KafkaClient
 import Logging
+import PipelineMessages
 import PipelineOperations
 import PipelineRecords
 import PostgresNIO
@@ -106,13 +107,15 @@ public struct SubscriptionReconciler: Sendable {
             let target = AppStoreServerAPIClient.Target(bundleID: bundleID, environment: AppStoreEnvironment(rawValue: subscription.environment))
             do {
                 let fetched = try await latestTransaction(of: subscription, client: client, target: target)
-                let record = PipelineMessages.transactionRecord(fetched, bundleID: bundleID)
-                let message = try PipelineMessages.verified(record, topic: verifiedTopic)
+                let record = VerifiedRecord.fetched(fetched, bundleID: bundleID)
+                let message = try VerifiedMessage.make(record, topic: verifiedTopic)
                 _ = try await producer?.send(message)
                 item.transactionId = fetched.transaction.transactionId
                 item.key = record.key
             } catch let error as OperationsError {
                 item.failure = error.description
+            } catch let error as VerifiedMessage.UnkeyedRecord {
+                item.failure = OperationsError("unkeyed_record", error.description).description
             } catch {
                 item.failure = "broker_unavailable: \(error)"
             }

@@ -1,8 +1,10 @@
 import AppStore
+import EnvironmentSettings
 import Foundation
 import KafkaClient
 import Logging
 import Metrics
+import PipelineMessages
 import PipelineRecords
 import StageRuntime
 import X509
@@ -62,7 +64,7 @@ public struct VerifyStage: PipelineStage {
                 LogKey.notificationType: "\(record.notification?.notificationType?.rawValue ?? record.kind.rawValue)",
             ])
         Self.noteReceived(record)
-        return [KafkaOutgoingMessage(topic: outputTopic, key: key, value: try record.encoded(), headers: Self.headers(from: message.headers))]
+        return [try VerifiedMessage.make(record, key: key, topic: outputTopic, following: message.headers)]
     }
 
     /// Verifies one raw body and builds its record; no Kafka involved (the tests and replay tools
@@ -73,7 +75,7 @@ public struct VerifyStage: PipelineStage {
         if let source, !Self.knownSources.contains(source) {
             throw MalformedRecord.error("the source header \"\(source.prefix(40))\" is none of \(Self.knownSources.sorted().joined(separator: ", "))")
         }
-        switch try RawRecord.parse(rawBody, source: source) {
+        switch try Self.read(rawBody, source: source) {
         case .notification(let signedPayload):
             let verified: VerifiedNotification
             do {
@@ -130,15 +132,15 @@ public struct VerifyStage: PipelineStage {
     private func now() -> Date {
         AppStoreJSON.date(milliseconds: AppStoreJSON.milliseconds(since1970: clock()))
     }
+}
 
-    /// The input's headers (source, received-at, request-id, traceparent…) with `schema` replaced,
-    /// `content-type` set and any dead-letter headers of a replayed record dropped.
-    static func headers(from input: [KafkaHeader]) -> [KafkaHeader] {
-        var headers = input.filter {
-            $0.key != PipelineHeader.schema && $0.key != PipelineHeader.contentType && !$0.key.hasPrefix("dlq-")
+extension VerifyStage {
+    /// The raw body as a ``RawRecord``; one that cannot be read is dead-lettered as malformed.
+    static func read(_ body: [UInt8], source: String?) throws(StageError) -> RawRecord {
+        do {
+            return try RawRecord.parse(body, source: source)
+        } catch {
+            throw MalformedRecord.error(error.message)
         }
-        headers.append(KafkaHeader(key: PipelineHeader.contentType, string: "application/json"))
-        headers.append(KafkaHeader(key: PipelineHeader.schema, string: Topics.verified))
-        return headers
     }
 }

@@ -17,8 +17,8 @@ LAYERS = [
     # Typed wrappers and contracts: the Kafka client, signing, the App Store Server API client, the
     # records between stages, simulated customers.
     {"KafkaClient", "AppStoreSigning", "AppStoreServerAPI", "PipelineRecords", "LifecycleSimulation"},
-    # What stages stand on: the runtime, the pure decider, the simulated Apple, the lifecycle player.
-    {"StageRuntime", "GrantDecision", "AppStoreSimulator", "LifecyclePlayback"},
+    # What stages stand on: the runtime, the record builders, the pure decider, the simulated Apple, the lifecycle player.
+    {"StageRuntime", "PipelineMessages", "GrantDecision", "AppStoreSimulator", "LifecyclePlayback"},
     # Postgres, operations on topics and groups, the simulator's lifecycle routes.
     {"EntitlementStore", "PipelineOperations", "SimulatorLifecycle"},
     # The stages and the recovery jobs, side by side (a stage never imports another).

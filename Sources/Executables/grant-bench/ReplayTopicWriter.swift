@@ -4,6 +4,7 @@ import Foundation
 import GrantTestSupport
 import KafkaClient
 import Logging
+import PipelineMessages
 import PipelineRecords
 import StageRuntime
 
@@ -23,18 +24,11 @@ enum ReplayTopicWriter {
         records = Array(records.prefix(count))
         let kafka = try EnvironmentReader().kafkaClient(defaultClientID: "grant-bench")
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: kafka, linger: .milliseconds(5)), logger: logger)
-        let now = Timestamp.iso8601(Date())
+        let now = Date()
         var sent = 0
         for chunk in stride(from: 0, to: records.count, by: 5000) {
-            let messages = try records[chunk..<min(chunk + 5000, records.count)].map { record in
-                let verified = record.verified
-                let key = "\(verified.environment.rawValue):\(verified.originalTransactionId ?? verified.transactionId ?? "-")"
-                return KafkaOutgoingMessage(
-                    topic: topic, key: key, value: try record.encoded(),
-                    headers: [
-                        KafkaHeader(key: PipelineHeader.receivedAt, string: now),
-                        KafkaHeader(key: PipelineHeader.schema, string: Topics.enriched),
-                    ])
+            let messages = try records[chunk..<min(chunk + 5000, records.count)].map {
+                try EnrichedMessage.make($0, topic: topic, receivedAt: now)
             }
             sent += try await producer.sendAll(messages).count
         }

@@ -1,0 +1,100 @@
+import Foundation
+import KafkaClient
+import PipelineRecords
+
+// One builder per record kind: key, headers and body exactly as schemas/headers.md describes them.
+// Every producer of a kind uses its builder (a stage, an operator job, a bench), so a record an
+// operator job feeds in cannot be told from one a stage wrote.
+
+/// A record of `appstore.notifications.raw.v1`: keyed by the hex SHA-256 of its body.
+public enum RawMessage {
+    /// - Parameters:
+    ///   - body: ``RawRecord/notificationBody(signedPayload:)`` or ``RawRecord/uploadBody(signedTransaction:appAccountToken:userId:authentication:)``.
+    ///   - requestID: the HTTP request's id; a fresh one for records no request carried.
+    ///   - traceparent: W3C trace context, already checked by the caller.
+    public static func make(
+        body: [UInt8], topic: String = Topics.raw, source: String, receivedAt: Date = Date(),
+        requestID: String = UUID().uuidString.lowercased(), traceparent: String? = nil
+    ) -> KafkaOutgoingMessage {
+        var headers = [
+            KafkaHeader(key: PipelineHeader.source, string: source),
+            KafkaHeader(key: PipelineHeader.receivedAt, string: Timestamp.iso8601(receivedAt)),
+            KafkaHeader(key: PipelineHeader.requestID, string: requestID),
+            KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
+            KafkaHeader(key: PipelineHeader.schema, string: Topics.raw),
+        ]
+        if let traceparent { headers.append(KafkaHeader(key: PipelineHeader.traceparent, string: traceparent)) }
+        return KafkaOutgoingMessage(topic: topic, key: RawRecord.key(of: body), value: body, headers: headers)
+    }
+}
+
+/// A record of `appstore.notifications.verified.v1`: keyed `<environment>:<originalTransactionId>`
+/// (``VerifiedRecord/key``), so one subscription's events stay on one partition, in order.
+public enum VerifiedMessage {
+    /// Why a verified record cannot be written: it names neither a transaction nor a notification.
+    public struct UnkeyedRecord: Error, CustomStringConvertible {
+        public var description: String { "the verified record names neither an originalTransactionId nor a notificationUUID" }
+    }
+
+    /// verify's output for `input`, keyed `key` (the record's ``VerifiedRecord/key``, which verify
+    /// checked): the input's headers carried (see ``PipelineHeader/carried(from:schema:)``).
+    public static func make(
+        _ record: VerifiedRecord, key: String, topic: String = Topics.verified, following input: [KafkaHeader]
+    )
+        throws -> KafkaOutgoingMessage
+    {
+        KafkaOutgoingMessage(
+            topic: topic, key: key, value: try record.encoded(), headers: PipelineHeader.carried(from: input, schema: Topics.verified))
+    }
+
+    /// A record no raw record led to (a transaction an operator job fetched from the API): headers
+    /// as ingest would write them, received when it was verified.
+    public static func make(_ record: VerifiedRecord, topic: String = Topics.verified) throws -> KafkaOutgoingMessage {
+        let fresh = [
+            KafkaHeader(key: PipelineHeader.source, string: record.source),
+            KafkaHeader(key: PipelineHeader.receivedAt, string: Timestamp.iso8601(record.verifiedAt)),
+            KafkaHeader(key: PipelineHeader.requestID, string: UUID().uuidString.lowercased()),
+        ]
+        guard let key = record.key else { throw UnkeyedRecord() }
+        return try make(record, key: key, topic: topic, following: fresh)
+    }
+}
+
+/// A record of `appstore.notifications.enriched.v1`: keyed like the verified record it extends.
+public enum EnrichedMessage {
+    /// enrich's output for the verified record `input`: same key, the input's headers carried.
+    public static func make(
+        body: [UInt8], key: [UInt8]?, topic: String = Topics.enriched, following input: [KafkaHeader]
+    )
+        -> KafkaOutgoingMessage
+    {
+        KafkaOutgoingMessage(topic: topic, key: key, value: body, headers: PipelineHeader.carried(from: input, schema: Topics.enriched))
+    }
+
+    /// An enriched record written without a verified input (the grant benchmark's replay):
+    /// keyed and headed as enrich would write it, received at `receivedAt`.
+    public static func make(_ record: EnrichedRecord, topic: String = Topics.enriched, receivedAt: Date) throws -> KafkaOutgoingMessage {
+        let verified = record.verified
+        guard let key = verified.key else { throw VerifiedMessage.UnkeyedRecord() }
+        return make(
+            body: try record.encoded(), key: Array(key.utf8), topic: topic,
+            following: [
+                KafkaHeader(key: PipelineHeader.source, string: verified.source),
+                KafkaHeader(key: PipelineHeader.receivedAt, string: Timestamp.iso8601(receivedAt)),
+            ])
+    }
+}
+
+extension PipelineHeader {
+    /// The headers of a record a stage derives from `input` (source, received-at, request-id,
+    /// traceparent… carried), with `schema` replaced, `content-type` set and any dead-letter headers
+    /// of a replayed record dropped.
+    public static func carried(from input: [KafkaHeader], schema: String) -> [KafkaHeader] {
+        var headers = input.filter {
+            $0.key != PipelineHeader.schema && $0.key != PipelineHeader.contentType && !DeadLetterHeader.all.contains($0.key)
+        }
+        headers.append(KafkaHeader(key: PipelineHeader.contentType, string: "application/json"))
+        headers.append(KafkaHeader(key: PipelineHeader.schema, string: schema))
+        return headers
+    }
+}

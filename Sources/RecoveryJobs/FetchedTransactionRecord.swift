@@ -1,0 +1,26 @@
+import AppStore
+import AppStoreServerAPI
+import Foundation
+import PipelineOperations
+import PipelineRecords
+
+extension VerifiedRecord {
+    /// A transaction an operator job fetched from the API (and the API client verified), as a
+    /// verified record of kind `transaction`, so grant applies it like any other.
+    static func fetched(
+        _ fetched: VerifiedSignedTransaction, bundleID: String, source: String = PipelineHeader.Source.reconcile, at date: Date = Date()
+    ) -> VerifiedRecord {
+        let transaction = fetched.transaction
+        return VerifiedRecord(
+            kind: .transaction, source: source, environment: transaction.environment ?? .production, bundleId: transaction.bundleId ?? bundleID,
+            originalTransactionId: transaction.originalTransactionId, transactionId: transaction.transactionId,
+            transaction: transaction, signedTransaction: fetched.signed, verifiedAt: date)
+    }
+}
+
+extension OperationsError {
+    /// An App Store Server API failure as an operator error (Apple's code and message, never a token).
+    public static func api(_ error: AppStoreAPIError) -> OperationsError {
+        OperationsError("appstore_\(error.kind.rawValue)", error.description)
+    }
+}
