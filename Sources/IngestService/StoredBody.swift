@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import JSONCoding
 
 /// The raw record's body, rebuilt by ingest from the fields it knows, so that nothing a client
 /// adds (unknown fields, its own `userAuthentication`) reaches verify and grant. This is the wire
