@@ -100,7 +100,8 @@ let package = Package(
             dependencies: ["JSONCoding", "TestSupport"],
             swiftSettings: swiftSettings
         ),
-        // Apple's signed data: typed models and the JWS / X.509 verifier.
+        // Apple's signed data: typed models, the JWS / X.509 verifier, and the inspection behind
+        // `appstorectl inspect`.
         .target(
             name: "AppStore",
             dependencies: ["JSONCoding", x509, swiftASN1, crypto, cryptoExtras],
@@ -199,7 +200,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The verify stage: raw records in, verified notifications out (JWS and X.509 checks, decoding,
-        // re-keying by originalTransactionId), and the inspection logic of `appstorectl inspect`.
+        // re-keying by originalTransactionId).
         .target(
             name: "VerifyService",
             dependencies: [
@@ -284,7 +285,7 @@ let package = Package(
             name: "appstorectl",
             dependencies: [
                 "EnvironmentSettings", "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
-                "VerifyService", "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
+                "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
                 "EntitlementStore", "StageRuntime", argumentParser, logging,
             ],
             path: "Sources/Executables/appstorectl",
