@@ -89,24 +89,36 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Apple's signed data: typed models and the JWS / X.509 verifier.
+        // The project's JSON reader (strict parser, tree decoder, direct readers for hot models) and
+        // writer (one-pass streaming encoder), and strict base64: no dependencies, below every model.
+        .target(
+            name: "JSONCoding",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "JSONCodingTests",
+            dependencies: ["JSONCoding", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        // Apple's signed data: typed models, the JWS / X.509 verifier, and the inspection behind
+        // `appstorectl inspect`.
         .target(
             name: "AppStore",
-            dependencies: [x509, swiftASN1, crypto, cryptoExtras],
+            dependencies: ["JSONCoding", x509, swiftASN1, crypto, cryptoExtras],
             swiftSettings: swiftSettings
         ),
         // A local App Store signing authority: creates a test CA (root and intermediate P-384, leaf
         // P-256, Apple's marker extensions) and signs JWS with it. Used by tests and the simulator.
         .target(
             name: "AppStoreSigning",
-            dependencies: ["AppStore", x509, swiftASN1, crypto],
+            dependencies: ["AppStore", "JSONCoding", x509, swiftASN1, crypto],
             swiftSettings: swiftSettings
         ),
         // The bodies that travel between stages (verified, enriched), shared by their producers and
         // consumers so a stage never depends on another stage's code.
         .target(
             name: "PipelineRecords",
-            dependencies: ["AppStore", crypto],
+            dependencies: ["AppStore", "JSONCoding", crypto],
             swiftSettings: swiftSettings
         ),
         // One builder per record kind (raw, verified, enriched: key, headers, body), used by every
@@ -199,11 +211,11 @@ let package = Package(
         ),
         .testTarget(
             name: "AppStoreTests",
-            dependencies: ["AppStore", "AppStoreSigning", "TestSupport"],
+            dependencies: ["AppStore", "AppStoreSigning", "JSONCoding", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         // The verify stage: raw records in, verified notifications out (JWS and X.509 checks, decoding,
-        // re-keying by originalTransactionId), and the inspection logic of `appstorectl inspect`.
+        // re-keying by originalTransactionId).
         .target(
             name: "VerifyService",
             dependencies: [
@@ -230,7 +242,7 @@ let package = Package(
         // signed and POSTed to the webhook with Apple's retries, duplicates, delays, reordering, losses.
         .target(
             name: "LifecyclePlayback",
-            dependencies: ["AppStore", "LifecycleSimulation", asyncHTTPClient, nioCore, nioHTTP1],
+            dependencies: ["AppStore", "JSONCoding", "LifecycleSimulation", asyncHTTPClient, nioCore, nioHTTP1],
             swiftSettings: swiftSettings
         ),
         // The simulated Apple plays lifecycles: the player's records over the simulator's store, and
@@ -291,7 +303,7 @@ let package = Package(
             dependencies: [
                 "PipelineRecords",
                 "EnvironmentSettings", "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
-                "VerifyService", "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
+                "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
                 "EntitlementStore", "StageRuntime", argumentParser, logging,
             ],
             path: "Sources/Executables/appstorectl",
@@ -300,7 +312,7 @@ let package = Package(
         // Verification throughput on one core, warm and cold chain cache (deploy/local/bench verify).
         .executableTarget(
             name: "verify-bench",
-            dependencies: ["AppStore", "AppStoreSigning", x509, crypto],
+            dependencies: ["AppStore", "AppStoreSigning", "JSONCoding", x509, crypto],
             path: "Sources/Executables/verify-bench",
             swiftSettings: swiftSettings
         ),
@@ -310,7 +322,9 @@ let package = Package(
         // typed errors, a per-key rate limiter. Free of the stage runtime so the operator tool reuses it.
         .target(
             name: "AppStoreServerAPI",
-            dependencies: ["AppStore", "EnvironmentSettings", asyncHTTPClient, nioCore, nioHTTP1, crypto, logging, metrics],
+            dependencies: [
+                "AppStore", "EnvironmentSettings", "JSONCoding", asyncHTTPClient, nioCore, nioHTTP1, crypto, logging, metrics,
+            ],
             swiftSettings: swiftSettings
         ),
         // A simulated Apple (Sandbox only): the API's endpoints over an in-memory model of customers
@@ -318,7 +332,7 @@ let package = Package(
         .target(
             name: "AppStoreSimulator",
             dependencies: [
-                "AppStore", "AppStoreSigning", "AppStoreServerAPI", asyncHTTPClient, nioHTTP1, hummingbird,
+                "AppStore", "AppStoreSigning", "AppStoreServerAPI", "JSONCoding", asyncHTTPClient, nioHTTP1, hummingbird,
                 x509, swiftASN1, crypto, logging, nioCore,
             ],
             swiftSettings: swiftSettings
@@ -362,7 +376,7 @@ let package = Package(
             name: "EnrichTests",
             dependencies: [
                 "EnvironmentSettings", "EnrichService", "AppStoreServerAPI", "AppStoreSimulator", "AppStoreSigning", "AppStore",
-                "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport", asyncHTTPClient, hummingbird,
+                "JSONCoding", "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport", asyncHTTPClient, hummingbird,
                 nioCore, nioHTTP1, crypto, logging, serviceLifecycle,
             ],
             swiftSettings: swiftSettings
@@ -379,8 +393,8 @@ let package = Package(
         .target(
             name: "EntitlementStore",
             dependencies: [
-                "EnvironmentSettings", "GrantDecision", "AppStore", "PipelineRecords", postgresNIO, nioSSL, crypto,
-                logging, metrics,
+                "EnvironmentSettings", "GrantDecision", "AppStore", "JSONCoding", "PipelineRecords", postgresNIO, nioSSL,
+                crypto, logging, metrics,
             ],
             swiftSettings: swiftSettings
         ),

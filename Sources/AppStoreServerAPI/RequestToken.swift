@@ -1,6 +1,7 @@
 import AppStore
 import Crypto
 import Foundation
+import JSONCoding
 
 /// The bearer token of one App Store Server API request: a compact JWS, ES256, signed with the
 /// App Store Connect key.

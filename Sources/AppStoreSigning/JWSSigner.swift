@@ -1,6 +1,7 @@
 import AppStore
 import Crypto
 import Foundation
+import JSONCoding
 import SwiftASN1
 import X509
 

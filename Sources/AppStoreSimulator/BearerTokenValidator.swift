@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import Crypto
 import Foundation
+import JSONCoding
 
 /// Checks a request's bearer token the way Apple does; any failure is a bare 401.
 ///

@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import Foundation
 import HTTPTypes
 import Hummingbird
+import JSONCoding
 import NIOCore
 
 /// The `/inApps` routes: Apple's App Store Server API over the ``SimulatorStore``.

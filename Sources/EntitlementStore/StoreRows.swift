@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import GrantDecision
+import JSONCoding
 
 /// The JSON shapes the store sends to Postgres as one `jsonb` parameter per statement and unpacks
 /// with `batch_rows` (see ``StoreStatements``): a whole batch in a handful of statements, absent

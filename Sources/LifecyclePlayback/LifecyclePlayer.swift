@@ -1,6 +1,7 @@
 import AppStore
 import AsyncHTTPClient
 import Foundation
+import JSONCoding
 import LifecycleSimulation
 import NIOCore
 import NIOHTTP1

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import JSONCoding
 
 /// The body of an enriched-topic record (`appstore.notifications.enriched.v1`, schema
 /// `schemas/enriched.v1.schema.json`): a verified record plus the truth the App Store Server API

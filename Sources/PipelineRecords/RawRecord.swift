@@ -1,6 +1,7 @@
 import AppStore
 import Crypto
 import Foundation
+import JSONCoding
 
 /// The raw topic's body (`appstore.notifications.raw.v1`): written by ingest and the recovery jobs,
 /// read by verify. Nothing here is checked against Apple: the hints an app sends with an upload

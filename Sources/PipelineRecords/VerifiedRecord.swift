@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import JSONCoding
 
 /// The body of a verified-topic record (`appstore.notifications.verified.v1`, schema
 /// `schemas/verified.v1.schema.json`): signed App Store data after every JWS in it passed

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreSigning
 import Crypto
 import Foundation
+import JSONCoding
 import TestSupport
 import Testing
 import X509

@@ -4,6 +4,7 @@ import AppStoreSimulator
 import AsyncHTTPClient
 import Crypto
 import Foundation
+import JSONCoding
 import NIOCore
 import NIOHTTP1
 import StageRuntime

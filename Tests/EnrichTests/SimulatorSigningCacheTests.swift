@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import AppStoreSimulator
 import AsyncHTTPClient
 import Foundation
+import JSONCoding
 import NIOCore
 import NIOHTTP1
 import TestSupport

@@ -1,4 +1,5 @@
 import Foundation
+import JSONCoding
 
 /// The one JSON coder pair for everything Apple signs.
 ///
@@ -40,10 +41,10 @@ public enum AppStoreJSON {
         return try decodeGenerally(type, from: bytes)
     }
 
-    /// Decodes through ``JSONTree`` and ``JSONTreeDecoder`` only: the reference the direct readers
-    /// are tested against.
+    /// Decodes through ``JSONTree`` only (no direct reader): the reference the direct readers are
+    /// tested against.
     static func decodeGenerally<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
-        try JSONTreeDecoder.decode(type, from: bytes)
+        try JSONTree.decode(type, from: bytes)
     }
 
     /// The top-level keys of a JSON object, or `nil` when `bytes` are not a JSON object.
@@ -52,34 +53,20 @@ public enum AppStoreJSON {
         return Set(members.map(\.key))
     }
 
-    /// Encodes models the way Apple does: dates as whole milliseconds when they are whole, keys sorted
+    /// Encodes models the way Apple does: dates as whole milliseconds when they are whole (``EncodedMilliseconds``), keys sorted
     /// so the output is deterministic, slashes unescaped.
     public static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            switch AppStoreJSON.encodedMilliseconds(of: date) {
+            switch EncodedMilliseconds(date) {
             case .whole(let milliseconds): try container.encode(milliseconds)
             case .fractional(let milliseconds): try container.encode(milliseconds)
             }
         }
         return encoder
     }()
-
-    /// A date as Apple writes it: whole milliseconds since 1970 when it falls on one (within a
-    /// microsecond), fractional ones otherwise (Xcode-signed data). Both encoders follow this.
-    enum EncodedMilliseconds: Equatable {
-        case whole(Int64)
-        case fractional(Double)
-    }
-
-    static func encodedMilliseconds(of date: Date) -> EncodedMilliseconds {
-        let milliseconds = date.timeIntervalSince1970 * 1000
-        let rounded = milliseconds.rounded()
-        if abs(milliseconds - rounded) < 0.001, let whole = Int64(exactly: rounded) { return .whole(whole) }
-        return .fractional(milliseconds)
-    }
 
     /// Milliseconds since 1970 for a date, as Apple writes it.
     public static func milliseconds(since1970 date: Date) -> Int64 {

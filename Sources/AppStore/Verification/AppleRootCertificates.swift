@@ -1,3 +1,4 @@
+import JSONCoding
 import SwiftASN1
 import X509
 

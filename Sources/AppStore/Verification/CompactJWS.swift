@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JSONCoding
 
 /// The three segments of a compact JWS, split and decoded without trusting anything yet.
 ///

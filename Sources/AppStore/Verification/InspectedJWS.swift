@@ -1,4 +1,5 @@
 import Foundation
+import JSONCoding
 import SwiftASN1
 import X509
 

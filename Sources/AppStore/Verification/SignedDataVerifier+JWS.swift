@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JSONCoding
 import SwiftASN1
 import Synchronization
 import X509

@@ -1,7 +1,6 @@
 import AppStore
 import ArgumentParser
 import Foundation
-import VerifyService
 import X509
 
 /// `appstorectl inspect`: verifies and decodes one piece of App Store signed data, as support needs

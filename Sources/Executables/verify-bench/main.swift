@@ -2,6 +2,7 @@ import AppStore
 import AppStoreSigning
 import Crypto
 import Foundation
+import JSONCoding
 import X509
 
 #if canImport(Glibc)

@@ -1,4 +1,3 @@
-import AppStore
 import Foundation
 
 /// Finds the JWS in what support pastes: a bare compact JWS (line breaks allowed), a JSON string,

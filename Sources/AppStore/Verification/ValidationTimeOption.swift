@@ -1,4 +1,3 @@
-import AppStore
 import Foundation
 
 /// The spellings of a verifier's validation time on the command line and in the environment:

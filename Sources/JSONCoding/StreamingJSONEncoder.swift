@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Foundation's `JSONEncoder` first builds a tree of every value (a dictionary per object, keys
 /// sorted on output); for grant's batch rows that tree was most of grant's CPU. This encoder keeps
-/// ``AppStoreJSON/encoder``'s conventions — dates as Apple's milliseconds since 1970, UUIDs as
+/// the conventions of AppStore's `AppStoreJSON.encoder` — dates as Apple's milliseconds since 1970 (``EncodedMilliseconds``), UUIDs as
 /// upper-case text, slashes unescaped, `nil` members omitted, a value that writes nothing as `{}` —
 /// but not its sorted keys: members come in declaration order, which is just as deterministic.
 ///
@@ -177,9 +177,9 @@ final class StreamingJSONWriter {
         }
     }
 
-    /// Apple's milliseconds since 1970, by ``AppStoreJSON/encodedMilliseconds(of:)``.
+    /// Apple's milliseconds since 1970, by ``EncodedMilliseconds``.
     func writeDate(_ date: Date, _ codingPath: @autoclosure () -> [any CodingKey]) throws {
-        switch AppStoreJSON.encodedMilliseconds(of: date) {
+        switch EncodedMilliseconds(date) {
         case .whole(let milliseconds): writeInteger(milliseconds)
         case .fractional(let milliseconds): try writeDouble(milliseconds, codingPath())
         }

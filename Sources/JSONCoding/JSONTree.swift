@@ -5,7 +5,7 @@
 /// hostile input fails cleanly. That is stricter than Foundation's `JSONDecoder`, which tolerates a
 /// trailing comma and does not judge values no model reads; it never accepts what Foundation rejects. Numbers keep their text and are converted only to the type a model asks for, exactly
 /// (`1.5` is no integer, `300` is no `Int8`).
-enum JSONTree: Sendable {
+public enum JSONTree: Sendable {
     case null
     case bool(Bool)
     /// The number's text, as written.
@@ -16,10 +16,10 @@ enum JSONTree: Sendable {
     case object([(key: String, value: JSONTree)])
 
     /// The deepest nesting accepted (Foundation's JSONDecoder stops at 512 as well).
-    static let maximumDepth = 512
+    public static let maximumDepth = 512
 
     /// Parses a whole document (any value at top level, surrounded only by whitespace).
-    static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONTree {
+    public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONTree {
         try bytes.withUnsafeBufferPointer { buffer throws(JSONSyntaxError) -> JSONTree in
             var parser = JSONParser(buffer)
             let value = try parser.value(depth: 0)
@@ -43,26 +43,39 @@ enum JSONTree: Sendable {
 }
 
 /// Where and why a document is not JSON.
-struct JSONSyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
-    let offset: Int
-    let reason: String
-    var description: String { "\(reason) at byte \(offset)" }
+public struct JSONSyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The byte where reading stopped.
+    public let offset: Int
+    public let reason: String
+    public var description: String { "\(reason) at byte \(offset)" }
+
+    @usableFromInline
+    init(offset: Int, reason: String) {
+        self.offset = offset
+        self.reason = reason
+    }
 }
 
 /// The strict RFC 8259 reader behind ``JSONTree``; ``DirectJSONDecodable`` reads the hot models
 /// with the same methods, so both accept exactly the same documents.
-struct JSONParser {
-    let buffer: UnsafeBufferPointer<UInt8>
-    var index = 0
+///
+/// Its methods are `@inlinable`: the model readers in other modules call them once per member, and
+/// inlined they compile to the same code as within one module.
+public struct JSONParser {
+    @usableFromInline let buffer: UnsafeBufferPointer<UInt8>
+    @usableFromInline var index = 0
 
-    init(_ buffer: UnsafeBufferPointer<UInt8>) {
+    @inlinable
+    public init(_ buffer: UnsafeBufferPointer<UInt8>) {
         self.buffer = buffer
     }
 
+    @inlinable
     func error(_ reason: String) -> JSONSyntaxError {
         JSONSyntaxError(offset: index, reason: reason)
     }
 
+    @inlinable
     mutating func skipWhitespace() {
         while index < buffer.count {
             switch buffer[index] {
@@ -72,6 +85,7 @@ struct JSONParser {
         }
     }
 
+    @inlinable
     mutating func value(depth: Int) throws(JSONSyntaxError) -> JSONTree {
         skipWhitespace()
         guard index < buffer.count else { throw error("unexpected end of data") }
@@ -93,6 +107,7 @@ struct JSONParser {
         }
     }
 
+    @inlinable
     mutating func literal(_ word: StaticString) throws(JSONSyntaxError) {
         let count = word.utf8CodeUnitCount
         guard index + count <= buffer.count else { throw error("unexpected end of data") }
@@ -102,6 +117,7 @@ struct JSONParser {
         index += count
     }
 
+    @inlinable
     mutating func object(depth: Int) throws(JSONSyntaxError) -> JSONTree {
         guard depth <= JSONTree.maximumDepth else { throw error("nested too deeply") }
         index += 1  // {
@@ -131,6 +147,7 @@ struct JSONParser {
         }
     }
 
+    @inlinable
     mutating func array(depth: Int) throws(JSONSyntaxError) -> JSONTree {
         guard depth <= JSONTree.maximumDepth else { throw error("nested too deeply") }
         index += 1  // [
@@ -157,6 +174,7 @@ struct JSONParser {
     /// A string starting at its opening quote, with escapes decoded and UTF-8 checked. Runs without
     /// escapes (nearly all of Apple's data, including the nested JWS) are skipped eight bytes at a
     /// time and copied in one piece.
+    @inlinable
     mutating func string() throws(JSONSyntaxError) -> String {
         index += 1  // "
         let start = index
@@ -200,6 +218,7 @@ struct JSONParser {
 
     /// Skips eight bytes at a time while none of them is `"`, `\\` or a control character: the long
     /// runs (nested JWS of several kilobytes) cost a few instructions per word instead of per byte.
+    @inlinable
     mutating func skipPlainRun() {
         guard let base = buffer.baseAddress else { return }
         let ones: UInt64 = 0x0101_0101_0101_0101
@@ -218,6 +237,7 @@ struct JSONParser {
     /// The string for `range`, which must be valid UTF-8. ASCII, nearly all of Apple's data, is
     /// recognised eight bytes at a time and needs no further validation (the generic
     /// `String(validating:as:)` costs more than the copy).
+    @inlinable
     func utf8(_ range: Range<Int>) throws(JSONSyntaxError) -> String {
         let bytes = UnsafeBufferPointer(rebasing: buffer[range])
         if Self.isASCII(bytes) { return String(decoding: bytes, as: UTF8.self) }
@@ -227,6 +247,7 @@ struct JSONParser {
         return text
     }
 
+    @inlinable
     static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = bytes.baseAddress else { return true }
         var offset = 0
@@ -242,6 +263,7 @@ struct JSONParser {
         return high & 0x8080_8080_8080_8080 == 0
     }
 
+    @inlinable
     mutating func escape() throws(JSONSyntaxError) -> Unicode.Scalar {
         index += 1  // backslash
         guard index < buffer.count else { throw error("unterminated escape") }
@@ -275,6 +297,7 @@ struct JSONParser {
         }
     }
 
+    @inlinable
     mutating func hex4() throws(JSONSyntaxError) -> UInt16 {
         guard index + 4 <= buffer.count else { throw error("unterminated \\u escape") }
         var value: UInt16 = 0
@@ -294,12 +317,14 @@ struct JSONParser {
     }
 
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, returned as its text.
+    @inlinable
     mutating func number() throws(JSONSyntaxError) -> String {
         let range = try numberRange()
         return String(decoding: UnsafeBufferPointer(rebasing: buffer[range]), as: UTF8.self)
     }
 
     /// Consumes a number (see ``number()``) and returns its byte range.
+    @inlinable
     mutating func numberRange() throws(JSONSyntaxError) -> Range<Int> {
         let start = index
         if buffer[index] == UInt8(ascii: "-") { index += 1 }
@@ -324,8 +349,10 @@ struct JSONParser {
         return start..<index
     }
 
+    @inlinable
     func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
 
+    @inlinable
     mutating func skipDigits() {
         while index < buffer.count, isDigit(buffer[index]) { index += 1 }
     }

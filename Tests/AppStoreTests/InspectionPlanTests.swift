@@ -3,7 +3,6 @@ import AppStoreSigning
 import Foundation
 import TestSupport
 import Testing
-import VerifyService
 
 /// `inspect`'s logic in-process: input forms, assumptions and verdicts.
 @Suite("inspection plans")

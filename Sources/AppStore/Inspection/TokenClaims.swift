@@ -1,4 +1,3 @@
-import AppStore
 import Foundation
 
 /// The app identity a token claims about itself, read without verification: only to fill in what

@@ -1,5 +1,3 @@
-import AppStore
-
 /// Why `appstorectl inspect` did not print a verified result: bad usage (exit 2) or input that
 /// fails verification (exit 1, with the verifier's code).
 public struct InspectFailure: Error, Hashable, Sendable, CustomStringConvertible {

@@ -2,7 +2,6 @@ import AppStore
 import Foundation
 import TestSupport
 import Testing
-import VerifyService
 
 /// The built `appstorectl inspect` binary, run as support would run it.
 @Suite("appstorectl inspect", .timeLimit(.minutes(5)))
@@ -135,15 +134,6 @@ struct InspectCommandTests {
         #expect(inspect.status == 0)
         for flag in ["--bundle-id", "--app-apple-id", "--environment", "--trust-root", "--validation-date"] {
             #expect(inspect.stdout.contains(flag))
-        }
-    }
-
-    @Test("the verify executable lists its variables with --help")
-    func verifyHelp() async throws {
-        let result = try await BuiltProducts.run("verify", ["--help"])
-        #expect(result.status == 0)
-        for name in VerifyConfiguration.variables.map(\.name) + ["KAFKA_BOOTSTRAP_SERVERS"] {
-            #expect(result.stdout.contains(name))
         }
     }
 }

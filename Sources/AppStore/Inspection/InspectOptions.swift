@@ -1,4 +1,3 @@
-import AppStore
 import X509
 
 /// How `appstorectl inspect` checks a token: the app it must belong to and what to trust.

@@ -28,7 +28,7 @@ public enum Base64 {
     }
 
     /// Decodes unpadded base64url from raw UTF-8 bytes; `nil` for anything not canonical.
-    static func decodeURL(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+    public static func decodeURL(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         decode(bytes, table: urlTable, shifted: urlShifted, padded: false)
     }
 

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Decodes `Decodable` models from a ``JSONTree`` with ``AppStoreJSON``'s rules (dates are
+/// Decodes `Decodable` models from a ``JSONTree`` with the App Store's rules (dates are Apple's
 /// milliseconds since 1970, unknown keys ignored), without Foundation's `JSONDecoder`.
 ///
 /// The verifier decodes three payloads per notification; Foundation's decoder spent more time on
@@ -50,7 +50,8 @@ struct JSONTreeDecoder: Decoder {
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
 
-    /// Decodes a value of `type` from this node. Dates follow ``AppStoreJSON/decoder``'s strategy.
+    /// Decodes a value of `type` from this node. Dates are milliseconds since 1970, as AppStore's
+    /// `AppStoreJSON.decoder` reads them.
     func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
         if T.self == Date.self {
             let milliseconds = try decode(Double.self)
@@ -121,6 +122,14 @@ extension JSONTreeDecoder: SingleValueDecodingContainer {
     func decode(_ type: UInt32.Type) throws -> UInt32 { try integer(type) }
     func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type) }
     func decode<T: Decodable>(_ type: T.Type) throws -> T { try decodeValue(type) }
+}
+
+extension JSONTree {
+    /// Parses `bytes` and decodes a `T` with ``JSONTreeDecoder``.
+    /// - Throws: `DecodingError`, with the coding path of the value that did not fit.
+    public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+        try JSONTreeDecoder.decode(type, from: bytes)
+    }
 }
 
 /// A coding key for array positions and dictionary keys in coding paths.

@@ -1,4 +1,4 @@
-import AppStore
+import JSONCoding
 import Testing
 
 @Suite("Strict base64 and base64url")

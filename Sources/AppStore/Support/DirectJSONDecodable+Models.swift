@@ -1,73 +1,20 @@
 import Foundation
+import JSONCoding
 
-/// A model ``AppStoreJSON/decode(_:from:)`` reads straight from the payload bytes, without building a
-/// ``JSONTree`` or going through `Codable`: the notification, its `data`, the transaction and the
-/// renewal info, which the verifier decodes for every notification.
-///
-/// The direct reader is a shortcut, never a second opinion. It uses ``JSONParser``'s grammar for every
-/// byte, keeps the first of repeated keys, skips (and validates) unknown members, and gives up with
-/// ``DirectDecodingMiss`` on anything it does not decode exactly as ``JSONTreeDecoder`` would (a wrong
-/// type, an inexact number, an escaped key); ``AppStoreJSON`` then decodes the document the general
-/// way, which yields the value or the precise error. So both paths accept the same documents with
-/// the same results; tests compare them over generated and real payloads.
-protocol DirectJSONDecodable: Decodable {
-    /// Reads one object whose `{` is next, at nesting `depth` (1 for a top-level object).
-    static func read(from parser: inout JSONParser, depth: Int) throws(DirectDecodingMiss) -> Self
-}
-
-extension DirectJSONDecodable {
-    /// The model, or `nil` when the document needs the general path.
-    static func decodeDirectly(from bytes: [UInt8]) -> Self? {
-        bytes.withUnsafeBufferPointer { buffer in
-            var parser = JSONParser(buffer)
-            do {
-                let value = try read(from: &parser, depth: 1)
-                try parser.finish()
-                return value
-            } catch {
-                return nil
-            }
-        }
-    }
-}
+// The hot models read straight from the payload bytes (``DirectJSONDecodable``): the notification,
+// its `data`, the transaction and the renewal info, which the verifier decodes for every
+// notification. ``AppStoreJSON/decode(_:from:)`` tries these first and falls back to the general
+// path for anything they do not read exactly as it would.
 
 extension JSONParser {
-    /// A nested model (or `null`) as the value of a member of an object at `depth`.
-    mutating func readModel<T: DirectJSONDecodable>(_ type: T.Type, depth: Int) throws(Miss) -> T? {
-        if try readNull() { return nil }
-        return try T.read(from: &self, depth: depth + 1)
+    /// One of Apple's string enumerations; an unknown value is kept verbatim, as its `Decodable` does.
+    mutating func readEnum<T: AppStoreStringEnumeration>(_ type: T.Type) throws(Miss) -> T? {
+        try readString().map(T.init(rawValue:))
     }
 
-    /// Reads the members of the object whose `{` is next: `member` is called with the field number of
-    /// each first occurrence of a known key and must read its value; repeated and unknown keys are
-    /// skipped (and so validated), as ``JSONTreeDecoder`` ignores them.
-    mutating func readMembers(
-        depth: Int,
-        names: JSONFieldNames,
-        _ member: (inout JSONParser, Int) throws(Miss) -> Void
-    ) throws(Miss) {
-        if try openObject(depth: depth) { return }
-        var seen: UInt64 = 0
-        repeat {
-            let key = try memberKey()
-            if let field = names.field(key), seen & (1 << field) == 0 {
-                seen |= 1 << field
-                try member(&self, field)
-            } else {
-                try skipValue(depth: depth)
-            }
-        } while try nextMember()
-    }
-}
-
-/// The field names of a model as a `CaseIterable` enum in declaration order (the `Codable` keys).
-protocol DirectFields: CaseIterable, RawRepresentable where RawValue == Int {}
-
-extension DirectFields {
-    /// The names, numbered by raw value.
-    static func names() -> JSONFieldNames {
-        precondition(allCases.count <= 64, "the seen-set is 64 bits")
-        return JSONFieldNames(allCases.map { "\($0)" })
+    /// One of Apple's integer enumerations; an unknown value is kept verbatim, as its `Decodable` does.
+    mutating func readEnum<T: AppStoreIntegerEnumeration>(_ type: T.Type) throws(Miss) -> T? {
+        try readInt64().map { T(rawValue: Int($0)) }
     }
 }
 
@@ -78,7 +25,7 @@ extension ResponseBodyV2DecodedPayload: DirectJSONDecodable {
     }
     private static let names = Field.names()
 
-    static func read(from parser: inout JSONParser, depth: Int) throws(DirectDecodingMiss) -> Self {
+    public static func read(from parser: inout JSONParser, depth: Int) throws(DirectDecodingMiss) -> Self {
         var value = Self()
         try parser.readMembers(depth: depth, names: names) { (parser, field) throws(DirectDecodingMiss) in
             switch Field(rawValue: field)! {
@@ -105,7 +52,7 @@ extension NotificationData: DirectJSONDecodable {
     }
     private static let names = Field.names()
 
-    static func read(from parser: inout JSONParser, depth: Int) throws(DirectDecodingMiss) -> Self {
+    public static func read(from parser: inout JSONParser, depth: Int) throws(DirectDecodingMiss) -> Self {
         var value = Self()
         try parser.readMembers(depth: depth, names: names) { (parser, field) throws(DirectDecodingMiss) in
             switch Field(rawValue: field)! {
@@ -134,7 +81,7 @@ extension JWSTransactionDecodedPayload: DirectJSONDecodable {
     }
     private static let names = Field.names()
 
-    static func read(from parser: inout JSONParser, depth: Int) throws(DirectDecodingMiss) -> Self {
+    public static func read(from parser: inout JSONParser, depth: Int) throws(DirectDecodingMiss) -> Self {
         var value = Self()
         try parser.readMembers(depth: depth, names: names) { (parser, field) throws(DirectDecodingMiss) in
             switch Field(rawValue: field)! {
@@ -188,7 +135,7 @@ extension JWSRenewalInfoDecodedPayload: DirectJSONDecodable {
     }
     private static let names = Field.names()
 
-    static func read(from parser: inout JSONParser, depth: Int) throws(DirectDecodingMiss) -> Self {
+    public static func read(from parser: inout JSONParser, depth: Int) throws(DirectDecodingMiss) -> Self {
         var value = Self()
         try parser.readMembers(depth: depth, names: names) { (parser, field) throws(DirectDecodingMiss) in
             switch Field(rawValue: field)! {

@@ -2,7 +2,9 @@ import Foundation
 
 /// Why a direct model decoder gave up: the document needs the general `Codable` path, which then
 /// either decodes it or reports the precise error. Never shown to callers.
-struct DirectDecodingMiss: Error {}
+public struct DirectDecodingMiss: Error {
+    @inlinable public init() {}
+}
 
 /// Typed reads on top of ``JSONParser`` for the direct model decoders (``DirectJSONDecodable``).
 ///
@@ -11,10 +13,11 @@ struct DirectDecodingMiss: Error {}
 /// ``DirectDecodingMiss`` for anything it does not handle exactly like ``JSONTreeDecoder`` — a
 /// wrong type, an inexact number, an escaped or non-ASCII key — and the caller falls back to it.
 extension JSONParser {
-    typealias Miss = DirectDecodingMiss
+    public typealias Miss = DirectDecodingMiss
 
     /// Consumes `{` at `depth` (the object's own depth, as ``JSONParser/object(depth:)`` counts it).
     /// - Returns: `true` when the object is empty (its `}` consumed too).
+    @inlinable
     mutating func openObject(depth: Int) throws(Miss) -> Bool {
         skipWhitespace()
         guard depth <= JSONTree.maximumDepth, index < buffer.count, buffer[index] == UInt8(ascii: "{") else {
@@ -29,6 +32,7 @@ extension JSONParser {
 
     /// The next member's key as raw bytes, with the `:` after it consumed. Only printable ASCII keys
     /// without escapes are read: for them raw bytes compare exactly as `String`s do.
+    @inlinable
     mutating func memberKey() throws(Miss) -> UnsafeBufferPointer<UInt8> {
         skipWhitespace()
         guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { throw Miss() }
@@ -49,6 +53,7 @@ extension JSONParser {
     }
 
     /// Consumes the `,` (`true`: another member follows) or `}` (`false`) after a member.
+    @inlinable
     mutating func nextMember() throws(Miss) -> Bool {
         skipWhitespace()
         guard index < buffer.count else { throw Miss() }
@@ -65,18 +70,21 @@ extension JSONParser {
     }
 
     /// Checks that only whitespace follows the top-level value.
+    @inlinable
     mutating func finish() throws(Miss) {
         skipWhitespace()
         guard index == buffer.count else { throw Miss() }
     }
 
     /// Skips (and so validates) a value nobody reads, at the depth of its containing object.
+    @inlinable
     mutating func skipValue(depth: Int) throws(Miss) {
         do { _ = try value(depth: depth) } catch { throw Miss() }
     }
 
     /// Consumes `null` if it is the next value; otherwise leaves the value unread (`index` at its
     /// first byte).
+    @inlinable
     mutating func readNull() throws(Miss) -> Bool {
         skipWhitespace()
         guard index < buffer.count else { throw Miss() }
@@ -85,13 +93,15 @@ extension JSONParser {
         return true
     }
 
-    mutating func readString() throws(Miss) -> String? {
+    @inlinable
+    public mutating func readString() throws(Miss) -> String? {
         if try readNull() { return nil }
         guard buffer[index] == UInt8(ascii: "\"") else { throw Miss() }
         do { return try string() } catch { throw Miss() }
     }
 
-    mutating func readBool() throws(Miss) -> Bool? {
+    @inlinable
+    public mutating func readBool() throws(Miss) -> Bool? {
         if try readNull() { return nil }
         do {
             switch buffer[index] {
@@ -110,7 +120,8 @@ extension JSONParser {
     }
 
     /// The byte range of the next number, validated by the parser's grammar.
-    private mutating func numberText() throws(Miss) -> UnsafeBufferPointer<UInt8> {
+    @inlinable
+    mutating func numberText() throws(Miss) -> UnsafeBufferPointer<UInt8> {
         let byte = buffer[index]
         guard byte == UInt8(ascii: "-") || isDigit(byte) else { throw Miss() }
         do { return UnsafeBufferPointer(rebasing: buffer[try numberRange()]) } catch { throw Miss() }
@@ -118,7 +129,8 @@ extension JSONParser {
 
     /// `-?[0-9]{1,19}` as an exact `Int64` (what `Int64(text, radix: 10)` gives); `nil` for any other
     /// form (fraction, exponent, more digits) or a value out of range, which the general path handles.
-    private static func plainInteger(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
+    @inlinable
+    static func plainInteger(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
         var offset = 0
         let negative = text.first == UInt8(ascii: "-")
         if negative { offset = 1 }
@@ -138,20 +150,23 @@ extension JSONParser {
         return Int64(exactly: magnitude)
     }
 
-    mutating func readInt64() throws(Miss) -> Int64? {
+    @inlinable
+    public mutating func readInt64() throws(Miss) -> Int64? {
         if try readNull() { return nil }
         guard let value = Self.plainInteger(try numberText()) else { throw Miss() }
         return value
     }
 
-    mutating func readInt32() throws(Miss) -> Int32? {
+    @inlinable
+    public mutating func readInt32() throws(Miss) -> Int32? {
         guard let wide = try readInt64() else { return nil }
         guard let value = Int32(exactly: wide) else { throw Miss() }
         return value
     }
 
     /// Apple's milliseconds since 1970, converted as ``JSONTreeDecoder`` does (`Double(text)` / 1000).
-    mutating func readDate() throws(Miss) -> Date? {
+    @inlinable
+    public mutating func readDate() throws(Miss) -> Date? {
         if try readNull() { return nil }
         let text = try numberText()
         let milliseconds: Double
@@ -168,7 +183,8 @@ extension JSONParser {
     /// A UUID string as `UUID(uuidString:)` reads it. The canonical form (36 bytes, hex digits of
     /// either case and hyphens at 8, 13, 18 and 23) is converted here; any other string goes through
     /// `UUID(uuidString:)` itself.
-    mutating func readUUID() throws(Miss) -> UUID? {
+    @inlinable
+    public mutating func readUUID() throws(Miss) -> UUID? {
         if try readNull() { return nil }
         let start = index + 1
         if buffer[index] == UInt8(ascii: "\""), start + 36 < buffer.count, buffer[start + 36] == UInt8(ascii: "\""),
@@ -182,6 +198,7 @@ extension JSONParser {
         return uuid
     }
 
+    @inlinable
     static func canonicalUUID(_ text: UnsafeBufferPointer<UInt8>) -> UUID? {
         guard text.count == 36 else { return nil }
         var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -201,7 +218,8 @@ extension JSONParser {
         return valid ? UUID(uuid: bytes) : nil
     }
 
-    private static func hexDigit(_ byte: UInt8) -> UInt8? {
+    @inlinable
+    static func hexDigit(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
@@ -210,16 +228,9 @@ extension JSONParser {
         }
     }
 
-    mutating func readEnum<T: AppStoreStringEnumeration>(_ type: T.Type) throws(Miss) -> T? {
-        try readString().map(T.init(rawValue:))
-    }
-
-    mutating func readEnum<T: AppStoreIntegerEnumeration>(_ type: T.Type) throws(Miss) -> T? {
-        try readInt64().map { T(rawValue: Int($0)) }
-    }
-
     /// An array of strings (no `null` elements), inside an object at `depth`.
-    mutating func readStrings(depth: Int) throws(Miss) -> [String]? {
+    @inlinable
+    public mutating func readStrings(depth: Int) throws(Miss) -> [String]? {
         if try readNull() { return nil }
         guard depth + 1 <= JSONTree.maximumDepth, buffer[index] == UInt8(ascii: "[") else { throw Miss() }
         index += 1
@@ -247,7 +258,7 @@ extension JSONParser {
 
     /// A rarely present value (summaries, commitment details, Advanced Commerce data) decoded the
     /// general way: parsed into a ``JSONTree`` at its object's `depth` and read by ``JSONTreeDecoder``.
-    mutating func readDecodable<T: Decodable>(_ type: T.Type, depth: Int) throws(Miss) -> T? {
+    public mutating func readDecodable<T: Decodable>(_ type: T.Type, depth: Int) throws(Miss) -> T? {
         let node: JSONTree
         do { node = try value(depth: depth) } catch { throw Miss() }
         if case .null = node { return nil }
@@ -256,12 +267,12 @@ extension JSONParser {
 }
 
 /// A model's JSON member names, bucketed by length so a key is matched with one or two `memcmp`s.
-struct JSONFieldNames: Sendable {
-    private let names: [[UInt8]]
-    private let byLength: [[Int]]
+public struct JSONFieldNames: Sendable {
+    @usableFromInline let names: [[UInt8]]
+    @usableFromInline let byLength: [[Int]]
 
     /// - Parameter names: the model's coding keys, in the order the decoder numbers its fields.
-    init(_ names: [String]) {
+    public init(_ names: [String]) {
         self.names = names.map { Array($0.utf8) }
         var byLength = [[Int]](repeating: [], count: (self.names.map(\.count).max() ?? 0) + 1)
         for (field, name) in self.names.enumerated() { byLength[name.count].append(field) }
@@ -269,7 +280,8 @@ struct JSONFieldNames: Sendable {
     }
 
     /// The field number of `key`, or `nil` for a key the model does not have.
-    func field(_ key: UnsafeBufferPointer<UInt8>) -> Int? {
+    @inlinable
+    public func field(_ key: UnsafeBufferPointer<UInt8>) -> Int? {
         guard key.count < byLength.count, let base = key.baseAddress else { return nil }
         for field in byLength[key.count] {
             let matches = names[field].withUnsafeBytes { memcmp($0.baseAddress!, base, key.count) == 0 }
@@ -279,5 +291,5 @@ struct JSONFieldNames: Sendable {
     }
 
     /// The number of fields.
-    var count: Int { names.count }
+    public var count: Int { names.count }
 }

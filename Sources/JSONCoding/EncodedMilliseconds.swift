@@ -1,0 +1,20 @@
+import Foundation
+
+/// A date as this module writes it, Apple's convention for every JSON body of the project:
+/// milliseconds since 1970, whole when the date falls on one (within a microsecond), fractional
+/// otherwise (Xcode-signed data). ``StreamingJSONEncoder`` writes dates this way, and a Foundation
+/// `JSONEncoder` that must produce the same text uses it as its date strategy.
+public enum EncodedMilliseconds: Equatable, Sendable {
+    case whole(Int64)
+    case fractional(Double)
+
+    public init(_ date: Date) {
+        let milliseconds = date.timeIntervalSince1970 * 1000
+        let rounded = milliseconds.rounded()
+        if abs(milliseconds - rounded) < 0.001, let whole = Int64(exactly: rounded) {
+            self = .whole(whole)
+        } else {
+            self = .fractional(milliseconds)
+        }
+    }
+}
