@@ -36,7 +36,7 @@ public struct OrderLookupJob: Sendable {
             throw OperationsError.api(error)
         }
         guard lookup.isValid else {
-            throw OperationsError("order_not_found", "Apple does not know order \(orderID) for \(target)")
+            throw OperationsError(.orderNotFound, "Apple does not know order \(orderID) for \(target)")
         }
         return OrderLookupResult(orderID: orderID, transactions: lookup.transactions)
     }
@@ -60,7 +60,7 @@ public struct OrderLookupJob: Sendable {
             } catch let error as OperationsError {
                 throw error
             } catch {
-                throw OperationsError("broker_unavailable", "writing to \(verifiedTopic) failed: \(error)")
+                throw OperationsError(.brokerUnavailable, "writing to \(verifiedTopic) failed: \(error)")
             }
             if let key = record.key { keys.append(key) }
         }

@@ -25,7 +25,7 @@ public enum PipelineMessages {
     /// A verified-topic record keyed `<environment>:<originalTransactionId>` like verify's output.
     public static func verified(_ record: VerifiedRecord, topic: String = Topics.verified) throws -> KafkaOutgoingMessage {
         guard let key = record.key else {
-            throw OperationsError("unkeyed_record", "a verified record needs an originalTransactionId or a notificationUUID")
+            throw OperationsError(.unkeyedRecord, "a verified record needs an originalTransactionId or a notificationUUID")
         }
         return KafkaOutgoingMessage(
             topic: topic, key: key, value: try record.encoded(),
@@ -57,6 +57,6 @@ public enum PipelineMessages {
 extension OperationsError {
     /// An App Store Server API failure as an operator error (Apple's code and message, never a token).
     public static func api(_ error: AppStoreAPIError) -> OperationsError {
-        OperationsError("appstore_\(error.kind.rawValue)", error.description)
+        OperationsError(.init(rawValue: error.code.rawValue), error.description)
     }
 }

@@ -14,7 +14,7 @@ public enum RawRecord: Hashable, Sendable {
 
     /// Reads a raw body.
     /// - Parameter source: the record's `source` header; an `app-upload` must carry `signedTransaction`.
-    /// - Throws: `StageError` with code `malformed_record` when the body is not a JSON object with
+    /// - Throws: `StageError` with code `record.malformed` when the body is not a JSON object with
     ///   exactly one of `signedPayload` (a string) or `signedTransaction` (a string), or a hint is invalid.
     public static func parse(_ body: [UInt8], source: String?) throws(StageError) -> RawRecord {
         let envelope: Envelope
