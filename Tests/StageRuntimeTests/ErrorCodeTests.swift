@@ -84,3 +84,35 @@ struct ErrorCodeTests {
         }
     }
 }
+
+/// One set of log-key names: `LogKey` names every key once, in one style, and no source spells a
+/// key as a literal.
+@Suite("Log keys")
+struct LogKeyTests {
+    @Test("every LogKey is dotted lower snake case, and no two constants share a key")
+    func style() throws {
+        let file = TestServices.repositoryRoot.appendingPathComponent("Sources/EnvironmentSettings/LogKey.swift")
+        let keys = try String(contentsOf: file, encoding: .utf8).matches(of: #/static let \w+ = "([^"]*)"/#).map { String($0.output.1) }
+        #expect(keys.count > 50 && keys.contains(LogKey.topic) && keys.contains(LogKey.errorCode))
+        for key in keys {
+            #expect(key == LogKey.error || key.wholeMatch(of: #/[a-z]+(\.[a-z0-9_]+)+/#) != nil, "\(key) is not <area>.<name>")
+        }
+        #expect(Set(keys).count == keys.count, "a key is named twice")
+    }
+
+    @Test("no source writes a metadata key as a string literal")
+    func constants() throws {
+        let root = TestServices.repositoryRoot.appendingPathComponent("Sources")
+        let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)
+        var offenders: [String] = []
+        while let url = files?.nextObject() as? URL {
+            guard url.pathExtension == "swift", url.lastPathComponent != "LogKey.swift" else { continue }
+            let text = try String(contentsOf: url, encoding: .utf8)
+            for line in text.split(separator: "\n")
+            where line.contains(#/"[A-Za-z_.]+": *"\\\(|metadata\[ *"|metadataKey: *"|metadata: *\[ *"/#) {
+                offenders.append("\(url.lastPathComponent): \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+        #expect(offenders.isEmpty, "use LogKey: \(offenders)")
+    }
+}
