@@ -70,7 +70,7 @@ let package = Package(
         // Swift wrapper over librdkafka: producer, consumer, admin.
         .target(
             name: "KafkaClient",
-            dependencies: ["CRdKafka", logging, serviceLifecycle],
+            dependencies: ["CRdKafka", "EnvironmentSettings", logging, serviceLifecycle],
             swiftSettings: swiftSettings
         ),
         // Typed reads of environment variables and ClassifiedError: no dependencies, so every layer

@@ -7,8 +7,8 @@ import Foundation
 /// ``apiMessage``. ``isTransient`` follows Apple's "Errors to retry": 429 (after ``retryAfter``),
 /// the retryable codes 4040002, 4040004, 4040006 and 5000001, any other 5xx, timeouts and
 /// connection failures; everything else (bad request, not found, unauthorized, an untrusted or
-/// malformed response) is permanent. ``code`` is a stable machine-readable string for dead-letter
-/// headers and dashboards (`apple_api_4040010`, `apple_api_unauthorized`, …); ``message`` is a
+/// malformed response) is permanent. ``code`` is a stable machine-readable code for dead-letter
+/// headers and dashboards (`apple_api.4040010`, `apple_api.unauthorized`, …); ``message`` is a
 /// human sentence without secrets or payloads. The shape matches the stage runtime's
 /// `ClassifiedError`, which the enrich stage conforms it to.
 public struct AppStoreAPIError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -32,6 +32,36 @@ public struct AppStoreAPIError: Error, Hashable, Sendable, CustomStringConvertib
         case invalidRequest = "invalid_request"
         /// The `.p8` key or the credential list is unusable.
         case invalidCredentials = "invalid_credentials"
+    }
+
+    /// The `apple_api.<reason>` codes (schemas/headers.md).
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// 401: the request token was refused.
+        public static let unauthorized = Code(rawValue: "apple_api.unauthorized")
+        /// 429: over Apple's rate limit.
+        public static let rateLimited = Code(rawValue: "apple_api.rate_limited")
+        /// The request did not complete in time.
+        public static let timeout = Code(rawValue: "apple_api.timeout")
+        /// No connection, or the connection broke.
+        public static let unreachable = Code(rawValue: "apple_api.unreachable")
+        /// A 2xx answer that does not decode.
+        public static let invalidResponse = Code(rawValue: "apple_api.invalid_response")
+        /// A JWS in the answer failed verification, or names another app or environment.
+        public static let untrustedResponse = Code(rawValue: "apple_api.untrusted_response")
+        /// No credentials for the bundle ID, or an environment Apple has no API for.
+        public static let invalidRequest = Code(rawValue: "apple_api.invalid_request")
+        /// The `.p8` key or the credential list is unusable.
+        public static let invalidCredentials = Code(rawValue: "apple_api.invalid_credentials")
+
+        /// Apple's numeric `errorCode`: `apple_api.4040010`.
+        public static func apple(_ errorCode: Int64) -> Code { Code(rawValue: "apple_api.\(errorCode)") }
+        /// An error status without Apple's error body: `apple_api.http_503`.
+        public static func http(_ status: Int) -> Code { Code(rawValue: "apple_api.http_\(status)") }
+
     }
 
     /// Apple's codes in the "Errors to retry" group.
@@ -77,13 +107,20 @@ public struct AppStoreAPIError: Error, Hashable, Sendable, CustomStringConvertib
         }
     }
 
-    /// Stable code: `apple_api_<errorCode>` when Apple gave one, otherwise by kind
-    /// (`apple_api_unauthorized`, `apple_api_rate_limited`, `apple_api_http_<status>`, `apple_api_timeout`…).
-    public var code: String {
-        if let errorCode { return "apple_api_\(errorCode)" }
+    /// Stable code: `apple_api.<errorCode>` when Apple gave one, otherwise by kind
+    /// (`apple_api.unauthorized`, `apple_api.rate_limited`, `apple_api.http_<status>`, `apple_api.timeout`…).
+    public var code: Code {
+        if let errorCode { return .apple(errorCode) }
         switch kind {
-        case .apiError: return "apple_api_http_\(statusCode ?? 0)"
-        default: return "apple_api_\(kind.rawValue)"
+        case .apiError: return .http(statusCode ?? 0)
+        case .unauthorized: return .unauthorized
+        case .rateLimited: return .rateLimited
+        case .timeout: return .timeout
+        case .unreachable: return .unreachable
+        case .invalidResponse: return .invalidResponse
+        case .untrustedResponse: return .untrustedResponse
+        case .invalidRequest: return .invalidRequest
+        case .invalidCredentials: return .invalidCredentials
         }
     }
 

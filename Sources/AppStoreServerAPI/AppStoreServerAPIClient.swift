@@ -1,5 +1,6 @@
 import AppStore
 import AsyncHTTPClient
+import EnvironmentSettings
 import Foundation
 import Logging
 import Metrics
@@ -175,8 +176,8 @@ public final class AppStoreServerAPIClient: Sendable {
             logger.debug(
                 "App Store Server API error",
                 metadata: [
-                    "appstore.endpoint": "\(endpoint.name)", "appstore.target": "\(target)", "http.status": "\(status)",
-                    "appstore.errorCode": "\(error.errorCode.map(String.init) ?? "-")",
+                    LogKey.appStoreEndpoint: "\(endpoint.name)", LogKey.appStoreTarget: "\(target)", LogKey.httpStatus: "\(status)",
+                    LogKey.appStoreErrorCode: "\(error.errorCode.map(String.init) ?? "-")",
                 ])
             throw error
         }

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreServerAPI
 import EntitlementStore
+import EnvironmentSettings
 import Foundation
 import Logging
 import Metrics
@@ -117,13 +118,13 @@ public final class ConsumptionResponder: Service, Sendable {
         switch outcome {
         case .sent(_, let delivery, let preference):
             name = "sent"
-            metadata["delivery"] = "\(delivery)"
-            metadata["refund.preference"] = "\(preference ?? "none")"
+            metadata[LogKey.consumptionDelivery] = "\(delivery)"
+            metadata[LogKey.consumptionRefundPreference] = "\(preference ?? "none")"
             logger.info("consumption information sent", metadata: metadata)
         case .retry(let after, let error):
             name = "retried"
             metadata[LogKey.error] = "\(error)"
-            metadata["retry.in"] = "\(after)"
+            metadata[LogKey.retryIn] = "\(after)"
             logger.warning("consumption answer failed; will retry", metadata: metadata)
         case .failed(let error):
             name = "failed"
@@ -131,10 +132,10 @@ public final class ConsumptionResponder: Service, Sendable {
             logger.error("Apple refused the consumption answer", metadata: metadata)
         case .expired(let note):
             name = "expired"
-            logger.error("consumption request expired unanswered", metadata: metadata.merging([LogKey.note: "\(note)"]) { $1 })
+            logger.error("consumption request expired unanswered", metadata: metadata.merging([LogKey.consumptionNote: "\(note)"]) { $1 })
         case .skipped(let note):
             name = "skipped"
-            logger.info("consumption request not answered", metadata: metadata.merging([LogKey.note: "\(note)"]) { $1 })
+            logger.info("consumption request not answered", metadata: metadata.merging([LogKey.consumptionNote: "\(note)"]) { $1 })
         }
         Counter(label: "consumption_answers_total", dimensions: [("outcome", name)]).increment()
     }

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreServerAPI
 import AsyncHTTPClient
+import EnvironmentSettings
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -21,10 +22,12 @@ public enum EnrichServiceBootstrap {
         logger.info(
             "App Store Server API client configured",
             metadata: [
-                "appstore.apps": "\(client.bundleIDs)", "appstore.baseURL": "\(configuration.api.client.baseURLOverride ?? "Apple's hosts")",
-                "appstore.rateScale": "\(configuration.api.client.rateLimits.scale)", "enrich.coalesce": "\(configuration.coalesce ? "on" : "off")",
-                "enrich.replayCache": "\(configuration.caches.replayEntries)", "enrich.lookupCacheTTL": "\(configuration.caches.lookupTimeToLive)",
-                "enrich.verifiedJWSCache": "\(configuration.api.verifiedJWSCacheEntries)",
+                LogKey.appStoreApps: "\(client.bundleIDs)", LogKey.appStoreBaseURL: "\(configuration.api.client.baseURLOverride ?? "Apple's hosts")",
+                LogKey.appStoreRateScale: "\(configuration.api.client.rateLimits.scale)",
+                LogKey.enrichCoalesce: "\(configuration.coalesce ? "on" : "off")",
+                LogKey.enrichReplayCache: "\(configuration.caches.replayEntries)",
+                LogKey.enrichLookupCacheTTL: "\(configuration.caches.lookupTimeToLive)",
+                LogKey.enrichVerifiedJWSCache: "\(configuration.api.verifiedJWSCacheEntries)",
             ])
         if !configuration.api.additionalTrustedRoots.isEmpty {
             logger.notice("additional trusted roots configured for API answers; honoured for non-Production data only")

@@ -18,7 +18,7 @@ import Synchronization
 /// lookup `none`. Within a batch, records of the same purchase share one lookup (``coalesce``) and
 /// different purchases are looked up concurrently. A transient API failure stops the batch at that
 /// record, so the runtime retries it and everything after it in place, in order; a permanent one
-/// dead-letters the records of that purchase with Apple's code (`apple_api_<errorCode>`).
+/// dead-letters the records of that purchase with Apple's code (`apple_api.<errorCode>`).
 ///
 /// Replays cost nothing: before any API call, a record whose event (``VerifiedRecord/eventKey``)
 /// was enriched and delivered recently is dropped (``ReplayCache``), a repeat within the batch
@@ -104,7 +104,7 @@ public struct EnrichStage: PipelineStage {
                 record = try VerifiedRecord.decode(message.value)
             } catch {
                 planned.append(
-                    .failed(StageError.permanent("malformed_record", "the verified record does not decode: \(String(describing: error).prefix(300))"))
+                    .failed(StageError.permanent(.malformedRecord, "the verified record does not decode: \(String(describing: error).prefix(300))"))
                 )
                 continue
             }
@@ -173,10 +173,10 @@ public struct EnrichStage: PipelineStage {
                     logger.debug(
                         "replay dropped",
                         metadata: [
-                            "kafka.partition": "\(batch[index].partition)", "kafka.offset": "\(batch[index].offset)",
-                            "notificationUUID": "\(record.notificationUUID ?? "-")",
-                            "originalTransactionId": "\(record.originalTransactionId ?? "-")",
-                            "enrich.replayOf": "\(first.map { "offset \(batch[$0].offset) of this batch" } ?? "an event delivered before")",
+                            LogKey.partition: "\(batch[index].partition)", LogKey.offset: "\(batch[index].offset)",
+                            LogKey.notificationUUID: "\(record.notificationUUID ?? "-")",
+                            LogKey.originalTransactionId: "\(record.originalTransactionId ?? "-")",
+                            LogKey.enrichReplayOf: "\(first.map { "offset \(batch[$0].offset) of this batch" } ?? "an event delivered before")",
                         ])
                     Self.replaysDroppedMetric.increment()
                     outcome = .success([])
@@ -264,8 +264,8 @@ public struct EnrichStage: PipelineStage {
         logger.log(
             level: failure.isTransient ? .warning : .error, "App Store Server API lookup failed",
             metadata: [
-                "purchase": "\(key.coalescingKey)", "error.code": "\(failure.code)", "error": "\(failure.message)",
-                "transient": "\(failure.isTransient)",
+                LogKey.enrichPurchase: "\(key.coalescingKey)", LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)",
+                LogKey.errorTransient: "\(failure.isTransient)",
             ])
     }
 
@@ -274,9 +274,9 @@ public struct EnrichStage: PipelineStage {
         logger.debug(
             "enriched",
             metadata: [
-                "kafka.partition": "\(message.partition)", "kafka.offset": "\(message.offset)",
-                "notificationUUID": "\(record.notificationUUID ?? "-")", "originalTransactionId": "\(record.originalTransactionId ?? "-")",
-                "enrich.lookup": "\(enrichment.lookup.rawValue)", "enrich.history": "\(enrichment.history.count)",
+                LogKey.partition: "\(message.partition)", LogKey.offset: "\(message.offset)",
+                LogKey.notificationUUID: "\(record.notificationUUID ?? "-")", LogKey.originalTransactionId: "\(record.originalTransactionId ?? "-")",
+                LogKey.enrichLookup: "\(enrichment.lookup.rawValue)", LogKey.enrichHistory: "\(enrichment.history.count)",
             ])
         return EnrichedMessage.make(body: body, key: message.key, topic: outputTopic, following: message.headers)
     }

@@ -67,7 +67,7 @@ public final class EntitlementStore: Sendable {
             let changes = batch.changes.count
             for try await numbered in try await query(StoreStatements.Write.self, try StoreRows.json(rows), connection).decode(Int.self)
             where numbered != changes {
-                throw StoreError(code: "store.customer_missing", message: "a changed customer has no row", isTransient: false)
+                throw StoreError(code: .customerMissing, message: "a changed customer has no row", isTransient: false)
             }
         }
         return results
@@ -118,7 +118,7 @@ public final class EntitlementStore: Sendable {
             case "t":
                 batch.storedTransactions[BatchState.transactionKey(env, id)] = .some(try cells[Load.signedMilliseconds].decode(Double?.self))
             case let other:
-                throw StoreError(code: "store.unexpected_row", message: "grant_load returned a row of unknown kind \(other)", isTransient: false)
+                throw StoreError(code: .unexpectedRow, message: "grant_load returned a row of unknown kind \(other)", isTransient: false)
             }
         }
     }

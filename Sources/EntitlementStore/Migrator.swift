@@ -1,3 +1,4 @@
+import EnvironmentSettings
 import Foundation
 import Logging
 import PostgresNIO
@@ -69,7 +70,7 @@ public struct Migrator: Sendable {
                 let reason = classified.message
                 throw MigrationError.failed(version: migration.version, name: migration.name, reason: reason)
             }
-            logger.info("migration applied", metadata: ["migration.version": "\(migration.version)", "migration.name": "\(migration.name)"])
+            logger.info("migration applied", metadata: [LogKey.migrationVersion: "\(migration.version)", LogKey.migrationName: "\(migration.name)"])
             appliedNow.append(migration.version)
         }
         return appliedNow

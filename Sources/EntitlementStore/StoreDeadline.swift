@@ -31,7 +31,7 @@ enum StoreDeadline {
                 guard (try? await Task.sleep(for: limit)) != nil, let caller = race.take() else { return }
                 caller.resume(
                     throwing: StoreError(
-                        code: "store.timeout", message: "Postgres did not answer \(what) within \(limit)", isTransient: true))
+                        code: .timeout, message: "Postgres did not answer \(what) within \(limit)", isTransient: true))
                 race.tasks.withLock { $0.work?.cancel() }
             }
             let work = Task {

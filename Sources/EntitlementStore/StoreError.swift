@@ -5,11 +5,38 @@ import PostgresNIO
 /// restarting, overloaded, a serialization conflict or deadlock) are retried in place; the rest are
 /// permanent for the batch (the runtime then isolates the record that causes it).
 public struct StoreError: ClassifiedError, CustomStringConvertible {
-    public let code: String
+    /// The `store.<reason>` codes (schemas/headers.md).
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Postgres could not be reached, or a connection broke.
+        public static let unavailable = Code(rawValue: "store.unavailable")
+        /// Postgres did not answer within the store's deadline.
+        public static let timeout = Code(rawValue: "store.timeout")
+        /// A transaction failed without saying why (its begin, commit or body).
+        public static let transactionFailed = Code(rawValue: "store.transaction_failed")
+        /// A statement was built with more bind parameters than Postgres accepts: a bug.
+        public static let tooManyParameters = Code(rawValue: "store.too_many_parameters")
+        /// The call was cancelled (shutdown); the record is retried.
+        public static let cancelled = Code(rawValue: "store.cancelled")
+        /// Any other failure of a database call.
+        public static let failed = Code(rawValue: "store.failed")
+        /// A customer the transaction changed has no row: the schema and the code disagree.
+        public static let customerMissing = Code(rawValue: "store.customer_missing")
+        /// `grant_load` returned a row of a kind this build does not know (a newer migration).
+        public static let unexpectedRow = Code(rawValue: "store.unexpected_row")
+
+        /// Postgres answered with an error: `store.sql_<SQLSTATE in lower case>`, e.g. `store.sql_40001`.
+        public static func sql(_ state: String) -> Code { Code(rawValue: "store.sql_\(state.lowercased())") }
+    }
+
+    public let code: Code
     public let message: String
     public let isTransient: Bool
 
-    public init(code: String, message: String, isTransient: Bool) {
+    public init(code: Code, message: String, isTransient: Bool) {
         self.code = code
         self.message = message
         self.isTransient = isTransient
@@ -30,32 +57,32 @@ public struct StoreError: ClassifiedError, CustomStringConvertible {
         if let e = error as? PostgresTransactionError {
             if let inner = e.closureError { return classify(inner) }
             if let inner = e.beginError ?? e.commitError { return classify(inner) }
-            return StoreError(code: "store.transaction_failed", message: "the transaction failed", isTransient: true)
+            return StoreError(code: .transactionFailed, message: "the transaction failed", isTransient: true)
         }
         if let e = error as? PSQLError {
             if e.code == .server {
                 let state = e.serverInfo?[.sqlState] ?? "?????"
                 let transient = transientStates.contains(state) || transientClasses.contains(String(state.prefix(2)))
                 let what = e.serverInfo?[.message] ?? "server error"
-                return StoreError(code: "store.sql_\(state)", message: "Postgres answered \(state): \(what)", isTransient: transient)
+                return StoreError(code: .sql(state), message: "Postgres answered \(state): \(what)", isTransient: transient)
             }
             if e.code == .tooManyParameters {
-                return StoreError(code: "store.too_many_parameters", message: "a statement had too many parameters", isTransient: false)
+                return StoreError(code: .tooManyParameters, message: "a statement had too many parameters", isTransient: false)
             }
-            return StoreError(code: "store.unavailable", message: "Postgres is unavailable (\(e.code))", isTransient: true)
+            return StoreError(code: .unavailable, message: "Postgres is unavailable (\(e.code))", isTransient: true)
         }
         // The pool's own errors (`_ConnectionPoolModule.ConnectionPoolError`: the connection
         // circuit breaker tripped while Postgres is unreachable, a cancelled lease) are not mapped
         // to PSQLError by postgres-nio, and their module is not public API: matched by type name.
         if String(describing: type(of: error)) == "ConnectionPoolError" {
-            return StoreError(code: "store.unavailable", message: "Postgres is unreachable (\(error))", isTransient: true)
+            return StoreError(code: .unavailable, message: "Postgres is unreachable (\(error))", isTransient: true)
         }
         if error is CancellationError {
-            return StoreError(code: "store.cancelled", message: "the database call was cancelled", isTransient: true)
+            return StoreError(code: .cancelled, message: "the database call was cancelled", isTransient: true)
         }
         if let e = error as? any ClassifiedError {
-            return StoreError(code: e.code, message: e.message, isTransient: e.isTransient)
+            return StoreError(code: Code(rawValue: e.code.rawValue), message: e.message, isTransient: e.isTransient)
         }
-        return StoreError(code: "store.failed", message: "the database call failed: \(type(of: error))", isTransient: false)
+        return StoreError(code: .failed, message: "the database call failed: \(type(of: error))", isTransient: false)
     }
 }

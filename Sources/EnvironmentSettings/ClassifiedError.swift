@@ -3,8 +3,11 @@
 
 /// An error that says what the runtime should do with the record that caused it.
 public protocol ClassifiedError: Error {
-    /// A stable, machine-readable code for dashboards and dead-letter headers (e.g. `invalid_signature`).
-    var code: String { get }
+    /// The error's typed code; its raw value (`<area>.<reason>`, schemas/headers.md) is what
+    /// dashboards, logs and dead-letter headers carry.
+    associatedtype Code: RawRepresentable<String>, Sendable
+    /// A stable, machine-readable code (e.g. `verification.invalid_signature`).
+    var code: Code { get }
     /// A human sentence for the log and the dead-letter header. No secrets, no payloads.
     var message: String { get }
     /// True when the same record may succeed later (a dependency is down, rate limited…).
@@ -19,16 +22,30 @@ extension ClassifiedError {
 
 /// A ready-made ``ClassifiedError`` for stages that need no error type of their own.
 public struct StageError: ClassifiedError, CustomStringConvertible {
-    public let code: String
+    /// The codes the runtime and the stages raise themselves.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The record's body is not what its topic's schema promises (not JSON, a field missing).
+        public static let malformedRecord = Code(rawValue: "record.malformed")
+        /// A stage returned fewer results than records: a bug in the stage.
+        public static let returnedNothing = Code(rawValue: "stage.returned_nothing")
+        /// An error that says nothing about itself; treated as permanent.
+        public static let unclassified = Code(rawValue: "stage.unclassified")
+    }
+
+    public let code: Code
     public let message: String
     public let isTransient: Bool
     public let retryAfter: Duration?
 
-    public static func permanent(_ code: String, _ message: String) -> StageError {
+    public static func permanent(_ code: Code, _ message: String) -> StageError {
         StageError(code: code, message: message, isTransient: false, retryAfter: nil)
     }
 
-    public static func transient(_ code: String, _ message: String, retryAfter: Duration? = nil) -> StageError {
+    public static func transient(_ code: Code, _ message: String, retryAfter: Duration? = nil) -> StageError {
         StageError(code: code, message: message, isTransient: true, retryAfter: retryAfter)
     }
 

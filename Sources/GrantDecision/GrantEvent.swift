@@ -94,7 +94,7 @@ public struct GrantEvent: Hashable, Sendable {
         case .notification:
             guard let key = verified.eventKey else {
                 throw GrantRejection(
-                    code: "grant.missing_notification_uuid", message: "the notification has no notificationUUID, so it cannot be deduplicated")
+                    code: .missingNotificationUUID, message: "the notification has no notificationUUID, so it cannot be deduplicated")
             }
             eventKey = key
             signedDate = verified.notification?.signedDate ?? verified.transaction?.signedDate

@@ -1,4 +1,5 @@
 import EntitlementStore
+import EnvironmentSettings
 import Foundation
 import GrantDecision
 import Logging
@@ -25,14 +26,14 @@ public enum DatabasePreparation {
     public static func prepare(_ configuration: GrantConfiguration, logger: Logger) async throws {
         if configuration.store.migrate {
             let applied = try await migrate(configuration.store, logger: logger)
-            logger.info("schema ready", metadata: ["migrations.applied": "\(applied)"])
+            logger.info("schema ready", metadata: [LogKey.migrationsApplied: "\(applied)"])
         }
         let catalog = configuration.policy.catalog
         try await configuration.store.withTemporaryClient(logger: logger) { client in
             let store = EntitlementStore(client: client, logger: logger)
             try await retrying(patience: .seconds(60), logger: logger) { try await store.syncProducts(catalog) }
         }
-        logger.info("product mapping synced", metadata: ["products": "\(catalog.products.count)"])
+        logger.info("product mapping synced", metadata: [LogKey.grantProducts: "\(catalog.products.count)"])
     }
 
     /// Retries `body` while it fails transiently (the database is starting), up to `patience`.
@@ -47,7 +48,7 @@ public enum DatabasePreparation {
             } catch {
                 let classified = StoreError.classify(error)
                 guard classified.isTransient, ContinuousClock.now + delay < deadline else { throw classified }
-                logger.warning("database not ready; retrying", metadata: ["error.code": "\(classified.code)"])
+                logger.warning("database not ready; retrying", metadata: [LogKey.errorCode: "\(classified.code)"])
                 try await Task.sleep(for: delay)
                 delay = min(delay * 2, .seconds(5))
             }

@@ -52,9 +52,9 @@ public struct GrantStage: PipelineStage {
                 events.append(event)
                 positions.append(i)
             } catch let rejection as GrantRejection {
-                results[i] = .failure(StageError.permanent(rejection.code, rejection.message))
+                results[i] = .failure(StageError.permanent(StageError.Code(rawValue: rejection.code.rawValue), rejection.message))
             } catch {
-                results[i] = .failure(StageError.permanent("grant.malformed_record", "the enriched record could not be decoded: \(error)"))
+                results[i] = .failure(StageError.permanent(.malformedRecord, "the enriched record could not be decoded: \(error)"))
             }
         }
         let decisions = try await merger.apply(events, policy: policy)
@@ -66,7 +66,7 @@ public struct GrantStage: PipelineStage {
                 log(d, batch[position])
                 results[position] = .success([])
             case .failure(let rejection):
-                results[position] = .failure(StageError.permanent(rejection.code, rejection.message))
+                results[position] = .failure(StageError.permanent(StageError.Code(rawValue: rejection.code.rawValue), rejection.message))
             }
         }
         if changed { committed() }
@@ -84,11 +84,11 @@ public struct GrantStage: PipelineStage {
         guard logger.logLevel <= .debug || !d.changes.isEmpty || !d.refusedClaims.isEmpty else { return }
         var metadata: Logger.Metadata = [
             LogKey.partition: "\(message.partition)", LogKey.offset: "\(message.offset)",
-            "grant.event": "\(d.event.eventKey)", "grant.outcome": "\(d.outcome.rawValue)", "grant.changes": "\(d.changes.count)",
+            LogKey.grantEvent: "\(d.event.eventKey)", LogKey.grantOutcome: "\(d.outcome.rawValue)", LogKey.grantChanges: "\(d.changes.count)",
         ]
         if let key = d.event.purchaseKey { metadata[LogKey.originalTransactionId] = "\(key.originalTransactionId)" }
         if let uuid = d.event.notificationUUID { metadata[LogKey.notificationUUID] = "\(uuid)" }
-        if let note = d.note { metadata["grant.note"] = "\(note)" }
+        if let note = d.note { metadata[LogKey.grantNote] = "\(note)" }
         if d.refusedClaims.isEmpty {
             logger.debug("event applied", metadata: metadata)
         } else {

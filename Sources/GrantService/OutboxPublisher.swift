@@ -1,4 +1,5 @@
 import EntitlementStore
+import EnvironmentSettings
 import Foundation
 import KafkaClient
 import Logging

@@ -1,4 +1,5 @@
 import CoreMetrics
+import EnvironmentSettings
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -103,9 +104,9 @@ final class IngestHandler: Sendable {
         } catch let error as IngestError {
             record(route: route, status: Int(error.status.code), since: started)
             if error.status == .serviceUnavailable {
-                logger.warning("request not stored", metadata: ["request.id": "\(requestID)", "error.code": "\(error.code)"])
+                logger.warning("request not stored", metadata: [LogKey.requestID: "\(requestID)", LogKey.errorCode: "\(error.code)"])
             } else {
-                logger.debug("request refused", metadata: ["request.id": "\(requestID)", "error.code": "\(error.code)"])
+                logger.debug("request refused", metadata: [LogKey.requestID: "\(requestID)", LogKey.errorCode: "\(error.code)"])
             }
             throw error.answering(requestID)
         }
@@ -165,7 +166,7 @@ final class IngestHandler: Sendable {
             throw IngestError.brokerUnavailable()
         case nil:
             recordFailure()
-            logger.warning("no acknowledgement within the deadline", metadata: ["timeout": "\(timeout)"])
+            logger.warning("no acknowledgement within the deadline", metadata: [LogKey.httpTimeout: "\(timeout)"])
             throw IngestError.brokerUnavailable()
         }
     }

@@ -6,15 +6,49 @@ import NIOCore
 /// Why ingest refused a request: a stable code, an HTTP status and a sentence, sent as
 /// `{"error":{"code":…,"message":…}}`. Nothing internal (broker addresses, stack traces) leaks.
 public struct IngestError: HTTPResponseError, CustomStringConvertible {
+    /// The `request.<reason>` and `auth.<reason>` codes of ingest's answers (schemas/headers.md).
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let invalidJSON = Code(rawValue: "request.invalid_json")
+        public static let missingField = Code(rawValue: "request.missing_field")
+        public static let invalidJWS = Code(rawValue: "request.invalid_jws")
+        public static let jwsTooLarge = Code(rawValue: "request.jws_too_large")
+        public static let invalidField = Code(rawValue: "request.invalid_field")
+        public static let bodyTooLarge = Code(rawValue: "request.body_too_large")
+        public static let unsupportedMediaType = Code(rawValue: "request.unsupported_media_type")
+        /// The broker did not take the body; the caller retries (503).
+        public static let brokerUnavailable = Code(rawValue: "kafka.broker_unavailable")
+
+        public static let missingCredentials = Code(rawValue: "auth.missing_credentials")
+        public static let malformedToken = Code(rawValue: "auth.malformed_token")
+        public static let unsupportedAlgorithm = Code(rawValue: "auth.unsupported_algorithm")
+        public static let unknownKey = Code(rawValue: "auth.unknown_key")
+        /// The identity provider's keys could not be loaded (503).
+        public static let keysUnavailable = Code(rawValue: "auth.keys_unavailable")
+        public static let badSignature = Code(rawValue: "auth.bad_signature")
+        public static let wrongIssuer = Code(rawValue: "auth.wrong_issuer")
+        public static let wrongAudience = Code(rawValue: "auth.wrong_audience")
+        public static let missingExpiry = Code(rawValue: "auth.missing_expiry")
+        public static let tokenExpired = Code(rawValue: "auth.token_expired")
+        public static let tokenNotYetValid = Code(rawValue: "auth.token_not_yet_valid")
+        public static let missingUserClaim = Code(rawValue: "auth.missing_user_claim")
+        public static let invalidTimestamp = Code(rawValue: "auth.invalid_timestamp")
+        public static let badHMAC = Code(rawValue: "auth.bad_hmac")
+        public static let staleTimestamp = Code(rawValue: "auth.stale_timestamp")
+    }
+
     public let status: HTTPResponse.Status
-    public let code: String
+    public let code: Code
     public let message: String
     /// The `WWW-Authenticate` challenge of a 401: which credential the route expects.
     public let challenge: String?
     /// The request's ID (as ingest accepted it), echoed in `X-Request-Id` so a client can quote it.
     public private(set) var requestID: String?
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, challenge: String? = nil) {
+    public init(_ status: HTTPResponse.Status, _ code: Code, _ message: String, challenge: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
@@ -28,7 +62,7 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
         if status == .serviceUnavailable { headers[.retryAfter] = "1" }
         if let challenge { headers[.wwwAuthenticate] = challenge }
         if let requestID { headers[.requestID] = requestID }
-        let body = try JSONEncoder().encode(["error": ["code": code, "message": message]])
+        let body = try JSONEncoder().encode(["error": ["code": code.rawValue, "message": message]])
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
@@ -38,26 +72,26 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
         return error
     }
 
-    static func invalidJSON() -> IngestError { .init(.badRequest, "invalid_json", "the body is not a JSON object") }
+    static func invalidJSON() -> IngestError { .init(.badRequest, .invalidJSON, "the body is not a JSON object") }
     static func missingField(_ name: String) -> IngestError {
-        .init(.badRequest, "missing_field", "the body has no string field \"\(name)\"")
+        .init(.badRequest, .missingField, "the body has no string field \"\(name)\"")
     }
     static func invalidJWS(_ name: String, _ why: String) -> IngestError {
-        .init(.badRequest, "invalid_jws", "\(name) is not a compact JWS: \(why)")
+        .init(.badRequest, .invalidJWS, "\(name) is not a compact JWS: \(why)")
     }
     static func jwsTooLarge(_ name: String, limit: Int) -> IngestError {
-        .init(.badRequest, "jws_too_large", "\(name) is larger than \(limit) bytes")
+        .init(.badRequest, .jwsTooLarge, "\(name) is larger than \(limit) bytes")
     }
     static func invalidField(_ name: String, _ why: String) -> IngestError {
-        .init(.badRequest, "invalid_field", "\(name) \(why)")
+        .init(.badRequest, .invalidField, "\(name) \(why)")
     }
     static func bodyTooLarge(limit: Int) -> IngestError {
-        .init(.contentTooLarge, "body_too_large", "the body is larger than \(limit) bytes")
+        .init(.contentTooLarge, .bodyTooLarge, "the body is larger than \(limit) bytes")
     }
     static func unsupportedMediaType(_ type: String) -> IngestError {
-        .init(.unsupportedMediaType, "unsupported_media_type", "the body must be application/json, not \(type)")
+        .init(.unsupportedMediaType, .unsupportedMediaType, "the body must be application/json, not \(type)")
     }
     static func brokerUnavailable() -> IngestError {
-        .init(.serviceUnavailable, "broker_unavailable", "the notification could not be stored; retry later")
+        .init(.serviceUnavailable, .brokerUnavailable, "the notification could not be stored; retry later")
     }
 }

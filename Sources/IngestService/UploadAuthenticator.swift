@@ -62,7 +62,7 @@ public final class UploadAuthenticator: Sendable {
 
     static let bearerChallenge = #"Bearer realm="appstore-ingest""#
 
-    private static func tokenRefused(_ code: String, _ message: String) -> IngestError {
+    private static func tokenRefused(_ code: IngestError.Code, _ message: String) -> IngestError {
         IngestError(.unauthorized, code, message, challenge: #"\#(bearerChallenge), error="invalid_token""#)
     }
 
@@ -73,13 +73,13 @@ public final class UploadAuthenticator: Sendable {
         do {
             header = try DefaultJWTParser().parse(Array(token.utf8), as: UploadTokenClaims.self).header
         } catch {
-            throw Self.tokenRefused("auth.malformed_token", "the bearer token is not a compact JWT")
+            throw Self.tokenRefused(.malformedToken, "the bearer token is not a compact JWT")
         }
         guard header.fields["crit"] == nil else {
-            throw Self.tokenRefused("auth.malformed_token", "the token has critical header extensions, which are not supported")
+            throw Self.tokenRefused(.malformedToken, "the token has critical header extensions, which are not supported")
         }
         guard let alg = header.alg, let algorithm = UploadKeyStore.Algorithm(rawValue: alg) else {
-            throw Self.tokenRefused("auth.unsupported_algorithm", "the token is not signed with RS256 or ES256")
+            throw Self.tokenRefused(.unsupportedAlgorithm, "the token is not signed with RS256 or ES256")
         }
         let key: UploadKeyStore.Key
         switch await keys.lookup(kid: header.kid, algorithm: algorithm) {
@@ -87,63 +87,63 @@ public final class UploadAuthenticator: Sendable {
             key = found
         case .unknown:
             throw Self.tokenRefused(
-                "auth.unknown_key",
+                .unknownKey,
                 header.kid == nil
                     ? "the token names no key (kid) and the identity provider has more than one"
                     : "the token is signed by a key the identity provider does not publish")
         case .unavailable:
-            throw IngestError(.serviceUnavailable, "auth.keys_unavailable", "the identity provider's keys could not be loaded; retry later")
+            throw IngestError(.serviceUnavailable, .keysUnavailable, "the identity provider's keys could not be loaded; retry later")
         }
         guard key.algorithm == algorithm else {
-            throw Self.tokenRefused("auth.unsupported_algorithm", "the token's algorithm \(algorithm.rawValue) does not match its key")
+            throw Self.tokenRefused(.unsupportedAlgorithm, "the token's algorithm \(algorithm.rawValue) does not match its key")
         }
         let claims: UploadTokenClaims
         do {
             claims = try await key.collection.verify(token, as: UploadTokenClaims.self)
         } catch let error as JWTError where error.errorType == .malformedToken {
-            throw Self.tokenRefused("auth.malformed_token", "the token's claims are not a JSON object of the expected types")
+            throw Self.tokenRefused(.malformedToken, "the token's claims are not a JSON object of the expected types")
         } catch {
-            throw Self.tokenRefused("auth.bad_signature", "the token's signature does not verify")
+            throw Self.tokenRefused(.badSignature, "the token's signature does not verify")
         }
         return try check(claims, settings: settings)
     }
 
     private func check(_ claims: UploadTokenClaims, settings: JWTUploadSettings) throws(IngestError) -> String {
         guard claims.issuer == settings.issuer else {
-            throw Self.tokenRefused("auth.wrong_issuer", "the token was not issued by the configured identity provider")
+            throw Self.tokenRefused(.wrongIssuer, "the token was not issued by the configured identity provider")
         }
         guard claims.audience.contains(settings.audience) else {
-            throw Self.tokenRefused("auth.wrong_audience", "the token is not meant for this service (aud)")
+            throw Self.tokenRefused(.wrongAudience, "the token is not meant for this service (aud)")
         }
         let now = self.now().timeIntervalSince1970
         let leeway = Double(settings.leeway.components.seconds)
         guard let expires = claims.expires else {
-            throw Self.tokenRefused("auth.missing_expiry", "the token has no expiry (exp)")
+            throw Self.tokenRefused(.missingExpiry, "the token has no expiry (exp)")
         }
         guard now <= expires + leeway else {
-            throw Self.tokenRefused("auth.token_expired", "the token has expired")
+            throw Self.tokenRefused(.tokenExpired, "the token has expired")
         }
         if let notBefore = claims.notBefore, now + leeway < notBefore {
-            throw Self.tokenRefused("auth.token_not_yet_valid", "the token is not valid yet (nbf)")
+            throw Self.tokenRefused(.tokenNotYetValid, "the token is not valid yet (nbf)")
         }
         guard let user = claims.strings[settings.userClaim], !user.isEmpty, user.utf8.count <= 256 else {
             throw Self.tokenRefused(
-                "auth.missing_user_claim", "the token's claim \(settings.userClaim) is not a non-empty string of at most 256 bytes")
+                .missingUserClaim, "the token's claim \(settings.userClaim) is not a non-empty string of at most 256 bytes")
         }
         return user
     }
 
     private static func bearerToken(_ headers: HTTPFields) throws(IngestError) -> String {
         guard let value = headers[.authorization] else {
-            throw IngestError(.unauthorized, "auth.missing_credentials", "an upload needs an Authorization: Bearer token", challenge: bearerChallenge)
+            throw IngestError(.unauthorized, .missingCredentials, "an upload needs an Authorization: Bearer token", challenge: bearerChallenge)
         }
         let parts = value.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            throw IngestError(.unauthorized, "auth.missing_credentials", "the Authorization header is not a Bearer token", challenge: bearerChallenge)
+            throw IngestError(.unauthorized, .missingCredentials, "the Authorization header is not a Bearer token", challenge: bearerChallenge)
         }
         let token = parts[1].trimmingCharacters(in: .whitespaces)
         guard !token.isEmpty, token.utf8.count <= 16 << 10 else {
-            throw tokenRefused("auth.malformed_token", "the bearer token is empty or larger than 16 KiB")
+            throw tokenRefused(.malformedToken, "the bearer token is empty or larger than 16 KiB")
         }
         return token
     }
@@ -152,7 +152,7 @@ public final class UploadAuthenticator: Sendable {
 
     static let hmacChallenge = #"HMAC-SHA256 realm="appstore-ingest", headers="X-Upload-Timestamp X-Upload-Signature""#
 
-    private static func signatureRefused(_ code: String, _ message: String) -> IngestError {
+    private static func signatureRefused(_ code: IngestError.Code, _ message: String) -> IngestError {
         IngestError(.unauthorized, code, message, challenge: hmacChallenge)
     }
 
@@ -162,26 +162,26 @@ public final class UploadAuthenticator: Sendable {
     private func verifySignature(_ headers: HTTPFields, body: [UInt8], settings: HMACUploadSettings) throws(IngestError) {
         guard let timestamp = headers[.uploadTimestamp], let signature = headers[.uploadSignature] else {
             throw Self.signatureRefused(
-                "auth.missing_credentials", "an upload needs the headers X-Upload-Timestamp and X-Upload-Signature")
+                .missingCredentials, "an upload needs the headers X-Upload-Timestamp and X-Upload-Signature")
         }
         guard (1...12).contains(timestamp.utf8.count), timestamp.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
             let seconds = Int64(timestamp)
         else {
-            throw Self.signatureRefused("auth.invalid_timestamp", "X-Upload-Timestamp is not a UNIX time in seconds")
+            throw Self.signatureRefused(.invalidTimestamp, "X-Upload-Timestamp is not a UNIX time in seconds")
         }
         guard signature.hasPrefix("v1="), let mac = Self.hexBytes(signature.dropFirst(3)), mac.count == SHA256.byteCount else {
-            throw Self.signatureRefused("auth.bad_hmac", "X-Upload-Signature is not v1=<64 lowercase hex digits>")
+            throw Self.signatureRefused(.badHMAC, "X-Upload-Signature is not v1=<64 lowercase hex digits>")
         }
         var signed = Array(timestamp.utf8)
         signed.append(UInt8(ascii: "."))
         signed.append(contentsOf: body)
         guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: signed, using: settings.secret.key) else {
-            throw Self.signatureRefused("auth.bad_hmac", "X-Upload-Signature does not match the body and timestamp")
+            throw Self.signatureRefused(.badHMAC, "X-Upload-Signature does not match the body and timestamp")
         }
         let skew = abs(now().timeIntervalSince1970 - Double(seconds))
         guard skew <= Double(settings.window.components.seconds) else {
             throw Self.signatureRefused(
-                "auth.stale_timestamp", "X-Upload-Timestamp is more than \(settings.window.components.seconds) s from now")
+                .staleTimestamp, "X-Upload-Timestamp is more than \(settings.window.components.seconds) s from now")
         }
     }
 

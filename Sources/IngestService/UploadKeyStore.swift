@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import EnvironmentSettings
 import Foundation
 import JWTKit
 import Logging
@@ -117,10 +118,10 @@ actor UploadKeyStore {
             }
             let keys = try await Self.parse(bytes)
             current = (keys, .now)
-            logger.info("upload keys loaded", metadata: ["jwks": "\(source)", "jwks.keys": "\(keys.count)"])
+            logger.info("upload keys loaded", metadata: [LogKey.uploadJWKS: "\(source)", LogKey.uploadJWKSKeys: "\(keys.count)"])
         } catch {
             // The old set, if any, keeps answering: a provider's outage must not refuse every upload.
-            logger.warning("upload keys could not be loaded", metadata: ["jwks": "\(source)", "error": "\(error)"])
+            logger.warning("upload keys could not be loaded", metadata: [LogKey.uploadJWKS: "\(source)", LogKey.error: "\(error)"])
         }
     }
 

@@ -1,4 +1,5 @@
 import CRdKafka
+import EnvironmentSettings
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -162,7 +163,7 @@ public final class KafkaConsumer: Service, Sendable {
                 logger.error(
                     "the consumer did not close in time; carrying on without it",
                     metadata: [
-                        "kafka.close_timeout_s": "\(Self.closeTimeout.components.seconds)"
+                        LogKey.kafkaCloseTimeout: "\(Self.closeTimeout.components.seconds)"
                     ])
                 done.resume()
             }
@@ -217,7 +218,7 @@ public final class KafkaConsumer: Service, Sendable {
             var batch: [KafkaMessage] = []
             while let m = rd_kafka_event_message_next(event) {
                 if m.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR {
-                    logger.warning("consumer error", metadata: ["kafka.error": "\(String(cString: rd_kafka_err2str(m.pointee.err)))"])
+                    logger.warning("consumer error", metadata: [LogKey.kafkaError: "\(String(cString: rd_kafka_err2str(m.pointee.err)))"])
                     continue
                 }
                 batch.append(RDKafkaEvents.message(UnsafeMutablePointer(mutating: m)))
@@ -227,13 +228,13 @@ public final class KafkaConsumer: Service, Sendable {
             rebalance(event)
         case RD_KAFKA_EVENT_ERROR:
             let e = RDKafkaEvents.error(event)
-            logger.log(level: e.fatal ? .error : .debug, "consumer error", metadata: ["kafka.error": "\(e.reason)"])
+            logger.log(level: e.fatal ? .error : .debug, "consumer error", metadata: [LogKey.kafkaError: "\(e.reason)"])
         case RD_KAFKA_EVENT_LOG:
             RDKafkaEvents.log(event, logger: logger)
         case RD_KAFKA_EVENT_OFFSET_COMMIT:
             let err = rd_kafka_event_error(event)
             if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
-                logger.warning("offset commit failed", metadata: ["kafka.error": "\(String(cString: rd_kafka_err2str(err)))"])
+                logger.warning("offset commit failed", metadata: [LogKey.kafkaError: "\(String(cString: rd_kafka_err2str(err)))"])
             }
         default:
             break
@@ -251,7 +252,7 @@ public final class KafkaConsumer: Service, Sendable {
                 if let error = rd_kafka_incremental_assign(rk.pointer, list.pointer) {
                     logger.error(
                         "incremental assign failed",
-                        metadata: ["kafka.error": "\(KafkaError.rdKafka(.configuration, taking: error, context: "assign"))"])
+                        metadata: [LogKey.kafkaError: "\(KafkaError.rdKafka(.configuration, taking: error, context: "assign"))"])
                 }
             } else {
                 _ = rd_kafka_assign(rk.pointer, list.pointer)
@@ -259,12 +260,12 @@ public final class KafkaConsumer: Service, Sendable {
             // A partition paused under an earlier assignment would stay paused: start it fetching.
             _ = rd_kafka_resume_partitions(rk.pointer, list.pointer)
             state.withLock { $0.assignment.formUnion(partitions) }
-            logger.info("partitions assigned", metadata: ["kafka.partitions": "\(partitions.map(\.description))"])
+            logger.info("partitions assigned", metadata: [LogKey.partitions: "\(partitions.map(\.description))"])
             listener?.partitionsAssigned(partitions)
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
             revoke(partitions, list: list, cooperative: cooperative)
         default:
-            logger.error("rebalance error", metadata: ["kafka.error": "\(String(cString: rd_kafka_err2str(rd_kafka_event_error(event))))"])
+            logger.error("rebalance error", metadata: [LogKey.kafkaError: "\(String(cString: rd_kafka_err2str(rd_kafka_event_error(event))))"])
             _ = rd_kafka_assign(rk.pointer, nil)
             state.withLock { $0.assignment.removeAll() }
         }
@@ -281,14 +282,14 @@ public final class KafkaConsumer: Service, Sendable {
         listener?.partitionsWillBeRevoked(partitions)
         let err = rd_kafka_commit(rk.pointer, nil, 0)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
-            logger.warning("commit on revoke failed", metadata: ["kafka.error": "\(String(cString: rd_kafka_err2str(err)))"])
+            logger.warning("commit on revoke failed", metadata: [LogKey.kafkaError: "\(String(cString: rd_kafka_err2str(err)))"])
         }
         if cooperative {
             if let error = rd_kafka_incremental_unassign(rk.pointer, list.pointer) { rd_kafka_error_destroy(error) }
         } else {
             _ = rd_kafka_assign(rk.pointer, nil)
         }
-        logger.info("partitions revoked", metadata: ["kafka.partitions": "\(partitions.map(\.description))"])
+        logger.info("partitions revoked", metadata: [LogKey.partitions: "\(partitions.map(\.description))"])
     }
 
     private func closeOnPollQueue() {
@@ -300,7 +301,7 @@ public final class KafkaConsumer: Service, Sendable {
         else { return }
         let err = rd_kafka_commit(rk.pointer, nil, 0)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
-            logger.warning("final commit failed", metadata: ["kafka.error": "\(String(cString: rd_kafka_err2str(err)))"])
+            logger.warning("final commit failed", metadata: [LogKey.kafkaError: "\(String(cString: rd_kafka_err2str(err)))"])
         }
         if let error = rd_kafka_consumer_close_queue(rk.pointer, queue.pointer) {
             rd_kafka_error_destroy(error)

@@ -10,25 +10,25 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
         public var description: String { rawValue }
 
         /// A librdkafka setting was rejected while building a client.
-        public static let configuration = Code("kafka_configuration")
+        public static let configuration = Code("kafka.configuration")
         /// librdkafka refused to create a client handle.
-        public static let clientCreation = Code("kafka_client_creation")
+        public static let clientCreation = Code("kafka.client_creation")
         /// The broker did not acknowledge a message (timed out, purged, or refused).
-        public static let deliveryFailed = Code("kafka_delivery_failed")
+        public static let deliveryFailed = Code("kafka.delivery_failed")
         /// The local producer queue is full; back off and retry.
-        public static let queueFull = Code("kafka_queue_full")
+        public static let queueFull = Code("kafka.queue_full")
         /// A message is larger than the configured maximum.
-        public static let messageTooLarge = Code("kafka_message_too_large")
+        public static let messageTooLarge = Code("kafka.message_too_large")
         /// Committing or storing offsets failed.
-        public static let offsetCommit = Code("kafka_offset_commit")
+        public static let offsetCommit = Code("kafka.offset_commit")
         /// A topic administration request failed.
-        public static let admin = Code("kafka_admin")
+        public static let admin = Code("kafka.admin")
         /// Metadata could not be read from the cluster.
-        public static let metadata = Code("kafka_metadata")
+        public static let metadata = Code("kafka.metadata")
         /// The client was already closed.
-        public static let closed = Code("kafka_closed")
+        public static let closed = Code("kafka.closed")
         /// An operation did not finish within its deadline.
-        public static let timedOut = Code("kafka_timed_out")
+        public static let timedOut = Code("kafka.timed_out")
     }
 
     public let code: Code

@@ -1,4 +1,5 @@
 import CRdKafka
+import EnvironmentSettings
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -80,7 +81,7 @@ public final class KafkaProducer: Service, Sendable {
             return (fresh, current)
         }
         if let retired {
-            logger.warning("replacing a stuck or failed producer handle", metadata: ["kafka.reason": "\(retired.poisonReason ?? "")"])
+            logger.warning("replacing a stuck or failed producer handle", metadata: [LogKey.kafkaReason: "\(retired.poisonReason ?? "")"])
             Task.detached { await Blocking.run { retired.close(flushTimeout: .seconds(2)) } }
         }
         return handle
@@ -251,9 +252,9 @@ final class ProducerHandle: @unchecked Sendable {
                 let code = rd_kafka_fatal_error(rk, &buf, buf.count)
                 let text = buf.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
                 poison("fatal \(code.rawValue): \(text)")
-                logger.error("producer fatal error", metadata: ["kafka.error": "\(text)"])
+                logger.error("producer fatal error", metadata: [LogKey.kafkaError: "\(text)"])
             } else {
-                logger.debug("producer error", metadata: ["kafka.error": "\(e.reason)"])
+                logger.debug("producer error", metadata: [LogKey.kafkaError: "\(e.reason)"])
             }
         case RD_KAFKA_EVENT_LOG:
             RDKafkaEvents.log(event, logger: logger)

@@ -48,7 +48,7 @@ public struct ChangeStreamAudit: Sendable, Codable, Hashable {
             let change: Change
             do { change = try decoder.decode(Change.self, from: Data(message.value)) } catch {
                 throw OperationsError(
-                    "malformed_change", "record \(message.partition)/\(message.offset) is not an entitlement change: \(error)")
+                    .malformedChange, "record \(message.partition)/\(message.offset) is not an entitlement change: \(error)")
             }
             let customer = "\(change.environment):\(change.customerId.lowercased())"
             if let seen = bySeq[customer]?[change.seq] {

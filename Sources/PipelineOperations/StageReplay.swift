@@ -58,7 +58,7 @@ public struct StageReplay: Sendable {
             let known = Set(all.map(\.partition))
             if let missing = partitions.first(where: { !known.contains($0) }) {
                 throw OperationsError(
-                    "no_such_partition", "\(stage.inputTopic) has partitions 0…\(all.count - 1), not \(missing)")
+                    .noSuchPartition, "\(stage.inputTopic) has partitions 0…\(all.count - 1), not \(missing)")
             }
             chosen = all.filter { partitions.contains($0.partition) }
         }
@@ -77,7 +77,7 @@ public struct StageReplay: Sendable {
             case .offset(let offset):
                 guard offset >= mark.low, offset <= mark.high else {
                     throw OperationsError(
-                        "offset_out_of_range",
+                        .offsetOutOfRange,
                         "\(partition) holds offsets \(mark.low)…\(mark.high); \(offset) is outside")
                 }
                 target = offset
@@ -94,7 +94,7 @@ public struct StageReplay: Sendable {
     public func apply(_ plan: ReplayPlan) async throws {
         if let state = try? await offsets.groupState(plan.group), !state.isInactive {
             throw OperationsError(
-                "group_active",
+                .groupActive,
                 "group \(plan.group) has \(state.members) running member(s) (state \(state.state)); stop every \(plan.stage.name) instance first, then replay"
             )
         }

@@ -37,7 +37,7 @@ public struct TopicApplier: Sendable {
             try await Task.sleep(for: .seconds(1))
         } while ContinuousClock.now < deadline
         throw OperationsError(
-            "topics.broker_unreachable",
+            .brokerUnreachable,
             "no broker of \(client.bootstrapServers) answered within \(wait.components.seconds) s"
                 + (lastError.map { " (last error: \($0.reason))" } ?? "")
                 + "; check KAFKA_BOOTSTRAP_SERVERS, or wait longer with --wait SECONDS")

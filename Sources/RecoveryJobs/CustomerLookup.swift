@@ -68,7 +68,7 @@ public enum CustomerLookup {
                 found = try await owners(of: original, environment: environment, database: database, logger: logger)
             }
         } catch {
-            throw OperationsError("database_error", "looking up \(identifier) failed: \(String(reflecting: error).prefix(300))")
+            throw OperationsError(.storeFailed, "looking up \(identifier) failed: \(String(reflecting: error).prefix(300))")
         }
         return found.compactMap(UUID.init(uuidString:))
     }

@@ -303,7 +303,7 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
                         refundPreference: row.11, lastError: row.12, note: row.13))
             }
         } catch {
-            throw OperationsError("database_error", "reading customer \(id) failed: \(String(reflecting: error).prefix(300))")
+            throw OperationsError(.storeFailed, "reading customer \(id) failed: \(String(reflecting: error).prefix(300))")
         }
         return report
     }

@@ -21,6 +21,6 @@ extension VerifiedRecord {
 extension OperationsError {
     /// An App Store Server API failure as an operator error (Apple's code and message, never a token).
     public static func api(_ error: AppStoreAPIError) -> OperationsError {
-        OperationsError("appstore_\(error.kind.rawValue)", error.description)
+        OperationsError(.init(rawValue: error.code.rawValue), error.description)
     }
 }

@@ -40,7 +40,7 @@ public struct NotificationBackfill: Sendable {
         target: AppStoreServerAPIClient.Target, since: Date, until: Date, onlyFailures: Bool
     ) async throws -> BackfillReport {
         guard since < until else {
-            throw OperationsError("invalid_window", "--since (\(Timestamp.iso8601(since))) must be before --until (\(Timestamp.iso8601(until)))")
+            throw OperationsError(.invalidWindow, "--since (\(Timestamp.iso8601(since))) must be before --until (\(Timestamp.iso8601(until)))")
         }
         let request = NotificationHistoryRequest(startDate: since, endDate: until, onlyFailures: onlyFailures ? true : nil)
         let entries: [NotificationHistoryEntry]
@@ -58,7 +58,7 @@ public struct NotificationBackfill: Sendable {
         do {
             _ = try await producer.sendAll(messages)
         } catch {
-            throw OperationsError("broker_unavailable", "writing to \(rawTopic) failed: \(error)")
+            throw OperationsError(.brokerUnavailable, "writing to \(rawTopic) failed: \(error)")
         }
         var byType: [String: Int] = [:]
         var undelivered = 0

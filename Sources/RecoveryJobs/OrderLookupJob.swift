@@ -36,7 +36,7 @@ public struct OrderLookupJob: Sendable {
             throw OperationsError.api(error)
         }
         guard lookup.isValid else {
-            throw OperationsError("order_not_found", "Apple does not know order \(orderID) for \(target)")
+            throw OperationsError(.orderNotFound, "Apple does not know order \(orderID) for \(target)")
         }
         return OrderLookupResult(orderID: orderID, transactions: lookup.transactions)
     }
@@ -58,9 +58,9 @@ public struct OrderLookupJob: Sendable {
             do {
                 _ = try await producer.send(try VerifiedMessage.make(record, topic: verifiedTopic))
             } catch let error as VerifiedMessage.UnkeyedRecord {
-                throw OperationsError("unkeyed_record", error.description)
+                throw OperationsError(.unkeyedRecord, error.description)
             } catch {
-                throw OperationsError("broker_unavailable", "writing to \(verifiedTopic) failed: \(error)")
+                throw OperationsError(.brokerUnavailable, "writing to \(verifiedTopic) failed: \(error)")
             }
             if let key = record.key { keys.append(key) }
         }

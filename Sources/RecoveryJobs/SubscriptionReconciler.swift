@@ -81,7 +81,7 @@ public struct SubscriptionReconciler: Sendable {
                         bundleId: bundle, lifecycle: lifecycle, endsAt: endsAt, ownerCustomerId: owner))
             }
         } catch {
-            throw OperationsError("database_error", "reading overdue subscriptions failed: \(String(reflecting: error).prefix(300))")
+            throw OperationsError(.storeFailed, "reading overdue subscriptions failed: \(String(reflecting: error).prefix(300))")
         }
         return result
     }
@@ -96,7 +96,7 @@ public struct SubscriptionReconciler: Sendable {
         for subscription in subscriptions {
             var item = ReconcileItem(subscription: subscription)
             guard let bundleID = subscription.bundleId ?? defaultBundleID else {
-                item.failure = "unknown_bundle: grant stored no transaction naming the app; give --app"
+                item.failure = OperationsError(.unknownBundle, "grant stored no transaction naming the app; give --app").description
                 items.append(item)
                 continue
             }
@@ -115,9 +115,9 @@ public struct SubscriptionReconciler: Sendable {
             } catch let error as OperationsError {
                 item.failure = error.description
             } catch let error as VerifiedMessage.UnkeyedRecord {
-                item.failure = OperationsError("unkeyed_record", error.description).description
+                item.failure = OperationsError(.unkeyedRecord, error.description).description
             } catch {
-                item.failure = "broker_unavailable: \(error)"
+                item.failure = OperationsError(.brokerUnavailable, "\(error)").description
             }
             items.append(item)
         }

@@ -175,7 +175,7 @@ final class PartitionWorker: Sendable {
                 }
             }
             if results.isEmpty {
-                results = [.failure(StageError.permanent("stage_returned_nothing", "the stage returned no result for the record"))]
+                results = [.failure(StageError.permanent(.returnedNothing, "the stage returned no result for the record"))]
             }
             for result in results {
                 guard let message = pending.first, !stopping else { return }
@@ -279,7 +279,7 @@ final class PartitionWorker: Sendable {
             "transient failure; retrying in place",
             metadata: log(message).merging([
                 LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)", LogKey.attempt: "\(attempt)",
-                "retry.delay_ms": "\(delay.milliseconds)",
+                LogKey.retryDelay: "\(delay.milliseconds)",
             ]) { a, _ in a })
         do { try await Task.sleep(for: delay) } catch { return false }
         return !stopping

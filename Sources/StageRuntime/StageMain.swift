@@ -138,7 +138,7 @@ public enum StageMain {
             logger.info(
                 "starting",
                 metadata: [
-                    "kafka.input": "\(config.inputTopic)", LogKey.group: "\(config.groupID)", LogKey.httpPort: "\(config.httpPort)",
+                    LogKey.inputTopic: "\(config.inputTopic)", LogKey.group: "\(config.groupID)", LogKey.httpPort: "\(config.httpPort)",
                 ])
             await ProcessBootstrap.run(
                 [probes] + extra + [producer, runner.consumer, runner], shutdownTimeout: config.shutdownTimeout, logger: logger)

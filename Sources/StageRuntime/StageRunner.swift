@@ -1,3 +1,4 @@
+import EnvironmentSettings
 import KafkaClient
 import Logging
 import Metrics

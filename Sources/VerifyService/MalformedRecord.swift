@@ -3,8 +3,8 @@ import StageRuntime
 
 /// The dead-letter code for a raw record that is no notification envelope or app upload at all.
 public enum MalformedRecord {
-    /// `malformed_record`: the body is not JSON, or lacks `signedPayload` / `signedTransaction`.
-    public static let code = "malformed_record"
+    /// `record.malformed`: the body is not JSON, or lacks `signedPayload` / `signedTransaction`.
+    public static let code = StageError.Code.malformedRecord
 
     static func error(_ message: String) -> StageError {
         .permanent(code, message)

@@ -5,8 +5,8 @@ import StageRuntime
 /// A verifier rejection as the stage runtime sees it: the verifier's stable code becomes the
 /// dead-letter code, and only an unreachable OCSP responder is worth retrying.
 ///
-/// `AppStoreVerificationError` cannot conform to ``ClassifiedError`` itself: its `code` is a typed
-/// value, where the runtime wants the raw string.
+/// `AppStoreVerificationError` does not conform to ``ClassifiedError`` itself: the verifier stays
+/// free of the runtime's module.
 public struct VerificationFailure: ClassifiedError, Hashable, CustomStringConvertible {
     /// The verifier's error, unchanged.
     public let error: AppStoreVerificationError
@@ -15,10 +15,10 @@ public struct VerificationFailure: ClassifiedError, Hashable, CustomStringConver
         self.error = error
     }
 
-    /// The verifier's stable code, e.g. `invalid_signature`, `untrusted_root`, `wrong_bundle_id`.
-    public var code: String { error.code.rawValue }
+    /// The verifier's stable code, e.g. `verification.invalid_signature`, `verification.untrusted_root`.
+    public var code: AppStoreVerificationError.Code { error.code }
     public var message: String { error.message }
-    /// Only `revocation_check_unavailable` heals by itself; every other rejection is final for these bytes.
+    /// Only `verification.revocation_check_unavailable` heals by itself; every other rejection is final for these bytes.
     public var isTransient: Bool { error.isRetryable }
     public var description: String { error.description }
 }

@@ -36,15 +36,16 @@ public struct VerifyStage: PipelineStage {
         logger.info(
             "verifier configured",
             metadata: [
-                "appstore.apps": "\(configuration.apps.map { "\($0.bundleID):\($0.environments.map(\.rawValue).sorted().joined(separator: "+"))" })",
-                "appstore.validationTime": "\(ValidationTimeOption.describe(configuration.validationTime))",
-                "appstore.chainCache": "\(configuration.chainCache.isEnabled ? "on" : "off")",
+                LogKey.appStoreApps:
+                    "\(configuration.apps.map { "\($0.bundleID):\($0.environments.map(\.rawValue).sorted().joined(separator: "+"))" })",
+                LogKey.appStoreValidationTime: "\(ValidationTimeOption.describe(configuration.validationTime))",
+                LogKey.appStoreChainCache: "\(configuration.chainCache.isEnabled ? "on" : "off")",
             ])
         if !configuration.additionalTrustedRoots.isEmpty {
             logger.notice(
                 "additional trusted roots configured; honoured for non-Production data only",
                 metadata: [
-                    "appstore.roots": "\(configuration.additionalTrustedRoots.map { String(describing: $0.subject) })"
+                    LogKey.appStoreRoots: "\(configuration.additionalTrustedRoots.map { String(describing: $0.subject) })"
                 ])
         }
     }
@@ -69,7 +70,7 @@ public struct VerifyStage: PipelineStage {
 
     /// Verifies one raw body and builds its record; no Kafka involved (the tests and replay tools
     /// call it directly).
-    /// - Throws: ``VerificationFailure`` for a rejected JWS, `StageError` `malformed_record` for a
+    /// - Throws: ``VerificationFailure`` for a rejected JWS, `StageError` `record.malformed` for a
     ///   body that holds no JWS to verify or an unknown `source` header.
     public func verify(rawBody: [UInt8], source: String?) async throws -> VerifiedRecord {
         if let source, !Self.knownSources.contains(source) {

@@ -40,7 +40,7 @@ struct InspectCommandTests {
         }
         #expect(samples.count == 57)
         #expect(accepted == 56)
-        #expect(rejected == ["legacy-no-environment-transaction-consumable-revoked-1.jws": "wrong_environment"])
+        #expect(rejected == ["legacy-no-environment-transaction-consumable-revoked-1.jws": "verification.wrong_environment"])
     }
 
     @Test("a real notification pasted without flags: values assumed from the token and said so", .enabled(if: SharedFixtures.hasRealJWS))
@@ -71,7 +71,7 @@ struct InspectCommandTests {
 
         let untrusted = try await BuiltProducts.run("appstorectl", ["inspect", file.path])
         #expect(untrusted.status == 1)
-        #expect(untrusted.stderr.contains("untrusted_root"))
+        #expect(untrusted.stderr.contains("verification.untrusted_root"))
         #expect(untrusted.stdout.isEmpty)
         #expect(!untrusted.stderr.contains(token), "the token is never echoed")
 
@@ -93,18 +93,18 @@ struct InspectCommandTests {
                 "inspect", file.path, "--trust-root", roots.der, "--bundle-id", TestPKI.otherBundleID,
             ])
         #expect(wrongApp.status == 1)
-        #expect(wrongApp.stderr.contains("wrong_bundle_id"))
+        #expect(wrongApp.stderr.contains("verification.wrong_bundle_id"))
 
         // A tampered signature.
         let tampered = TestPKI.tampered(token, payloadFrom: try TestPKI.notification(originalTransactionId: "2"))
         let bad = try await BuiltProducts.run("appstorectl", ["inspect", "-", "--trust-root", roots.pem], stdin: tampered)
         #expect(bad.status == 1)
-        #expect(bad.stderr.contains("invalid_signature"))
+        #expect(bad.stderr.contains("verification.invalid_signature"))
 
         // Not a JWS at all.
         let junk = try await BuiltProducts.run("appstorectl", ["inspect", "-"], stdin: "hello")
         #expect(junk.status == 1)
-        #expect(junk.stderr.contains("malformed"))
+        #expect(junk.stderr.contains("verification.malformed"))
     }
 
     @Test(

@@ -73,7 +73,7 @@ struct InspectionPlanTests {
             _ = try await InspectionPlan(input: token, options: production).run()
             Issue.record("a test-CA token passed as Production")
         } catch {
-            #expect(error.code == "untrusted_root")
+            #expect(error.code.rawValue == "verification.untrusted_root")
             #expect(error.exitCode == 1)
         }
         var sandbox = trusting
@@ -82,7 +82,7 @@ struct InspectionPlanTests {
             _ = try await InspectionPlan(input: token, options: sandbox).run()
             Issue.record("a Production token passed as Sandbox")
         } catch {
-            #expect(error.code == "wrong_environment")
+            #expect(error.code.rawValue == "verification.wrong_environment")
         }
     }
 

@@ -121,7 +121,7 @@ struct AppStoreServerAPIClientTests {
             _ = try await client.testNotificationStatus(token: "unknown_1", target: SimFixture.target)
             Issue.record("an unknown token must fail")
         } catch {
-            #expect(error.code == "apple_api_4040008")
+            #expect(error.code.rawValue == "apple_api.4040008")
         }
 
         try await client.sendConsumptionInformation(
@@ -175,7 +175,7 @@ struct AppStoreServerAPIClientTests {
             } catch {
                 #expect(error.kind == .unauthorized)
                 #expect(error.statusCode == 401)
-                #expect(error.code == "apple_api_unauthorized")
+                #expect(error.code == .unauthorized)
                 #expect(!error.isTransient)
             }
         }

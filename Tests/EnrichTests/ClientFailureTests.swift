@@ -67,7 +67,7 @@ struct ClientFailureTests {
             } catch {
                 #expect(error.statusCode == status)
                 #expect(error.errorCode == code)
-                #expect(error.code == "apple_api_\(code)")
+                #expect(error.code.rawValue == "apple_api.\(code)")
                 #expect(error.isTransient)
             }
             sim.apple.faults.set(.none)
@@ -78,7 +78,7 @@ struct ClientFailureTests {
         do {
             _ = try await client.transactionInfo(transactionId: "2000000000400000", target: SimFixture.target)
         } catch {
-            #expect(error.isTransient && error.code == "apple_api_4040006")
+            #expect(error.isTransient && error.code.rawValue == "apple_api.4040006")
         }
         sim.apple.faults.set(.none)
         do {
@@ -86,8 +86,8 @@ struct ClientFailureTests {
             Issue.record("an unknown transaction must fail")
         } catch {
             #expect(error.statusCode == 404 && error.errorCode == 4_040_010 && !error.isTransient)
-            #expect(error.code == "apple_api_4040010")
-            #expect(FailureClassification(error).code == "apple_api_4040010", "the stage runtime sees Apple's code")
+            #expect(error.code.rawValue == "apple_api.4040010")
+            #expect(FailureClassification(error).code == "apple_api.4040010", "the stage runtime sees Apple's code")
         }
         do {
             _ = try await client.transactionHistory(transactionId: "not-a-number", target: SimFixture.target)
@@ -126,8 +126,8 @@ struct ClientFailureTests {
             Issue.record("a forged answer must be rejected")
         } catch {
             #expect(error.kind == .untrustedResponse)
-            #expect(error.code == "apple_api_untrusted_response")
-            #expect(error.message.contains("untrusted_root"))
+            #expect(error.code == .untrustedResponse)
+            #expect(error.message.contains("verification.untrusted_root"))
             #expect(!error.isTransient)
         }
         do {
@@ -180,7 +180,7 @@ struct ClientFailureTests {
             _ = try AppStoreAPICredentials(
                 bundleID: "com.a", issuerID: "i", keyID: "K", privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----")
         } catch {
-            #expect(error.code == "apple_api_invalid_credentials")
+            #expect(error.code == .invalidCredentials)
             #expect(!error.message.contains("AAAA"))
         }
     }

@@ -107,7 +107,7 @@ struct EnrichCacheTests {
                 Issue.record("record \(index) must fail")
                 continue
             }
-            #expect(FailureClassification(error).code == "apple_api_4040010")
+            #expect(FailureClassification(error).code == "apple_api.4040010")
         }
         #expect((try? failed[1].get())?.count == 1)
         #expect(stage.lookupsPerformed == 4, "the unknown purchase was looked up once")

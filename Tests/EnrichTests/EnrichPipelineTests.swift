@@ -142,7 +142,7 @@ struct EnrichPipelineTests {
         #expect(enriched.count == records.count - 1)
         #expect((sim.apple.faults.statistics.byStatus["429"] ?? 0) > 0, "the simulator did rate-limit")
         #expect(letters.count == 1)
-        #expect(letters.first?.headers.string(DeadLetterHeader.errorCode) == "apple_api_4040010")
+        #expect(letters.first?.headers.string(DeadLetterHeader.errorCode) == "apple_api.4040010")
         #expect(letters.first?.headers.string(DeadLetterHeader.stage) == "enrich")
         #expect(letters.first?.value == (try unknown.encoded()), "the dead letter keeps the verified body")
     }

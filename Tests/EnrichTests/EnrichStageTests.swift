@@ -129,7 +129,7 @@ struct EnrichStageTests {
             Issue.record("the unknown purchase must fail")
             return
         }
-        #expect(FailureClassification(error).code == "apple_api_4040010")
+        #expect(FailureClassification(error).code == "apple_api.4040010")
         #expect(!FailureClassification(error).isTransient)
 
         // A transient failure stops the batch at its record: it and what follows are retried.

@@ -155,14 +155,14 @@ struct RuleTests {
         do {
             try ledger.apply(p.notify(.oneTimeCharge))
         } catch let rejection as GrantRejection {
-            #expect(rejection.code == "grant.non_renewing_duration_unknown")
+            #expect(rejection.code.rawValue == "grant.non_renewing_duration_unknown")
         }
         var noUUID = p.notify(.oneTimeCharge)
         noUUID.verified.notificationUUID = nil
         noUUID.verified.notification?.notificationUUID = nil
         #expect(
             throws: GrantRejection(
-                code: "grant.missing_notification_uuid", message: "the notification has no notificationUUID, so it cannot be deduplicated")
+                code: .missingNotificationUUID, message: "the notification has no notificationUUID, so it cannot be deduplicated")
         ) {
             _ = try GrantEvent(noUUID)
         }

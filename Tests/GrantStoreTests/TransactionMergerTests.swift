@@ -84,7 +84,7 @@ struct TransactionMergerTests {
                 Issue.record("the poisoned batch was applied: \(String(describing: outcomes[0]))")
                 return
             }
-            #expect(!error.isTransient && error.code.hasPrefix("store.sql_"), "\(error)")
+            #expect(!error.isTransient && error.code.rawValue.hasPrefix("store.sql_"), "\(error)")
             for index in 1..<lanes.count {
                 #expect((try? outcomes[index]?.get()) == lanes[index][0].count, "batch \(index): \(String(describing: outcomes[index]))")
             }

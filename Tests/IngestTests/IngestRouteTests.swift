@@ -105,7 +105,7 @@ struct IngestRouteTests {
                 uri: "/v2/notifications", method: .post, headers: [.contentType: "application/json"],
                 body: ByteBuffer(string: #"{"signedPayload":"\#(fakeJWS())"}"#)
             ) { response in
-                try expectError(response, .serviceUnavailable, "broker_unavailable")
+                try expectError(response, .serviceUnavailable, "kafka.broker_unavailable")
             }
             // Generous: other suites load both cores meanwhile. The resilience suite, run alone, holds
             // ingest to its timeout plus half a second.
@@ -123,26 +123,26 @@ struct IngestRefusalTests {
     func refusals() async throws {
         let big = String(repeating: "A", count: 70_000)
         let cases: [(String, String, [UInt8], HTTPResponse.Status, String)] = [
-            ("/v2/notifications", "application/json", Array("not json".utf8), .badRequest, "invalid_json"),
-            ("/v2/notifications", "application/json", Array("[1,2]".utf8), .badRequest, "invalid_json"),
-            ("/v2/notifications", "application/json", Array(#"{"payload":"a.b.c"}"#.utf8), .badRequest, "missing_field"),
-            ("/v2/notifications", "application/json", Array(#"{"signedPayload":42}"#.utf8), .badRequest, "missing_field"),
-            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"abc.def"}"#.utf8), .badRequest, "invalid_jws"),
-            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"a.b.c.d"}"#.utf8), .badRequest, "invalid_jws"),
-            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"a..c"}"#.utf8), .badRequest, "invalid_jws"),
-            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"a+/.b.c="}"#.utf8), .badRequest, "invalid_jws"),
-            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"\#(big).b.c"}"#.utf8), .badRequest, "jws_too_large"),
+            ("/v2/notifications", "application/json", Array("not json".utf8), .badRequest, "request.invalid_json"),
+            ("/v2/notifications", "application/json", Array("[1,2]".utf8), .badRequest, "request.invalid_json"),
+            ("/v2/notifications", "application/json", Array(#"{"payload":"a.b.c"}"#.utf8), .badRequest, "request.missing_field"),
+            ("/v2/notifications", "application/json", Array(#"{"signedPayload":42}"#.utf8), .badRequest, "request.missing_field"),
+            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"abc.def"}"#.utf8), .badRequest, "request.invalid_jws"),
+            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"a.b.c.d"}"#.utf8), .badRequest, "request.invalid_jws"),
+            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"a..c"}"#.utf8), .badRequest, "request.invalid_jws"),
+            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"a+/.b.c="}"#.utf8), .badRequest, "request.invalid_jws"),
+            ("/v2/notifications", "application/json", Array(#"{"signedPayload":"\#(big).b.c"}"#.utf8), .badRequest, "request.jws_too_large"),
             (
                 "/v2/notifications", "application/json", Array(repeating: UInt8(ascii: " "), count: (128 << 10) + 10), .contentTooLarge,
-                "body_too_large"
+                "request.body_too_large"
             ),
-            ("/v2/notifications", "text/plain", Array(#"{"signedPayload":"a.b.c"}"#.utf8), .unsupportedMediaType, "unsupported_media_type"),
-            ("/v1/transactions", "application/json", Array(#"{"signedPayload":"a.b.c"}"#.utf8), .badRequest, "missing_field"),
+            ("/v2/notifications", "text/plain", Array(#"{"signedPayload":"a.b.c"}"#.utf8), .unsupportedMediaType, "request.unsupported_media_type"),
+            ("/v1/transactions", "application/json", Array(#"{"signedPayload":"a.b.c"}"#.utf8), .badRequest, "request.missing_field"),
             (
                 "/v1/transactions", "application/json", Array(#"{"signedTransaction":"a.b.c","appAccountToken":"nope"}"#.utf8), .badRequest,
-                "invalid_field"
+                "request.invalid_field"
             ),
-            ("/v1/transactions", "application/json", Array(#"{"signedTransaction":"a.b.c","userId":""}"#.utf8), .badRequest, "invalid_field"),
+            ("/v1/transactions", "application/json", Array(#"{"signedTransaction":"a.b.c","userId":""}"#.utf8), .badRequest, "request.invalid_field"),
         ]
         try await withUploadIngest(try TestUploads.open()) { client in
             for (uri, type, body, status, code) in cases {

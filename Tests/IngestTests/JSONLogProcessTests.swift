@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import EnvironmentSettings
 import Foundation
 import KafkaClient
 import NIOCore

@@ -148,7 +148,8 @@ struct UploadAuthRefusalTests {
     func openRefusals() async throws {
         try await withUploadIngest(try TestUploads.open()) { client in
             for (body, code) in [
-                ("not json", "invalid_json"), (#"{"signedTransaction":"a.b"}"#, "invalid_jws"), (uploadBody(userId: ""), "invalid_field"),
+                ("not json", "request.invalid_json"), (#"{"signedTransaction":"a.b"}"#, "request.invalid_jws"),
+                (uploadBody(userId: ""), "request.invalid_field"),
             ] {
                 let result = try await postUpload(client, body: body)
                 #expect(result.status == .badRequest)
@@ -156,7 +157,7 @@ struct UploadAuthRefusalTests {
             }
             let big = try await postUpload(client, body: String(repeating: " ", count: (128 << 10) + 1))
             #expect(big.status == .contentTooLarge)
-            #expect(big.error?.error.code == "body_too_large")
+            #expect(big.error?.error.code == "request.body_too_large")
             let text = try await client.execute(
                 uri: "/v1/transactions", method: .post, headers: [.contentType: "text/plain"], body: .init(string: uploadBody())
             ) { $0.status }

@@ -50,7 +50,7 @@ struct ChangeStreamAuditTests {
         #expect {
             try ChangeStreamAudit(messages: [bad])
         } throws: { error in
-            (error as? OperationsError)?.code == "malformed_change" && "\(error)".contains("3/9")
+            (error as? OperationsError)?.code == .malformedChange && "\(error)".contains("3/9")
         }
     }
 }

@@ -7,8 +7,8 @@ import StageRuntime
 import TestSupport
 
 /// A stage with fresh input and dead-letter topics (`prefix-in`, `prefix-dlq`) and `letters` dead
-/// letters in it: records of the input that "failed" with alternating codes (`invalid_signature`,
-/// `malformed_record`) after `attempts` attempts, written as StageRunner writes them. The caller
+/// letters in it: records of the input that "failed" with alternating codes (`verification.invalid_signature`,
+/// `record.malformed`) after `attempts` attempts, written as StageRunner writes them. The caller
 /// closes the producer.
 func makeStageWithDeadLetters(_ prefix: String, letters: Int, attempts: Int = 1) async throws -> (PipelineStageInfo, KafkaProducer) {
     let input = try await TestServices.makeTopic("\(prefix)-in", partitions: 2)
@@ -23,8 +23,8 @@ func makeStageWithDeadLetters(_ prefix: String, letters: Int, attempts: Int = 1)
             value: Array("{\"n\":\(i)}".utf8), headers: [KafkaHeader(key: "source", string: "apple-webhook")], timestamp: Date())
         let failure = FailureClassification(
             i.isMultiple(of: 2)
-                ? StageError.permanent("invalid_signature", "signature \(i) does not match")
-                : StageError.permanent("malformed_record", "record \(i) is not JSON"))
+                ? StageError.permanent(.init(rawValue: "verification.invalid_signature"), "signature \(i) does not match")
+                : StageError.permanent(.malformedRecord, "record \(i) is not JSON"))
         return DeadLetterHeader.record(
             for: original, topic: dlq, stage: stage.name, failure: failure, attempts: attempts, firstFailure: Date(), lastFailure: Date())
     }

@@ -22,8 +22,8 @@ struct DeadLetterQueueTests {
         defer { Task { await producer.close() } }
         let letters = try await queue.list()
         #expect(letters.count == 6)
-        #expect(letters.filter { $0.code == "invalid_signature" }.count == 3)
-        #expect(letters.filter { $0.code == "malformed_record" }.count == 3)
+        #expect(letters.filter { $0.code == "verification.invalid_signature" }.count == 3)
+        #expect(letters.filter { $0.code == "record.malformed" }.count == 3)
         #expect(letters.allSatisfy { !$0.replayed && $0.attempts == 1 && $0.source.hasPrefix(queue.stage.inputTopic) })
         let first = try #require(letters.first { $0.message.key == Array("key-0".utf8) })
         #expect(first.reason == "signature 0 does not match")
@@ -59,10 +59,10 @@ struct DeadLetterQueueTests {
     func filtered() async throws {
         let (queue, producer) = try await makeQueue(count: 6)
         _ = try await queue.replay(producer: producer)
-        #expect(try await queue.replay(filter: DeadLetterFilter(codes: ["malformed_record"]), producer: producer).replayed.isEmpty)
-        let outcome = try await queue.replay(filter: DeadLetterFilter(codes: ["malformed_record"]), includeReplayed: true, producer: producer)
+        #expect(try await queue.replay(filter: DeadLetterFilter(codes: ["record.malformed"]), producer: producer).replayed.isEmpty)
+        let outcome = try await queue.replay(filter: DeadLetterFilter(codes: ["record.malformed"]), includeReplayed: true, producer: producer)
         #expect(outcome.replayed.count == 3)
-        #expect(outcome.replayed.allSatisfy { $0.code == "malformed_record" })
+        #expect(outcome.replayed.allSatisfy { $0.code == "record.malformed" })
         let reinjected = try await TopicReader.read(queue.stage.inputTopic) { $0.count >= 9 }
         #expect(reinjected.count == 9)
         await producer.close()

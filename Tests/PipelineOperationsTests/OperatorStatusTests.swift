@@ -71,8 +71,8 @@ struct OperatorStatusTests {
         #expect(last >= before && last <= Date().addingTimeInterval(2))
         #expect(
             waiting.deadLetters == [
-                DeadLetterCount(code: "invalid_signature", total: 2, notReplayed: 2),
-                DeadLetterCount(code: "malformed_record", total: 1, notReplayed: 1),
+                DeadLetterCount(code: "record.malformed", total: 1, notReplayed: 1),
+                DeadLetterCount(code: "verification.invalid_signature", total: 2, notReplayed: 2),
             ])
         #expect(waiting.deadLettersNotReplayed == 3)
 
@@ -109,7 +109,7 @@ struct OperatorStatusTests {
 
         let plan = try await queue.plan()
         #expect(plan.replayed.count == 6)
-        let codePlan = try await queue.plan(filter: DeadLetterFilter(codes: ["malformed_record"]))
+        let codePlan = try await queue.plan(filter: DeadLetterFilter(codes: ["record.malformed"]))
         #expect(codePlan.replayed.count == 3 && codePlan.skipped == 3)
         // Nothing was sent to the input, nothing remembered.
         let input = try await KafkaTopicScanner(configuration: client, idle: .seconds(2)).scan([
@@ -118,19 +118,20 @@ struct OperatorStatusTests {
         #expect(input.isEmpty)
         #expect(try await queue.list().allSatisfy { !$0.replayed })
 
-        let first = try await queue.replay(filter: DeadLetterFilter(codes: ["malformed_record"]), producer: producer)
+        let first = try await queue.replay(filter: DeadLetterFilter(codes: ["record.malformed"]), producer: producer)
         #expect(first.replayed.count == 3)
-        #expect(first.replayed.allSatisfy { $0.code == "malformed_record" })
-        let again = try await queue.replay(filter: DeadLetterFilter(codes: ["malformed_record"]), producer: producer)
+        #expect(first.replayed.allSatisfy { $0.code == "record.malformed" })
+        let again = try await queue.replay(filter: DeadLetterFilter(codes: ["record.malformed"]), producer: producer)
         #expect(again.replayed.isEmpty, "a second identical replay sends nothing")
         let listed = try await queue.list()
-        #expect(listed.filter(\.replayed).map(\.code) == ["malformed_record", "malformed_record", "malformed_record"])
+        #expect(listed.filter(\.replayed).map(\.code) == ["record.malformed", "record.malformed", "record.malformed"])
 
         // The unfiltered replay takes what the code replay left; --include-replayed takes a code again.
         let rest = try await queue.replay(producer: producer)
-        #expect(rest.replayed.map(\.code) == ["invalid_signature", "invalid_signature", "invalid_signature"])
+        #expect(rest.replayed.map(\.code) == ["verification.invalid_signature", "verification.invalid_signature", "verification.invalid_signature"])
         #expect(try await queue.replay(producer: producer).replayed.isEmpty)
-        let forced = try await queue.replay(filter: DeadLetterFilter(codes: ["invalid_signature"]), includeReplayed: true, producer: producer)
+        let forced = try await queue.replay(
+            filter: DeadLetterFilter(codes: ["verification.invalid_signature"]), includeReplayed: true, producer: producer)
         #expect(forced.replayed.count == 3)
         let reinjected = try await TopicReader.read(stage.inputTopic, timeout: .seconds(60), settle: .seconds(1)) { $0.count >= 9 }
         #expect(reinjected.count == 9)

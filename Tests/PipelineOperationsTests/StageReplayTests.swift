@@ -115,7 +115,7 @@ struct StageReplayTests {
             _ = try await replay.plan(stage: stage, from: .earliest, partitions: [7])
             Issue.record("partition 7 of a 2-partition topic was accepted")
         } catch let error as OperationsError {
-            #expect(error.code == "no_such_partition")
+            #expect(error.code == .noSuchPartition)
         }
     }
 

@@ -110,7 +110,7 @@ struct BackfillAndOrderTests {
 
             await #expect {
                 try await job.lookUp("UNKNOWN123", target: SimFixture.target)
-            } throws: { ($0 as? OperationsError)?.code == "order_not_found" }
+            } throws: { ($0 as? OperationsError)?.code == .orderNotFound }
         }
     }
 }

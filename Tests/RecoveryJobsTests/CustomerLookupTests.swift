@@ -171,7 +171,7 @@ struct PipelineHealthTests {
     func attention() throws {
         let health = PipelineHealth(
             stages: [
-                stage("enrich", members: 0, lags: [7, nil, 2], letters: [.init(code: "appstore_not_found", total: 3, notReplayed: 1)]),
+                stage("enrich", members: 0, lags: [7, nil, 2], letters: [.init(code: "apple_api.4040010", total: 3, notReplayed: 1)]),
                 stage("grant", members: nil, lags: [5]),
             ],
             outbox: OutboxBacklog(unpublished: 12, oldestCreatedAt: Date().addingTimeInterval(-300), oldestAgeSeconds: 300),
@@ -179,9 +179,9 @@ struct PipelineHealthTests {
         #expect(!health.healthy)
         #expect(health.problems.map(\.kind) == ["stalled", "dead_letters", "outbox_backlog"])
         #expect(health.problems[0].stage == "enrich" && health.problems[0].detail.contains("lag 9 (partition 0: 7, partition 2: 2)"))
-        #expect(health.problems[1].code == "appstore_not_found")
+        #expect(health.problems[1].code == "apple_api.4040010")
         let text = health.text
-        #expect(text.contains("stalled: enrich: lag 9") && text.contains("appstore_not_found") && text.contains("unknown (at least 9)"))
+        #expect(text.contains("stalled: enrich: lag 9") && text.contains("apple_api.4040010") && text.contains("unknown (at least 9)"))
 
         let object = try #require(try JSONSerialization.jsonObject(with: Data(try OperatorJSON.encode(health).utf8)) as? [String: Any])
         #expect(Set(object.keys) == ["healthy", "checkedAt", "stages", "outbox", "outboxError", "maxOutboxAgeSeconds", "problems"])

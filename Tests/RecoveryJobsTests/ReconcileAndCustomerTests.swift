@@ -108,7 +108,7 @@ struct ReconcileAndCustomerTests {
                 let second = try TestServices.makeProducer()
                 let mixed = await SubscriptionReconciler.queue([unknown, overdue[1]], client: sim.client, producer: second, verifiedTopic: verified)
                 await second.close()
-                #expect(mixed[0].failure?.hasPrefix("appstore_") == true)
+                #expect(mixed[0].failure?.hasPrefix("apple_api.") == true)
                 #expect(mixed[1].failure == nil)
             }
         }

@@ -1,3 +1,4 @@
+import EnvironmentSettings
 import Foundation
 import Logging
 import StageRuntime

@@ -29,9 +29,9 @@ final class ScriptedStage: PipelineStage {
             return a[body]!
         }
         if maxDelayMs > 0 { try await Task.sleep(for: .milliseconds(Int.random(in: 0...maxDelayMs))) }
-        if body.hasPrefix("poison") { throw StageError.permanent("poisoned", "the record \(body) can never be processed") }
+        if body.hasPrefix("poison") { throw StageError.permanent(.init(rawValue: "test.poisoned"), "the record \(body) can never be processed") }
         if body.hasPrefix("flaky"), attempt <= 3 {
-            throw StageError.transient("dependency_down", "try again", retryAfter: .milliseconds(10))
+            throw StageError.transient(.init(rawValue: "test.dependency_down"), "try again", retryAfter: .milliseconds(10))
         }
         return [KafkaOutgoingMessage(topic: output, key: message.key, value: message.value, headers: message.headers)]
     }
@@ -91,7 +91,7 @@ struct StageRunnerTests {
         #expect(letter.text == "poison-2", "the dead letter keeps the original body")
         #expect(letter.keyString == "k0")
         #expect(letter.headers.string("n") == "2", "original headers are kept")
-        #expect(letter.headers.string(DeadLetterHeader.errorCode) == "poisoned")
+        #expect(letter.headers.string(DeadLetterHeader.errorCode) == "test.poisoned")
         #expect(letter.headers.string(DeadLetterHeader.errorMessage)?.contains("poison-2") == true)
         #expect(letter.headers.string(DeadLetterHeader.stage) == "scripted")
         #expect(letter.headers.string(DeadLetterHeader.sourceTopic) == input)
@@ -111,13 +111,15 @@ struct StageRunnerTests {
             let sizes = Mutex<[Int]>([])
             init(output: String) { self.output = output }
             func process(_ message: KafkaMessage) async throws -> [KafkaOutgoingMessage] {
-                if message.text.hasPrefix("poison") { throw StageError.permanent("poisoned", "bad") }
+                if message.text.hasPrefix("poison") { throw StageError.permanent(.init(rawValue: "test.poisoned"), "bad") }
                 return [KafkaOutgoingMessage(topic: output, key: message.key, value: message.value)]
             }
             func process(batch: [KafkaMessage]) async throws -> [Result<[KafkaOutgoingMessage], any Error>] {
                 sizes.withLock { $0.append(batch.count) }
                 // All or nothing, like one database transaction.
-                if batch.contains(where: { $0.text.hasPrefix("poison") }) { throw StageError.permanent("poisoned", "bad batch") }
+                if batch.contains(where: { $0.text.hasPrefix("poison") }) {
+                    throw StageError.permanent(.init(rawValue: "test.poisoned"), "bad batch")
+                }
                 return batch.map { .success([KafkaOutgoingMessage(topic: output, key: $0.key, value: $0.value)]) }
             }
         }
@@ -175,7 +177,7 @@ struct StageRunnerTests {
         #expect(text.contains(#"pipeline_messages_consumed_total{stage="scripted"} 5"#))
         #expect(text.contains(#"pipeline_messages_produced_total{stage="scripted"} 4"#))
         #expect(text.contains(#"pipeline_retries_total{stage="scripted"} 3"#))
-        #expect(text.contains(#"pipeline_messages_dead_lettered_total{stage="scripted",code="poisoned"} 1"#))
+        #expect(text.contains(#"pipeline_messages_dead_lettered_total{stage="scripted",code="test.poisoned"} 1"#))
         #expect(text.contains("pipeline_processing_duration_seconds_bucket"))
     }
 }

@@ -43,16 +43,25 @@ struct VerifyPipelineTests {
         let valid = try TestPKI.notification(originalTransactionId: "200000000000199")
         let other = try TestPKI.notification(originalTransactionId: "200000000000198")
         let forged: [(body: [UInt8], source: String, code: String)] = [
-            (TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "9", signer: TestPKI.forger)), "apple-webhook", "untrusted_root"),
-            (TestPKI.webhookBody(TestPKI.tampered(valid, payloadFrom: other)), "apple-webhook", "invalid_signature"),
+            (
+                TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "9", signer: TestPKI.forger)), "apple-webhook",
+                "verification.untrusted_root"
+            ),
+            (TestPKI.webhookBody(TestPKI.tampered(valid, payloadFrom: other)), "apple-webhook", "verification.invalid_signature"),
             (
                 TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "9", bundleID: TestPKI.otherBundleID)), "apple-webhook",
-                "wrong_bundle_id"
+                "verification.wrong_bundle_id"
             ),
-            (TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "9", environment: .production)), "apple-webhook", "untrusted_root"),
-            (TestPKI.uploadBody(try TestPKI.signedTransaction(originalTransactionId: "9", signer: TestPKI.forger)), "app-upload", "untrusted_root"),
-            (Array("not json".utf8), "apple-webhook", "malformed_record"),
-            (Array(#"{"signedPayload":"x.y"}"#.utf8), "apple-webhook", "malformed"),
+            (
+                TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "9", environment: .production)), "apple-webhook",
+                "verification.untrusted_root"
+            ),
+            (
+                TestPKI.uploadBody(try TestPKI.signedTransaction(originalTransactionId: "9", signer: TestPKI.forger)), "app-upload",
+                "verification.untrusted_root"
+            ),
+            (Array("not json".utf8), "apple-webhook", "record.malformed"),
+            (Array(#"{"signedPayload":"x.y"}"#.utf8), "apple-webhook", "verification.malformed"),
         ]
         // Interleave the forgeries with the valid records.
         var all = inputs
@@ -154,7 +163,7 @@ struct VerifyPipelineTests {
         #expect(app2.header(PipelineHeader.source) == "app-upload")
         #expect(try VerifiedRecord.decode(app2.value).hints?.userId == "user-9")
         #expect(letters.count == 1)
-        #expect(letters.first?.header(DeadLetterHeader.errorCode) == "untrusted_root")
+        #expect(letters.first?.header(DeadLetterHeader.errorCode) == "verification.untrusted_root")
         #expect(letters.first?.header(PipelineHeader.requestID) == "ingest-req-3")
     }
 
@@ -188,7 +197,7 @@ struct VerifyPipelineTests {
         #expect(status == 0, "\(stage.output)")
         #expect(verified.first?.keyString == "Sandbox:200000000000888")
         #expect(try VerifiedRecord.decode(try #require(verified.first).value).signedPayload == token)
-        #expect(letters.first?.header(DeadLetterHeader.errorCode) == "untrusted_root")
+        #expect(letters.first?.header(DeadLetterHeader.errorCode) == "verification.untrusted_root")
         #expect(!stage.output.contains(token), "the JWS never reaches the log at info level")
         #expect(stage.output.contains("non-Production data only"))
     }

@@ -121,27 +121,27 @@ struct VerifyStageTests {
         let valid = try TestPKI.notification(originalTransactionId: "2000000000000002")
         let other = try TestPKI.notification(originalTransactionId: "2000000000000003")
         await expectRejected(
-            TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", signer: TestPKI.forger)), code: "untrusted_root")
-        await expectRejected(TestPKI.webhookBody(TestPKI.tampered(valid, payloadFrom: other)), code: "invalid_signature")
+            TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", signer: TestPKI.forger)), code: "verification.untrusted_root")
+        await expectRejected(TestPKI.webhookBody(TestPKI.tampered(valid, payloadFrom: other)), code: "verification.invalid_signature")
         await expectRejected(
             TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", bundleID: TestPKI.otherBundleID)),
-            code: "wrong_bundle_id")
+            code: "verification.wrong_bundle_id")
         // The test CA is never good enough for Production, even though the app accepts Production.
         await expectRejected(
             TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", environment: .production)),
-            code: "untrusted_root")
+            code: "verification.untrusted_root")
         // A genuine envelope around a forged nested transaction.
         await expectRejected(
             TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", nestedSigner: TestPKI.forger)),
-            code: "untrusted_root")
+            code: "verification.untrusted_root")
         await expectRejected(
             TestPKI.uploadBody(try TestPKI.signedTransaction(originalTransactionId: "1", signer: TestPKI.forger)),
-            source: "app-upload", code: "untrusted_root")
-        await expectRejected(TestPKI.webhookBody("a.b.c"), code: "malformed")
+            source: "app-upload", code: "verification.untrusted_root")
+        await expectRejected(TestPKI.webhookBody("a.b.c"), code: "verification.malformed")
     }
 
     @Test(
-        "bodies without a JWS are malformed_record",
+        "bodies without a JWS are record.malformed",
         arguments: [
             ("not json", "apple-webhook"),
             ("[1,2]", "apple-webhook"),
@@ -154,17 +154,17 @@ struct VerifyStageTests {
             (#"{"signedPayload":"a.b.c"}"#, "somewhere-else"),
         ])
     func malformed(body: String, source: String) async {
-        await expectRejected(Array(body.utf8), source: source, code: "malformed_record")
+        await expectRejected(Array(body.utf8), source: source, code: "record.malformed")
     }
 
-    @Test("only revocation_check_unavailable is transient")
+    @Test("only verification.revocation_check_unavailable is transient")
     func classification() {
         let unavailable = VerificationFailure(AppStoreVerificationError(.revocationCheckUnavailable, "down"))
         #expect(unavailable.isTransient)
-        #expect(FailureClassification(unavailable).code == "revocation_check_unavailable")
+        #expect(FailureClassification(unavailable).code == "verification.revocation_check_unavailable")
         let signature = FailureClassification(VerificationFailure(AppStoreVerificationError(.invalidSignature, "bad")))
         #expect(!signature.isTransient)
-        #expect(signature.code == "invalid_signature")
+        #expect(signature.code == "verification.invalid_signature")
         #expect(signature.message == "bad")
     }
 

@@ -9,7 +9,7 @@ public enum InspectInput {
     ]
 
     /// The token and, for a JSON body, the field it came from.
-    /// - Throws: ``InspectFailure`` `malformed` when the input holds no token.
+    /// - Throws: ``InspectFailure`` `verification.malformed` when the input holds no token.
     public static func extract(from text: String) throws(InspectFailure) -> (token: String, field: String?) {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else {

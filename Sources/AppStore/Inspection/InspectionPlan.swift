@@ -26,7 +26,7 @@ public struct InspectionPlan: Sendable {
     static let unnamedBundleID = "(unnamed)"
 
     /// Reads `input` and decides the checks.
-    /// - Throws: ``InspectFailure``: `malformed` when the input holds no App Store JWS; usage when a
+    /// - Throws: ``InspectFailure``: `verification.malformed` when the input holds no App Store JWS; usage when a
     ///   Production check needs an app Apple ID that neither the flags nor the token give.
     public init(input: String, options: InspectOptions) throws(InspectFailure) {
         let (token, field) = try InspectInput.extract(from: input)

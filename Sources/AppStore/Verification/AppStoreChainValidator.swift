@@ -26,8 +26,8 @@ public struct AppStoreChainValidator: Sendable {
     }
 
     /// Validates `leaf` → `intermediate` → a trusted root at `time`.
-    /// - Throws: ``AppStoreVerificationError`` with `missing_marker_extension`, `certificate_expired`,
-    ///   `certificate_not_yet_valid`, `untrusted_root`, `invalid_chain`, `revoked`,
+    /// - Throws: ``AppStoreVerificationError`` with a `verification.` code: `missing_marker_extension`,
+    ///   `certificate_expired`, `certificate_not_yet_valid`, `untrusted_root`, `invalid_chain`, `revoked`,
     ///   `revocation_check_failed` or `revocation_check_unavailable`.
     public func validate(
         leaf: Certificate,

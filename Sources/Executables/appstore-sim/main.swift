@@ -85,8 +85,8 @@ if let webhook = env["SIM_WEBHOOK_URL"], !webhook.isEmpty, !apple.store.setWebho
 logger.info(
     "simulated Apple starting",
     metadata: [
-        "sim.stateDir": "\(stateDirectory.path)", "sim.keyId": "\(apple.apiKey.keyID)", "sim.issuerId": "\(apple.apiKey.issuerID)",
-        "http.port": "\(port)",
+        LogKey.simStateDirectory: "\(stateDirectory.path)", LogKey.simKeyID: "\(apple.apiKey.keyID)", LogKey.simIssuerID: "\(apple.apiKey.issuerID)",
+        LogKey.httpPort: "\(port)",
     ])
 var webhookClient = HTTPClient.shared
 if let caFile = env["SIM_WEBHOOK_CA_FILE"], !caFile.isEmpty {

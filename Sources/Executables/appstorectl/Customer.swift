@@ -120,7 +120,7 @@ struct Customer: AsyncParsableCommand {
                 return reports
             }
             guard !reports.isEmpty else {
-                throw OperationsError("customer_not_found", "grant has no customer for \(lookup.by) \(lookup.value)")
+                throw OperationsError(.customerNotFound, "grant has no customer for \(lookup.by) \(lookup.value)")
             }
             if json {
                 OperatorEnvironment.printJSON(Output(lookup: lookup, customers: reports))

@@ -80,7 +80,7 @@ struct DeadLetters: AsyncParsableCommand {
         func run() async throws {
             do {
                 guard let letter = try await options.queue().letter(partition: partition, offset: offset) else {
-                    throw OperationsError("not_found", "no dead letter at \(partition)/\(offset)")
+                    throw OperationsError(.deadLetterNotFound, "no dead letter at \(partition)/\(offset)")
                 }
                 if options.json {
                     OperatorEnvironment.printJSON(DeadLetterEntry(letter, full: true))

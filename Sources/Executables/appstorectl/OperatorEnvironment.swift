@@ -37,7 +37,7 @@ enum OperatorEnvironment {
         do {
             print(try OperatorJSON.encode(value))
         } catch {
-            fail(OperationsError("json", "the result cannot be written as JSON: \(error)"))
+            fail(OperationsError(.jsonOutput, "the result cannot be written as JSON: \(error)"))
         }
     }
 

@@ -92,7 +92,7 @@ struct Reconcile: AsyncParsableCommand {
             }
             let failed = items.filter { $0.failure != nil }.count
             if !json { print("\(items.count - failed) queued, \(failed) failed") }
-            if failed > 0 { throw OperationsError("reconcile_incomplete", "\(failed) subscription(s) could not be queued") }
+            if failed > 0 { throw OperationsError(.reconcileIncomplete, "\(failed) subscription(s) could not be queued") }
         } catch let error as ValidationError {
             throw error
         } catch {

@@ -24,7 +24,7 @@ enum RecoveryEnvironment {
         do {
             return try AppStoreAPISettings(environment: EnvironmentReader())
         } catch {
-            throw OperationsError("configuration", "\(error.variable) \(error.problem)")
+            throw OperationsError(.configuration, "\(error.variable) \(error.problem)")
         }
     }
 
@@ -35,7 +35,7 @@ enum RecoveryEnvironment {
         } catch let error as AppStoreAPIError {
             throw OperationsError.api(error)
         } catch {
-            throw OperationsError("configuration", "the App Store API client cannot be built: \(error)")
+            throw OperationsError(.configuration, "the App Store API client cannot be built: \(error)")
         }
     }
 
@@ -44,7 +44,7 @@ enum RecoveryEnvironment {
     static func target(app bundleID: String, environment: String?, configuration: AppStoreAPISettings) throws -> AppStoreServerAPIClient.Target {
         guard let app = configuration.apps.first(where: { $0.bundleID == bundleID }) else {
             throw OperationsError(
-                "unknown_app", "\(bundleID) is not in APPSTORE_APPS (\(configuration.apps.map(\.bundleID).joined(separator: ", ")))")
+                .unknownApp, "\(bundleID) is not in APPSTORE_APPS (\(configuration.apps.map(\.bundleID).joined(separator: ", ")))")
         }
         if let environment {
             guard let chosen = AppListParser.environment(environment) else {
@@ -62,7 +62,7 @@ enum RecoveryEnvironment {
         do {
             configuration = try StoreConfiguration(environment: EnvironmentReader())
         } catch {
-            throw OperationsError("configuration", "\(error.variable) \(error.problem)")
+            throw OperationsError(.configuration, "\(error.variable) \(error.problem)")
         }
         let target = "\(configuration.host):\(configuration.port)/\(configuration.database)"
         return try await configuration.withTemporaryClient(logger: OperatorEnvironment.logger) { client in
@@ -71,7 +71,7 @@ enum RecoveryEnvironment {
                 probe.addTask { _ = try await client.query("SELECT 1", logger: OperatorEnvironment.logger).collect() }
                 probe.addTask {
                     try await Task.sleep(for: databasePatience)
-                    throw OperationsError("database_unavailable", "no connection to \(target) within \(databasePatience) (check POSTGRES_*)")
+                    throw OperationsError(.storeUnavailable, "no connection to \(target) within \(databasePatience) (check POSTGRES_*)")
                 }
                 defer { probe.cancelAll() }
                 try await probe.next()

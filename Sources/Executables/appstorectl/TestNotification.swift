@@ -64,7 +64,7 @@ struct TestNotification: AsyncParsableCommand {
             }
             guard trace.arrived else {
                 throw OperationsError(
-                    "not_arrived",
+                    .notArrived,
                     "TEST notification \(trace.notificationUUID ?? "(status unknown)") did not reach \(topic) within \(timeout) s; "
                         + "Apple's send attempts: \(trace.sendAttempts.isEmpty ? "none" : trace.sendAttempts.joined(separator: ", "))")
             }

@@ -82,9 +82,9 @@ struct TopicsApply: AsyncParsableCommand {
             print(json ? report.json : report.text)
             if report.exitStatus != 0 { Foundation.exit(report.exitStatus) }
         } catch let error as TopicCatalogueError {
-            OperatorEnvironment.fail(OperationsError(error.code, error.message))
+            OperatorEnvironment.fail(OperationsError(.init(rawValue: error.code), error.message))
         } catch let error as TopicPlanError {
-            OperatorEnvironment.fail(OperationsError(error.code, error.message))
+            OperatorEnvironment.fail(OperationsError(.init(rawValue: error.code), error.message))
         } catch {
             OperatorEnvironment.fail(error)
         }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import ConsumptionResponder
 import EntitlementStore
+import EnvironmentSettings
 import GrantService
 import KafkaClient
 import PipelineRecords
@@ -21,7 +22,7 @@ await StageMain.run(
     let grant = try GrantConfiguration(environment: env)
     GrantMetrics.registerAtZero()
     let consumption = try ConsumptionConfiguration.read(env)
-    logger.info("database", metadata: ["postgres": "\(grant.store)", "products.file": "\(grant.productsFile ?? "(none)")"])
+    logger.info("database", metadata: [LogKey.postgresTarget: "\(grant.store)", LogKey.grantProductsFile: "\(grant.productsFile ?? "(none)")"])
     try await DatabasePreparation.prepare(grant, logger: logger)
     let client = PostgresClient(configuration: grant.store.clientConfiguration(), backgroundLogger: logger)
     let store = EntitlementStore(client: client, logger: logger)
@@ -33,7 +34,7 @@ await StageMain.run(
         publisher.notify()
     }
     guard let consumption else { return (stage, [client, outboxProducer, publisher]) }
-    logger.info("answering consumption requests", metadata: ["apps": "\(consumption.policy.apps.sorted().joined(separator: ","))"])
+    logger.info("answering consumption requests", metadata: [LogKey.consumptionApps: "\(consumption.policy.apps.sorted().joined(separator: ","))"])
     let responder = ConsumptionResponder(
         store: store, client: try consumption.makeClient(httpClient: HTTPClient.shared, logger: logger), policy: consumption.policy,
         pollInterval: consumption.pollInterval, logger: logger)

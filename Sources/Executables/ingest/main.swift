@@ -30,7 +30,7 @@ do {
         "starting",
         metadata: [
             LogKey.httpPort: "\(configuration.httpPort)", LogKey.topic: "\(configuration.rawTopic)",
-            "upload.auth": "\(configuration.uploadAuthentication)",
+            LogKey.uploadAuth: "\(configuration.uploadAuthentication)",
         ])
     // Shutdown runs in reverse: the server stops taking requests first, then the producer flushes.
     await ProcessBootstrap.run([producer, app], shutdownTimeout: configuration.shutdownTimeout, logger: logger)

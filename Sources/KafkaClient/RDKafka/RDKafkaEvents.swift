@@ -1,4 +1,5 @@
 import CRdKafka
+import EnvironmentSettings
 import Foundation
 import Logging
 
@@ -21,7 +22,7 @@ enum RDKafkaEvents {
             case 5, 6: .info
             default: .debug
             }
-        logger.log(level: swiftLevel, "\(message)", metadata: ["kafka.facility": "\(source)"], source: "librdkafka")
+        logger.log(level: swiftLevel, "\(message)", metadata: [LogKey.kafkaFacility: "\(source)"], source: "librdkafka")
     }
 
     static func error(_ event: OpaquePointer) -> (code: rd_kafka_resp_err_t, reason: String, fatal: Bool) {
