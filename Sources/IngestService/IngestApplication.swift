@@ -149,14 +149,8 @@ final class IngestHandler: Sendable {
     /// Sends and waits for the acknowledgement, at most the configured deadline. librdkafka's own
     /// delivery timeout is the same deadline, so a record given up on here is not written later.
     private func sendWithDeadline(_ message: KafkaOutgoingMessage) async throws -> KafkaDeliveryReport {
-        let producer = self.producer
         let timeout = configuration.ackTimeout
-        let outcome: Result<KafkaDeliveryReport, KafkaError>? = await withCheckedContinuation { continuation in
-            let once = ResumeOnce(continuation)
-            // Whichever comes first answers; the later one finds the continuation gone.
-            Self.deadlines.asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.nanoseconds))) { once.resume(nil) }
-            producer.send(message) { once.resume($0) }
-        }
+        let outcome = await producer.send(message, deadline: timeout)
         switch outcome {
         case .success(let report):
             return report
@@ -192,9 +186,6 @@ final class IngestHandler: Sendable {
         timer.recordNanoseconds((ContinuousClock.now - since).nanoseconds)
     }
 
-    /// Fires the per-request acknowledgement deadlines (no task per request).
-    private static let deadlines = DispatchQueue(label: "ingest.deadlines")
-
     /// W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`); anything else is not carried.
     static func isTraceparent(_ value: String) -> Bool {
         let parts = value.split(separator: "-", omittingEmptySubsequences: false)
@@ -209,17 +200,6 @@ final class IngestHandler: Sendable {
 }
 
 /// Resumes a continuation with whichever of two racing tasks finishes first.
-private final class ResumeOnce<T: Sendable>: Sendable {
-    private let continuation: Mutex<CheckedContinuation<T, Never>?>
-    init(_ continuation: CheckedContinuation<T, Never>) { self.continuation = Mutex(continuation) }
-    func resume(_ value: T) {
-        continuation.withLock { c in
-            c?.resume(returning: value)
-            c = nil
-        }
-    }
-}
-
 extension HTTPField.Name {
     static let requestID = Self("X-Request-Id")!
     static let traceparent = Self("traceparent")!

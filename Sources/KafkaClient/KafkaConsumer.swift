@@ -151,21 +151,20 @@ public final class KafkaConsumer: Service, Sendable {
     /// `rd_kafka_assign` of a leaving eager-protocol member, and a caller (a stage shutting down,
     /// a test) must not wait for ever on it. The handle is then left to librdkafka, and logged.
     public func close() async {
-        let once = ResumeOnce()
         let logger = self.logger
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let once = ResumeOnce(done)
             pollQueue.async { [self] in
                 closeOnPollQueue()
-                if once.claim() { done.resume() }
+                once.resume(())
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(Self.closeTimeout.components.seconds))) {
-                guard once.claim() else { return }
+                guard once.resume(()) else { return }
                 logger.error(
                     "the consumer did not close in time; carrying on without it",
                     metadata: [
                         LogKey.kafkaCloseTimeout: "\(Self.closeTimeout.components.seconds)"
                     ])
-                done.resume()
             }
         }
     }
@@ -354,11 +353,4 @@ public struct KafkaMessageSequence: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(consumer: consumer) }
-}
-
-/// Lets the first of two racing paths resume a continuation, and only the first.
-final class ResumeOnce: Sendable {
-    private let taken = Atomic<Bool>(false)
-
-    func claim() -> Bool { !taken.exchange(true, ordering: .acquiringAndReleasing) }
 }

@@ -55,6 +55,20 @@ public final class KafkaProducer: Service, Sendable {
         }
     }
 
+    /// Produces one record and waits for the acknowledgement at most `deadline`, without a task
+    /// per record: `nil` when the deadline came first. A record given up on is not written later
+    /// only if the producer's delivery timeout is no longer than `deadline` (ingest sets both alike).
+    public func send(_ message: KafkaOutgoingMessage, deadline: Duration) async -> Result<KafkaDeliveryReport, KafkaError>? {
+        await withCheckedContinuation { continuation in
+            let once = ResumeOnce(continuation)
+            Self.deadlines.asyncAfter(deadline: .now() + .nanoseconds(Int(deadline.nanoseconds))) { once.resume(nil) }
+            send(message) { once.resume($0) }
+        }
+    }
+
+    /// Fires the acknowledgement deadlines of ``send(_:deadline:)``.
+    private static let deadlines = DispatchQueue(label: "kafka.producer.deadlines")
+
     /// Produces several records and waits until every one is acknowledged; throws the first
     /// failure (the others may still have been written: the caller retries all of them).
     public func sendAll(_ messages: [KafkaOutgoingMessage]) async throws -> [KafkaDeliveryReport] {

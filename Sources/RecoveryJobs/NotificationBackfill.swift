@@ -50,7 +50,7 @@ public struct NotificationBackfill: Sendable {
             throw OperationsError.api(error)
         }
         let now = Date()
-        let messages = try entries.map {
+        let messages = entries.map {
             RawMessage.make(
                 body: RawRecord.notificationBody(signedPayload: $0.signedPayload), topic: rawTopic,
                 source: PipelineHeader.Source.notificationHistory, receivedAt: now)
