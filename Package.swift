@@ -234,32 +234,32 @@ let package = Package(
         // retry, refunds, …) on a compressed clock, with the entitlements each customer should end
         // with: what the simulated Apple plays, and the ground truth end-to-end runs compare against.
         .target(
-            name: "LifecycleSimulation",
+            name: "SimulatedCustomers",
             dependencies: ["AppStore"],
             swiftSettings: swiftSettings
         ),
         // Delivers simulated lifecycles like Apple: records changed in time order, each notification
         // signed and POSTed to the webhook with Apple's retries, duplicates, delays, reordering, losses.
         .target(
-            name: "LifecyclePlayback",
-            dependencies: ["AppStore", "JSONCoding", "LifecycleSimulation", asyncHTTPClient, nioCore, nioHTTP1],
+            name: "SimulatedDelivery",
+            dependencies: ["AppStore", "JSONCoding", "SimulatedCustomers", asyncHTTPClient, nioCore, nioHTTP1],
             swiftSettings: swiftSettings
         ),
         // The simulated Apple plays lifecycles: the player's records over the simulator's store, and
         // POST/GET /sim/lifecycle (start a run to a webhook; progress and ground truth).
         .target(
-            name: "SimulatorLifecycle",
+            name: "SimulatorLifecycleRoutes",
             dependencies: [
-                "AppStore", "AppStoreSimulator", "LifecyclePlayback", "LifecycleSimulation", asyncHTTPClient,
+                "AppStore", "AppStoreSimulator", "SimulatedDelivery", "SimulatedCustomers", asyncHTTPClient,
                 hummingbird, nioCore,
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "LifecycleSimulationTests",
+            name: "SimulatedCustomerTests",
             dependencies: [
-                "LifecycleSimulation", "LifecyclePlayback", "AppStore", "AppStoreSigning", "AppStoreSimulator",
-                "SimulatorLifecycle", asyncHTTPClient, crypto, hummingbird, hummingbirdTesting, nioCore,
+                "SimulatedCustomers", "SimulatedDelivery", "AppStore", "AppStoreSigning", "AppStoreSimulator",
+                "SimulatorLifecycleRoutes", asyncHTTPClient, crypto, hummingbird, hummingbirdTesting, nioCore,
             ],
             swiftSettings: swiftSettings
         ),
@@ -339,7 +339,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "appstore-sim",
-            dependencies: ["EnvironmentSettings", "AppStoreSimulator", "SimulatorLifecycle", "StageRuntime", asyncHTTPClient, nioSSL],
+            dependencies: ["EnvironmentSettings", "AppStoreSimulator", "SimulatorLifecycleRoutes", "StageRuntime", asyncHTTPClient, nioSSL],
             path: "Sources/Executables/appstore-sim",
             swiftSettings: swiftSettings
         ),
@@ -471,8 +471,8 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "PipelineRecords",
-                "AppStore", "AppStoreSigning", "AppStoreSimulator", "SimulatorLifecycle", "LifecycleSimulation",
-                "LifecyclePlayback", "EntitlementStore", "GrantTestSupport", "KafkaClient", "StageRuntime",
+                "AppStore", "AppStoreSigning", "AppStoreSimulator", "SimulatorLifecycleRoutes", "SimulatedCustomers",
+                "SimulatedDelivery", "EntitlementStore", "GrantTestSupport", "KafkaClient", "StageRuntime",
                 "TestSupport", "PipelineOperations", asyncHTTPClient, postgresNIO, nioCore, nioHTTP1, logging,
             ],
             swiftSettings: swiftSettings

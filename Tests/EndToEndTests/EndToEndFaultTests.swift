@@ -1,9 +1,9 @@
 import AppStoreSimulator
 import Foundation
 import GrantTestSupport
-import LifecyclePlayback
 import NIOHTTP1
-import SimulatorLifecycle
+import SimulatedDelivery
+import SimulatorLifecycleRoutes
 import TestSupport
 import Testing
 

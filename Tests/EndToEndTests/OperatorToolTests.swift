@@ -6,12 +6,12 @@ import Foundation
 import GrantDecision
 import GrantTestSupport
 import KafkaClient
-import LifecyclePlayback
 import NIOCore
 import NIOHTTP1
 import PipelineRecords
 import PostgresNIO
-import SimulatorLifecycle
+import SimulatedDelivery
+import SimulatorLifecycleRoutes
 import StageRuntime
 import TestSupport
 import Testing

@@ -5,15 +5,15 @@ import EntitlementStore
 import Foundation
 import GrantTestSupport
 import KafkaClient
-import LifecyclePlayback
-import LifecycleSimulation
 import Logging
 import NIOCore
 import NIOHTTP1
 import PipelineOperations
 import PipelineRecords
 import PostgresNIO
-import SimulatorLifecycle
+import SimulatedCustomers
+import SimulatedDelivery
+import SimulatorLifecycleRoutes
 import StageRuntime
 import TestSupport
 

@@ -3,9 +3,9 @@ import AppStoreSimulator
 import AsyncHTTPClient
 import Foundation
 import GrantTestSupport
-import LifecycleSimulation
 import NIOCore
 import NIOHTTP1
+import SimulatedCustomers
 import Synchronization
 import TestSupport
 import Testing

@@ -4,10 +4,10 @@ import AppStoreSimulator
 import AsyncHTTPClient
 import Foundation
 import GrantTestSupport
-import LifecycleSimulation
 import NIOCore
 import NIOHTTP1
 import PostgresNIO
+import SimulatedCustomers
 import TestSupport
 import Testing
 

@@ -18,11 +18,11 @@ LAYERS = [
     {"CRdKafka", "AppStore", "EnvironmentSettings"},
     # Typed wrappers and contracts: the Kafka client, signing, the App Store Server API client, the
     # records between stages, simulated customers.
-    {"KafkaClient", "AppStoreSigning", "AppStoreServerAPI", "PipelineRecords", "LifecycleSimulation"},
+    {"KafkaClient", "AppStoreSigning", "AppStoreServerAPI", "PipelineRecords", "SimulatedCustomers"},
     # What stages stand on: the runtime, the record builders, the pure decider, the simulated Apple, the lifecycle player.
-    {"StageRuntime", "PipelineMessages", "GrantDecision", "AppStoreSimulator", "LifecyclePlayback"},
+    {"StageRuntime", "PipelineMessages", "GrantDecision", "AppStoreSimulator", "SimulatedDelivery"},
     # Postgres, operations on topics and groups, the simulator's lifecycle routes.
-    {"EntitlementStore", "PipelineOperations", "SimulatorLifecycle"},
+    {"EntitlementStore", "PipelineOperations", "SimulatorLifecycleRoutes"},
     # The stages and the recovery jobs, side by side (a stage never imports another).
     {"IngestService", "VerifyService", "EnrichService", "GrantService", "ConsumptionResponder", "RecoveryJobs"},
 ]

@@ -5,7 +5,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOSSL
-import SimulatorLifecycle
+import SimulatorLifecycleRoutes
 import StageRuntime
 
 /// `appstore-sim`: a simulated App Store Server API (Sandbox data only) for local runs and tests.

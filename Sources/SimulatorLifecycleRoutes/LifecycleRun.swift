@@ -1,8 +1,8 @@
 import AppStoreSimulator
 import AsyncHTTPClient
 import Foundation
-import LifecyclePlayback
-import LifecycleSimulation
+import SimulatedCustomers
+import SimulatedDelivery
 import Synchronization
 
 /// `POST /sim/lifecycle`: how many customers to play, on which clock, to which webhook, with which

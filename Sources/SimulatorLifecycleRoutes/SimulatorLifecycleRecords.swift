@@ -1,8 +1,8 @@
 import AppStore
 import AppStoreSimulator
 import Foundation
-import LifecyclePlayback
-import LifecycleSimulation
+import SimulatedCustomers
+import SimulatedDelivery
 
 /// The simulated Apple as the lifecycle player's records: each step changes the simulator's store,
 /// and notifications are signed by its CA and kept for notification history.

@@ -1,5 +1,5 @@
 import Foundation
-import LifecycleSimulation
+import SimulatedCustomers
 
 /// What the player needs from the simulated Apple: its records change as each step says, and it
 /// signs what it sends. The simulator implements it over its in-memory store.

@@ -6,10 +6,10 @@ import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import LifecyclePlayback
-import LifecycleSimulation
 import NIOCore
-import SimulatorLifecycle
+import SimulatedCustomers
+import SimulatedDelivery
+import SimulatorLifecycleRoutes
 import Synchronization
 import Testing
 

@@ -2,9 +2,9 @@ import AppStore
 import AsyncHTTPClient
 import Foundation
 import JSONCoding
-import LifecycleSimulation
 import NIOCore
 import NIOHTTP1
+import SimulatedCustomers
 import Synchronization
 
 /// Plays simulated customers like Apple: applies each lifecycle step to the records in time order,

@@ -5,10 +5,10 @@ import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import LifecyclePlayback
-import LifecycleSimulation
 import NIOCore
-import SimulatorLifecycle
+import SimulatedCustomers
+import SimulatedDelivery
+import SimulatorLifecycleRoutes
 import Testing
 
 /// `POST /sim/lifecycle/prepare`: the simulator applies and signs a whole run at once and answers

@@ -1,10 +1,10 @@
 import AppStore
 import Foundation
-import LifecycleSimulation
+import SimulatedCustomers
 import Testing
 
 @Suite("Lifecycle simulation: Apple's records and the ground truth")
-struct LifecycleSimulationTests {
+struct SimulatedCustomerTests {
     let horizon = Date(timeIntervalSince1970: 1_800_000_000)
     let month: TimeInterval = 300  // five minutes, as in Apple's sandbox
     var simulation: LifecycleSimulation { LifecycleSimulation(month: month, horizon: horizon, seed: 42) }

@@ -2,9 +2,9 @@ import AppStore
 import AppStoreSimulator
 import Foundation
 import Hummingbird
-import LifecyclePlayback
-import LifecycleSimulation
 import NIOCore
+import SimulatedCustomers
+import SimulatedDelivery
 
 /// `POST /sim/lifecycle` starts playing simulated customers to a webhook; `GET /sim/lifecycle` shows
 /// progress, the delivery report and each customer's expected entitlements (the ground truth);

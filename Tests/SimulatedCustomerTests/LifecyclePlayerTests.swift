@@ -2,9 +2,9 @@ import AsyncHTTPClient
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import LifecyclePlayback
-import LifecycleSimulation
 import NIOCore
+import SimulatedCustomers
+import SimulatedDelivery
 import Synchronization
 import Testing
 

@@ -1,0 +1,77 @@
+import AppStore
+import AppStoreServerAPI
+import Foundation
+import Hummingbird
+import NIOCore
+import Synchronization
+
+/// What an app sends Apple: Send Consumption Information and Extend a Subscription Renewal Date.
+extension SimulatorAPIRoutes {
+    func consumption(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) async throws -> Response {
+        let id = try Self.transactionID(context)
+        let bytes = try await request.body.collect(upTo: Self.maximumBody)
+        guard let body = try? AppStoreJSON.decoder.decode(ConsumptionRequest.self, from: Data(bytes.readableBytesView)) else {
+            throw SimulatorError.badRequest(4_000_000, "Invalid request.")
+        }
+        guard body.customerConsented == true else { throw SimulatorError.badRequest(4_000_035, "Invalid customer consented.") }
+        guard body.sampleContentProvided != nil else { throw SimulatorError.badRequest(4_000_041, "Invalid sample content provided.") }
+        guard let delivery = body.deliveryStatus, ConsumptionRequest.deliveryStatuses.contains(delivery) else {
+            throw SimulatorError.badRequest(4_000_036, "Invalid delivery status.")
+        }
+        if let preference = body.refundPreference, !ConsumptionRequest.refundPreferences.contains(preference) {
+            throw SimulatorError.badRequest(4_000_044, "Invalid refund preference.")
+        }
+        guard let stored = store.transaction(anyID: id, bundleID: bundleID), stored.payload.transactionId == id else {
+            throw SimulatorError.notFound(4_040_010, "Transaction id not found.")
+        }
+        if let percentage = body.consumptionPercentage {
+            if stored.payload.type == .autoRenewableSubscription {
+                throw SimulatorError.badRequest(4_000_209, "Consumption percentage not allowed for auto-renewable subscriptions.")
+            }
+            guard (0...100_000).contains(percentage), delivery == "DELIVERED" || percentage == 0 else {
+                throw SimulatorError.badRequest(4_000_000, "Invalid consumption percentage.")
+            }
+        }
+        let received = ReceivedConsumption(bundleId: bundleID, transactionId: id, request: body, receivedAt: store.now())
+        store.state.withLock { $0.consumption.append(received) }
+        return Response(status: .accepted)
+    }
+
+    func extend(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) async throws -> Response {
+        let original = try Self.transactionID(context)
+        let bytes = try await request.body.collect(upTo: Self.maximumBody)
+        guard let body = try? AppStoreJSON.decoder.decode(ExtendRenewalDateRequest.self, from: Data(bytes.readableBytesView)) else {
+            throw SimulatorError.badRequest(4_000_000, "Invalid request.")
+        }
+        guard let days = body.extendByDays, (1...90).contains(days) else { throw SimulatorError.badRequest(4_000_009, "Invalid extend by days.") }
+        guard let reason = body.extendReasonCode, (0...3).contains(reason) else {
+            throw SimulatorError.badRequest(4_000_010, "Invalid extend reason code.")
+        }
+        guard let requestID = body.requestIdentifier, !requestID.isEmpty, requestID.count <= 128 else {
+            throw SimulatorError.badRequest(4_000_011, "Invalid request identifier.")
+        }
+        if let earlier = store.state.withLock({ $0.extensionRequests[requestID] }) { return try Self.json(earlier) }
+        guard let owner = store.transaction(anyID: original, bundleID: bundleID), owner.payload.originalTransactionId == original,
+            let latest = signing.latestSubscriptionTransactions(customerID: owner.customerID, bundleID: bundleID)
+                .first(where: { $0.originalTransactionId == original })
+        else { throw SimulatorError.notFound(4_040_005, "Original transaction id not found.") }
+        if latest.inAppOwnershipType == .familyShared {
+            throw SimulatorError(.forbidden, 4_030_007, "Family-shared subscription extension ineligible.")
+        }
+        guard signing.status(of: latest) == .active, let expires = latest.expiresDate, let latestID = latest.transactionId else {
+            throw SimulatorError(.forbidden, 4_030_004, "Subscription extension ineligible.")
+        }
+        let now = store.now()
+        let recent = store.state.withLock { ($0.extensions[original] ?? []).filter { $0 > now.addingTimeInterval(-365 * 86_400) } }
+        guard recent.count < 2 else { throw SimulatorError(.forbidden, 4_030_005, "Subscription max extension.") }
+        let newExpiry = expires.addingTimeInterval(Double(days) * 86_400)
+        store.modifyTransaction(latestID) { $0.expiresDate = newExpiry }
+        let answer = ExtendRenewalDateResponse(
+            originalTransactionId: original, webOrderLineItemId: latest.webOrderLineItemId, success: true, effectiveDate: newExpiry)
+        store.state.withLock { state in
+            state.extensions[original, default: []].append(now)
+            state.extensionRequests[requestID] = answer
+        }
+        return try Self.json(answer)
+    }
+}
