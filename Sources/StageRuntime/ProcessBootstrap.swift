@@ -24,13 +24,15 @@ public enum ProcessBootstrap {
         }
     }
 
-    /// Formats the environment variables for `--help`.
-    public static func usage(name: String, summary: String, variables: [(name: String, default: String, meaning: String)]) -> String {
+    /// Formats the environment variables for `--help`: each declared setting with its default.
+    /// Only defaults are shown, never the environment's values, and a secret is marked as one.
+    public static func usage(name: String, summary: String, variables: [SettingDescription]) -> String {
         var text = "\(name): \(summary)\n\nUSAGE: \(name) [--help]\n\nConfiguration is read from environment variables:\n"
         let width = variables.map(\.name.count).max() ?? 0
         for v in variables {
             let pad = String(repeating: " ", count: width - v.name.count)
-            text += "  \(v.name)\(pad)  \(v.meaning)\(v.default.isEmpty ? "" : " [default: \(v.default)]")\n"
+            let secret = v.isSecret ? " (secret)" : ""
+            text += "  \(v.name)\(pad)  \(v.meaning)\(secret)\(v.defaultText.isEmpty ? "" : " [default: \(v.defaultText)]")\n"
         }
         text += "\nExit status: 0 after a graceful shutdown (SIGTERM/SIGINT), 78 on a configuration error, 1 on a failure."
         return text

@@ -12,10 +12,12 @@ public enum StageMain {
     ///     needs running before it (a database client, say), in dependency order.
     public static func run(
         name: String, summary: String, defaults: StageConfiguration.Defaults,
-        extraVariables: [(name: String, default: String, meaning: String)] = [],
+        extraVariables: [SettingDescription] = [],
         makeStage: (StageConfiguration, EnvironmentReader, Logger) async throws -> (any PipelineStage, [any Service])
     ) async {
-        ProcessBootstrap.handleHelp(ProcessBootstrap.usage(name: name, summary: summary, variables: StageConfiguration.variables + extraVariables))
+        ProcessBootstrap.handleHelp(
+            ProcessBootstrap.usage(
+                name: name, summary: summary, variables: StageConfiguration.variables(stage: name, defaults: defaults) + extraVariables))
         let env = EnvironmentReader()
         let config = ProcessBootstrap.configuration { try StageConfiguration(stage: name, defaults: defaults, environment: env) }
         let registry = ProcessBootstrap.bootstrap(logLevel: config.logLevel, logFormat: config.logFormat)

@@ -12,9 +12,7 @@ await StageMain.run(
     name: "grant",
     summary:
         "applies enriched App Store events to the entitlements database idempotently and order-safely, one transaction per batch, publishes the committed entitlement changes from the outbox keyed by customer, and answers Apple's consumption requests for the apps that opted in",
-    defaults: .init(
-        inputTopic: Topics.enriched, outputTopic: Topics.entitlementChanges, deadLetterTopic: Topics.grantDeadLetters,
-        groupID: "appstore.grant", httpPort: 8083, batchSize: 200),
+    defaults: .init(stage: PipelineStages.grant, outputTopic: Topics.entitlementChanges, httpPort: 8083, batchSize: 200),
     extraVariables: GrantConfiguration.variables + ConsumptionConfiguration.variables
 ) { config, env, logger in
     let grant = try GrantConfiguration(environment: env)
