@@ -388,10 +388,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "grant",
-            dependencies: [
-                "GrantService", "ConsumptionResponder", "EntitlementStore", "StageRuntime", "KafkaClient",
-                asyncHTTPClient, postgresNIO,
-            ],
+            dependencies: ["GrantService", "ConsumptionResponder", "StageRuntime"],
             path: "Sources/Executables/grant",
             swiftSettings: swiftSettings
         ),

@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreServerAPI
+import AsyncHTTPClient
 import EntitlementStore
 import Foundation
 import Logging
@@ -137,5 +138,15 @@ public final class ConsumptionResponder: Service, Sendable {
             logger.info("consumption request not answered", metadata: metadata.merging([LogKey.note: "\(note)"]) { $1 })
         }
         Counter(label: "consumption_answers_total", dimensions: [("outcome", name)]).increment()
+    }
+}
+
+extension ConsumptionResponder {
+    /// The responder over `store` as `configuration` says, its API client on the shared HTTP client.
+    public static func make(configuration: ConsumptionConfiguration, store: EntitlementStore, logger: Logger) throws -> ConsumptionResponder {
+        logger.info("answering consumption requests", metadata: ["apps": "\(configuration.policy.apps.sorted().joined(separator: ","))"])
+        return ConsumptionResponder(
+            store: store, client: try configuration.makeClient(httpClient: HTTPClient.shared, logger: logger), policy: configuration.policy,
+            pollInterval: configuration.pollInterval, logger: logger)
     }
 }
