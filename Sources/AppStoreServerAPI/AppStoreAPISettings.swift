@@ -68,7 +68,8 @@ public struct AppStoreAPISettings: Sendable {
         let credentialList = try env.read(Self.credentialsSetting)
         let credentials: [AppStoreAPICredentials]
         do {
-            credentials = try AppStoreAPICredentials.parseList(credentialList, environment: env.values)
+            // A key held in a variable (env:NAME) is read through the configuration reader as a secret.
+            credentials = try AppStoreAPICredentials.parseList(credentialList) { env.string($0, isSecret: true) }
         } catch let error as AppStoreAPIError {
             throw ConfigurationError(variable: "APPSTORE_API_CREDENTIALS", problem: error.message)
         } catch let error as ConfigurationError {
