@@ -9,6 +9,7 @@ let swiftSettings: [SwiftSetting] = [
 // The external products targets use, named once.
 let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
 let asyncHTTPClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "async-http-client")
+let configuration: Target.Dependency = .product(name: "Configuration", package: "swift-configuration")
 let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto")
 let cryptoExtras: Target.Dependency = .product(name: "_CryptoExtras", package: "swift-crypto")
 let dequeModule: Target.Dependency = .product(name: "DequeModule", package: "swift-collections")
@@ -59,6 +60,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
+        .package(url: "https://github.com/apple/swift-configuration.git", exact: "1.4.0"),
     ],
     targets: [
         // librdkafka, found through pkg-config; the only place its C API is visible.
@@ -73,10 +75,12 @@ let package = Package(
             dependencies: ["CRdKafka", "EnvironmentSettings", logging, serviceLifecycle],
             swiftSettings: swiftSettings
         ),
-        // Typed reads of environment variables and ClassifiedError: no dependencies, so every layer
-        // (the store, the API client, the stages) reads its settings the same way.
+        // Settings declared once (name, default, meaning, secrecy) and read through swift-configuration
+        // from the environment, and ClassifiedError: none of our modules below it, so every layer (the
+        // store, the API client, the stages) reads its settings the same way.
         .target(
             name: "EnvironmentSettings",
+            dependencies: [configuration],
             swiftSettings: swiftSettings
         ),
         // The consume → process → produce → commit loop shared by every stage, with retries,
@@ -418,11 +422,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "grant",
-            dependencies: [
-                "PipelineRecords",
-                "GrantService", "ConsumptionResponder", "EntitlementStore", "StageRuntime", "KafkaClient",
-                asyncHTTPClient, postgresNIO,
-            ],
+            dependencies: ["PipelineRecords", "GrantService", "ConsumptionResponder", "StageRuntime"],
             path: "Sources/Executables/grant",
             swiftSettings: swiftSettings
         ),

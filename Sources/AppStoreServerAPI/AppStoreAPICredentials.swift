@@ -61,6 +61,14 @@ public struct AppStoreAPICredentials: Sendable, CustomStringConvertible {
     )
         throws(AppStoreAPIError) -> [AppStoreAPICredentials]
     {
+        try parseList(text) { environment[$0] }
+    }
+
+    /// Parses the list like ``parseList(_:environment:)``, the PEM of an `env:NAME` source being
+    /// `keyVariable(NAME)` (configuration reads it as a secret).
+    public static func parseList(
+        _ text: String, keyVariable: (String) -> String?
+    ) throws(AppStoreAPIError) -> [AppStoreAPICredentials] {
         var result: [AppStoreAPICredentials] = []
         for entry in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !entry.isEmpty {
             let parts = entry.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
@@ -71,7 +79,7 @@ public struct AppStoreAPICredentials: Sendable, CustomStringConvertible {
             }
             if parts[3].hasPrefix("env:") {
                 let name = String(parts[3].dropFirst(4))
-                guard let pem = environment[name], !pem.isEmpty else {
+                guard let pem = keyVariable(name), !pem.isEmpty else {
                     throw AppStoreAPIError(.invalidCredentials, "the key variable \(name) for \(parts[0]) is not set")
                 }
                 result.append(try AppStoreAPICredentials(bundleID: parts[0], issuerID: parts[1], keyID: parts[2], privateKeyPEM: pem))

@@ -17,24 +17,29 @@ public struct AppStoreAPISettings: Sendable {
     /// Most answer JWS remembered as verified, byte for byte (0: every JWS verified every time).
     public var verifiedJWSCacheEntries: Int
 
-    /// The variables, for `--help`: name, default, meaning.
-    public static let variables: [(name: String, default: String, meaning: String)] = [
-        ("APPSTORE_APPS", "(required)", "apps accepted: \(AppListParser.syntax)"),
-        (
-            "APPSTORE_TRUSTED_ROOTS", "",
-            "comma-separated DER/PEM roots trusted besides Apple Root CA - G3 for API answers (the simulator's); never for Production"
-        ),
-        (
-            "APPSTORE_API_CREDENTIALS", "(required)",
-            "bundleId:issuerId:keyId:/path/to/key.p8 (or env:VARIABLE holding the PEM), comma-separated, one per app"
-        ),
-        ("APPSTORE_API_BASE_URL", "Apple's hosts", "replaces api.storekit(-sandbox).apple.com, e.g. http://127.0.0.1:8090 for appstore-sim"),
-        ("APPSTORE_API_TIMEOUT_MS", "15000", "longest one API request may take"),
-        (
-            "APPSTORE_API_RATE_SCALE", "0.9",
-            "share of Apple's documented per-endpoint limit to use (Sandbox limits are 10 %); above 1 only against the simulator"
-        ),
-        ("APPSTORE_API_RATE_BURST_S", "10", "seconds' worth of requests that may be sent at once"),
+    public static let appsSetting = Setting<String?>.optional(
+        "APPSTORE_APPS", shown: "(required)", meaning: "apps accepted: \(AppListParser.syntax)")
+    public static let trustedRoots = Setting<String?>.optional(
+        "APPSTORE_TRUSTED_ROOTS",
+        meaning: "comma-separated DER/PEM roots trusted besides Apple Root CA - G3 for API answers (the simulator's); never for Production")
+    /// Names key files or variables holding keys, not the keys: the PEM itself is read as a secret.
+    public static let credentialsSetting = Setting<String>.required(
+        "APPSTORE_API_CREDENTIALS",
+        meaning: "bundleId:issuerId:keyId:/path/to/key.p8 (or env:VARIABLE holding the PEM), comma-separated, one per app")
+    public static let baseURL = Setting<String?>.optional(
+        "APPSTORE_API_BASE_URL", shown: "Apple's hosts",
+        meaning: "replaces api.storekit(-sandbox).apple.com, e.g. http://127.0.0.1:8090 for appstore-sim")
+    public static let timeout = Setting<Duration>.milliseconds(
+        "APPSTORE_API_TIMEOUT_MS", default: .seconds(15), in: 100...600_000, meaning: "longest one API request may take")
+    public static let rateScale = Setting<Double>.number(
+        "APPSTORE_API_RATE_SCALE", default: 0.9, in: 0.001...1000,
+        meaning: "share of Apple's documented per-endpoint limit to use (Sandbox limits are 10 %); above 1 only against the simulator")
+    public static let rateBurst = Setting<Int>.int(
+        "APPSTORE_API_RATE_BURST_S", default: 10, in: 1...3600, meaning: "seconds' worth of requests that may be sent at once")
+
+    /// The variables, for `--help`.
+    public static let variables = [
+        appsSetting.help, trustedRoots.help, credentialsSetting.help, baseURL.help, timeout.help, rateScale.help, rateBurst.help,
     ]
 
     public init(
@@ -51,16 +56,20 @@ public struct AppStoreAPISettings: Sendable {
     /// (never the key material).
     public init(environment env: EnvironmentReader, verifiedJWSCacheEntries: Int = 0) throws(ConfigurationError) {
         self.verifiedJWSCacheEntries = verifiedJWSCacheEntries
+        let appList = try env.read(Self.appsSetting)
+        let rootList = try env.read(Self.trustedRoots)
         do {
-            let trust = try AppStoreTrustSettings.read(apps: env.string("APPSTORE_APPS"), trustedRoots: env.string("APPSTORE_TRUSTED_ROOTS"))
+            let trust = try AppStoreTrustSettings.read(apps: appList, trustedRoots: rootList)
             apps = trust.apps
             additionalTrustedRoots = trust.additionalTrustedRoots
         } catch {
             throw ConfigurationError(variable: error.variable, problem: error.problem)
         }
+        let credentialList = try env.read(Self.credentialsSetting)
         let credentials: [AppStoreAPICredentials]
         do {
-            credentials = try AppStoreAPICredentials.parseList(try env.required("APPSTORE_API_CREDENTIALS"), environment: env.values)
+            // A key held in a variable (env:NAME) is read through the configuration reader as a secret.
+            credentials = try AppStoreAPICredentials.parseList(credentialList) { env.string($0, isSecret: true) }
         } catch let error as AppStoreAPIError {
             throw ConfigurationError(variable: "APPSTORE_API_CREDENTIALS", problem: error.message)
         } catch let error as ConfigurationError {
@@ -73,17 +82,17 @@ public struct AppStoreAPISettings: Sendable {
             throw ConfigurationError(variable: "APPSTORE_API_CREDENTIALS", problem: "has no key for \(app.bundleID), which APPSTORE_APPS lists")
         }
         var baseURL: String?
-        if let raw = env.string("APPSTORE_API_BASE_URL") {
+        if let raw = try env.read(Self.baseURL) {
             guard let url = URL(string: raw), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
                 throw ConfigurationError(variable: "APPSTORE_API_BASE_URL", problem: "must be an http(s) URL (got \"\(raw.prefix(80))\")")
             }
             baseURL = raw.hasSuffix("/") ? String(raw.dropLast()) : raw
         }
-        let scale = try env.double("APPSTORE_API_RATE_SCALE", default: 0.9, in: 0.001...1000)
-        let burst = try env.int("APPSTORE_API_RATE_BURST_S", default: 10, in: 1...3600)
+        let scale = try env.read(Self.rateScale)
+        let burst = try env.read(Self.rateBurst)
         client = AppStoreServerAPIClient.Configuration(
             credentials: credentials, baseURLOverride: baseURL,
-            requestTimeout: try env.milliseconds("APPSTORE_API_TIMEOUT_MS", default: .seconds(15), in: 100...600_000),
+            requestTimeout: try env.read(Self.timeout),
             rateLimits: RateLimitPolicy(scale: scale, burst: .seconds(burst)))
         do {
             _ = try SignedDataVerifier(configuration: verifierConfiguration)

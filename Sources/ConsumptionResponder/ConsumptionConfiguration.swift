@@ -17,7 +17,7 @@ public struct ConsumptionConfiguration: Sendable {
     public var pollInterval: Duration
 
     /// Refund preferences Apple accepts, and `none`.
-    enum Preference: String, CaseIterable {
+    enum Preference: String, CaseIterable, Sendable {
         case none
         case decline = "DECLINE"
         case grantFull = "GRANT_FULL"
@@ -25,15 +25,24 @@ public struct ConsumptionConfiguration: Sendable {
         var value: String? { self == .none ? nil : rawValue }
     }
 
-    public static let variables: [(name: String, default: String, meaning: String)] = [
-        (
-            "CONSUMPTION_APPS", "(off)",
+    static let appsSetting = Setting<String?>.optional(
+        "CONSUMPTION_APPS", shown: "(off)",
+        meaning:
             "comma-separated bundle IDs that answer Apple's CONSUMPTION_REQUEST (the app obtains the customer's consent); needs the API variables as for enrich"
-        ),
-        ("CONSUMPTION_SAMPLE_CONTENT", "false", "whether the apps offer a free sample or trial (sampleContentProvided)"),
-        ("CONSUMPTION_REFUND_PREFERENCE", "none", "refund preference for a delivered purchase: none, DECLINE, GRANT_FULL or GRANT_PRORATED"),
-        ("CONSUMPTION_UNDELIVERED_REFUND_PREFERENCE", "GRANT_FULL", "refund preference when grant never delivered the purchase"),
-        ("CONSUMPTION_POLL_MS", "2000", "how often the responder looks for requests to answer"),
+    )
+    static let sampleContent = Setting<Bool>.flag(
+        "CONSUMPTION_SAMPLE_CONTENT", default: false, meaning: "whether the apps offer a free sample or trial (sampleContentProvided)")
+    static let refundPreference = Setting<Preference>.choice(
+        "CONSUMPTION_REFUND_PREFERENCE", default: .none,
+        meaning: "refund preference for a delivered purchase: none, DECLINE, GRANT_FULL or GRANT_PRORATED")
+    static let undeliveredRefundPreference = Setting<Preference>.choice(
+        "CONSUMPTION_UNDELIVERED_REFUND_PREFERENCE", default: .grantFull, meaning: "refund preference when grant never delivered the purchase")
+    static let poll = Setting<Duration>.milliseconds(
+        "CONSUMPTION_POLL_MS", default: .seconds(2), in: 10...600_000, meaning: "how often the responder looks for requests to answer")
+
+    /// The variables, for `--help`.
+    public static let variables = [
+        appsSetting.help, sampleContent.help, refundPreference.help, undeliveredRefundPreference.help, poll.help,
     ]
 
     public init(policy: ConsumptionPolicy, api: AppStoreAPISettings, pollInterval: Duration = .seconds(2)) {
@@ -50,7 +59,7 @@ public struct ConsumptionConfiguration: Sendable {
     /// Reads the settings, or nil when `CONSUMPTION_APPS` is unset or empty (the responder is off).
     public static func read(_ env: EnvironmentReader) throws(ConfigurationError) -> ConsumptionConfiguration? {
         let apps = Set(
-            (env.string("CONSUMPTION_APPS") ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+            (try env.read(Self.appsSetting) ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
                 .filter { !$0.isEmpty })
         guard !apps.isEmpty else { return nil }
         let api = try AppStoreAPISettings(environment: env)
@@ -58,12 +67,12 @@ public struct ConsumptionConfiguration: Sendable {
         for app in apps.sorted() where !withKeys.contains(app) {
             throw ConfigurationError(variable: "CONSUMPTION_APPS", problem: "names \(app), which has no key in APPSTORE_API_CREDENTIALS")
         }
-        let delivered = try env.choice("CONSUMPTION_REFUND_PREFERENCE", default: Preference.none)
-        let undelivered = try env.choice("CONSUMPTION_UNDELIVERED_REFUND_PREFERENCE", default: Preference.grantFull)
+        let delivered = try env.read(Self.refundPreference)
+        let undelivered = try env.read(Self.undeliveredRefundPreference)
         return ConsumptionConfiguration(
             policy: ConsumptionPolicy(
-                apps: apps, sampleContentProvided: try env.bool("CONSUMPTION_SAMPLE_CONTENT", default: false),
+                apps: apps, sampleContentProvided: try env.read(Self.sampleContent),
                 deliveredRefundPreference: delivered.value, undeliveredRefundPreference: undelivered.value),
-            api: api, pollInterval: try env.milliseconds("CONSUMPTION_POLL_MS", default: .seconds(2), in: 10...600_000))
+            api: api, pollInterval: try env.read(Self.poll))
     }
 }

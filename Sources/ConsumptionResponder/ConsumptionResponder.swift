@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreServerAPI
+import AsyncHTTPClient
 import EntitlementStore
 import EnvironmentSettings
 import Foundation
@@ -138,5 +139,16 @@ public final class ConsumptionResponder: Service, Sendable {
             logger.info("consumption request not answered", metadata: metadata.merging([LogKey.consumptionNote: "\(note)"]) { $1 })
         }
         Counter(label: "consumption_answers_total", dimensions: [("outcome", name)]).increment()
+    }
+}
+
+extension ConsumptionResponder {
+    /// The responder over `store` as `configuration` says, its API client on the shared HTTP client.
+    public static func make(configuration: ConsumptionConfiguration, store: EntitlementStore, logger: Logger) throws -> ConsumptionResponder {
+        logger.info(
+            "answering consumption requests", metadata: [LogKey.consumptionApps: "\(configuration.policy.apps.sorted().joined(separator: ","))"])
+        return ConsumptionResponder(
+            store: store, client: try configuration.makeClient(httpClient: HTTPClient.shared, logger: logger), policy: configuration.policy,
+            pollInterval: configuration.pollInterval, logger: logger)
     }
 }

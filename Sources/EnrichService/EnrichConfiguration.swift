@@ -17,24 +17,29 @@ public struct EnrichConfiguration: Sendable {
     /// The replay cache and the per-purchase answer cache across batches.
     public var caches: EnrichStage.Caches
 
-    /// The variables, for `--help`: name, default, meaning.
-    public static let variables: [(name: String, default: String, meaning: String)] =
+    public static let coalesceSetting = Setting<Bool>.flag(
+        "ENRICH_COALESCE", default: true, shown: "on", meaning: "records of one batch for the same purchase share one lookup (on or off)")
+    public static let concurrencySetting = Setting<Int>.int(
+        "ENRICH_CONCURRENCY", default: 8, in: 1...256, meaning: "lookups of one batch run at once")
+    public static let replayCacheSize = Setting<Int>.int(
+        "ENRICH_REPLAY_CACHE_SIZE", default: 100_000, in: 0...10_000_000,
+        meaning:
+            "events remembered as enriched and delivered; a record of one of them (a replayed notification or upload) is dropped before any API call (0: off)"
+    )
+    public static let lookupCacheTTL = Setting<Duration>.milliseconds(
+        "ENRICH_LOOKUP_CACHE_TTL_MS", default: .milliseconds(2000), in: 0...600_000,
+        meaning: "how long one purchase's answer serves records of later batches that arrived before it was requested (0: off)")
+    public static let lookupCacheSize = Setting<Int>.int(
+        "ENRICH_LOOKUP_CACHE_SIZE", default: 10_000, in: 1...1_000_000, meaning: "purchases whose answer is kept for ENRICH_LOOKUP_CACHE_TTL_MS")
+    public static let verifiedJWSCacheSize = Setting<Int>.int(
+        "ENRICH_VERIFIED_JWS_CACHE_SIZE", default: 10_000, in: 0...1_000_000,
+        meaning: "API answer JWS remembered as verified, byte for byte, so an unchanged history transaction is not verified again (0: off)")
+
+    /// The variables, for `--help`.
+    public static let variables =
         AppStoreAPISettings.variables + [
-            ("ENRICH_COALESCE", "on", "records of one batch for the same purchase share one lookup (on or off)"),
-            ("ENRICH_CONCURRENCY", "8", "lookups of one batch run at once"),
-            (
-                "ENRICH_REPLAY_CACHE_SIZE", "100000",
-                "events remembered as enriched and delivered; a record of one of them (a replayed notification or upload) is dropped before any API call (0: off)"
-            ),
-            (
-                "ENRICH_LOOKUP_CACHE_TTL_MS", "2000",
-                "how long one purchase's answer serves records of later batches that arrived before it was requested (0: off)"
-            ),
-            ("ENRICH_LOOKUP_CACHE_SIZE", "10000", "purchases whose answer is kept for ENRICH_LOOKUP_CACHE_TTL_MS"),
-            (
-                "ENRICH_VERIFIED_JWS_CACHE_SIZE", "10000",
-                "API answer JWS remembered as verified, byte for byte, so an unchanged history transaction is not verified again (0: off)"
-            ),
+            coalesceSetting.help, concurrencySetting.help, replayCacheSize.help, lookupCacheTTL.help, lookupCacheSize.help,
+            verifiedJWSCacheSize.help,
         ]
 
     public init(api: AppStoreAPISettings, coalesce: Bool = true, concurrency: Int = 8, caches: EnrichStage.Caches = EnrichStage.Caches()) {
@@ -45,13 +50,13 @@ public struct EnrichConfiguration: Sendable {
     }
 
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
-        let verifiedJWSCacheEntries = try env.int("ENRICH_VERIFIED_JWS_CACHE_SIZE", default: 10_000, in: 0...1_000_000)
+        let verifiedJWSCacheEntries = try env.read(Self.verifiedJWSCacheSize)
         api = try AppStoreAPISettings(environment: env, verifiedJWSCacheEntries: verifiedJWSCacheEntries)
-        coalesce = try env.bool("ENRICH_COALESCE", default: true)
-        concurrency = try env.int("ENRICH_CONCURRENCY", default: 8, in: 1...256)
+        coalesce = try env.read(Self.coalesceSetting)
+        concurrency = try env.read(Self.concurrencySetting)
         caches = EnrichStage.Caches(
-            replayEntries: try env.int("ENRICH_REPLAY_CACHE_SIZE", default: 100_000, in: 0...10_000_000),
-            lookupTimeToLive: try env.milliseconds("ENRICH_LOOKUP_CACHE_TTL_MS", default: .milliseconds(2000), in: 0...600_000),
-            lookupEntries: try env.int("ENRICH_LOOKUP_CACHE_SIZE", default: 10_000, in: 1...1_000_000))
+            replayEntries: try env.read(Self.replayCacheSize),
+            lookupTimeToLive: try env.read(Self.lookupCacheTTL),
+            lookupEntries: try env.read(Self.lookupCacheSize))
     }
 }

@@ -23,17 +23,30 @@ public struct StoreConfiguration: Sendable, CustomStringConvertible {
     /// The migrations directory (`POSTGRES_MIGRATIONS_DIR`), or nil to search the usual places.
     public var migrationsDirectory: String?
 
-    public static let variables: [(name: String, default: String, meaning: String)] = [
-        ("POSTGRES_HOST", "127.0.0.1", "Postgres host"),
-        ("POSTGRES_PORT", "5432", "Postgres port"),
-        ("POSTGRES_USER", "postgres", "Postgres user"),
-        ("POSTGRES_PASSWORD_FILE", "", "file holding the password (preferred for secrets)"),
-        ("POSTGRES_PASSWORD", "", "the password, when no file is given"),
-        ("POSTGRES_DATABASE", "entitlements", "database name"),
-        ("POSTGRES_TLS", "prefer", "disable, prefer or require"),
-        ("POSTGRES_MAX_CONNECTIONS", "8", "connection pool size"),
-        ("POSTGRES_MIGRATE", "true", "apply pending schemas/migrations at start"),
-        ("POSTGRES_MIGRATIONS_DIR", "schemas/migrations (searched)", "directory of the NNNN_name.sql migrations"),
+    public static let hostSetting = Setting<String>.text("POSTGRES_HOST", default: "127.0.0.1", meaning: "Postgres host")
+    public static let portSetting = Setting<Int>.int("POSTGRES_PORT", default: 5432, in: 1...65535, meaning: "Postgres port")
+    public static let userSetting = Setting<String>.text("POSTGRES_USER", default: "postgres", meaning: "Postgres user")
+    public static let passwordFile = Setting<String?>.optional(
+        "POSTGRES_PASSWORD_FILE", meaning: "file holding the password (preferred for secrets)")
+    /// Read as given, spaces and all; a secret.
+    public static let passwordSetting = Setting<String?>(
+        name: "POSTGRES_PASSWORD", defaultText: "", meaning: "the password, when no file is given", isSecret: true
+    ) { env in
+        env.values["POSTGRES_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+    public static let databaseSetting = Setting<String>.text("POSTGRES_DATABASE", default: "entitlements", meaning: "database name")
+    public static let tlsSetting = Setting<TLSMode>.choice("POSTGRES_TLS", default: .prefer, meaning: "disable, prefer or require")
+    public static let maxConnections = Setting<Int>.int(
+        "POSTGRES_MAX_CONNECTIONS", default: 8, in: 1...200, meaning: "connection pool size")
+    public static let migrateSetting = Setting<Bool>.flag(
+        "POSTGRES_MIGRATE", default: true, meaning: "apply pending schemas/migrations at start")
+    public static let migrationsDir = Setting<String?>.optional(
+        "POSTGRES_MIGRATIONS_DIR", shown: "schemas/migrations (searched)", meaning: "directory of the NNNN_name.sql migrations")
+
+    /// The variables, for `--help`.
+    public static let variables = [
+        hostSetting.help, portSetting.help, userSetting.help, passwordFile.help, passwordSetting.help, databaseSetting.help,
+        tlsSetting.help, maxConnections.help, migrateSetting.help, migrationsDir.help,
     ]
 
     public init(
@@ -53,22 +66,22 @@ public struct StoreConfiguration: Sendable, CustomStringConvertible {
     }
 
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
-        host = env.string("POSTGRES_HOST", default: "127.0.0.1")
-        port = try env.int("POSTGRES_PORT", default: 5432, in: 1...65535)
-        username = env.string("POSTGRES_USER", default: "postgres")
-        database = env.string("POSTGRES_DATABASE", default: "entitlements")
-        if let path = env.string("POSTGRES_PASSWORD_FILE") {
+        host = try env.read(Self.hostSetting)
+        port = try env.read(Self.portSetting)
+        username = try env.read(Self.userSetting)
+        database = try env.read(Self.databaseSetting)
+        if let path = try env.read(Self.passwordFile) {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
                 throw ConfigurationError(variable: "POSTGRES_PASSWORD_FILE", problem: "names a file that cannot be read (\(path))")
             }
             password = text.trimmingCharacters(in: .newlines)
         } else {
-            password = env.values["POSTGRES_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
+            password = try env.read(Self.passwordSetting)
         }
-        tls = try env.choice("POSTGRES_TLS", default: TLSMode.prefer)
-        maximumConnections = try env.int("POSTGRES_MAX_CONNECTIONS", default: 8, in: 1...200)
-        migrate = try env.bool("POSTGRES_MIGRATE", default: true)
-        migrationsDirectory = env.string("POSTGRES_MIGRATIONS_DIR")
+        tls = try env.read(Self.tlsSetting)
+        maximumConnections = try env.read(Self.maxConnections)
+        migrate = try env.read(Self.migrateSetting)
+        migrationsDirectory = try env.read(Self.migrationsDir)
         if let dir = migrationsDirectory {
             var isDir: ObjCBool = false
             guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {

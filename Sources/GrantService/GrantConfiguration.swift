@@ -19,17 +19,26 @@ public struct GrantConfiguration: Sendable {
     /// (``TransactionMerger``).
     public var concurrentTransactions: Int
 
-    public static let variables: [(name: String, default: String, meaning: String)] =
+    public static let productsFileSetting = Setting<String?>.optional(
+        "ENTITLEMENTS_PRODUCTS_FILE",
+        meaning: "JSON product → entitlement mapping; an unmapped product grants the entitlement named by its product ID")
+    public static let expiryLeeway = Setting<Int>.int(
+        "GRANT_EXPIRY_LEEWAY_S", default: 3600, in: 0...30 * 86_400, meaning: "seconds of access past expiresDate while a renewal is expected")
+    public static let transferPolicy = Setting<GrantPolicy.TransferPolicy>.choice(
+        "GRANT_TRANSFER_POLICY", default: .refuse,
+        meaning: "refuse (first customer keeps a purchase) or allow (latest claim takes it over)")
+    public static let outboxPoll = Setting<Duration>.milliseconds(
+        "OUTBOX_POLL_MS", default: .milliseconds(500), in: 10...60_000, meaning: "outbox publisher poll interval")
+    public static let outboxBatch = Setting<Int>.int("OUTBOX_BATCH_SIZE", default: 500, in: 1...10_000, meaning: "changes published per round")
+    public static let concurrentTransactionsSetting = Setting<Int>.int(
+        "GRANT_CONCURRENT_TRANSACTIONS", default: 2, in: 1...64,
+        meaning: "transactions applying batches at once; batches arriving meanwhile share the next one")
+
+    /// The variables, for `--help`.
+    public static let variables =
         StoreConfiguration.variables + [
-            (
-                "ENTITLEMENTS_PRODUCTS_FILE", "",
-                "JSON product → entitlement mapping; an unmapped product grants the entitlement named by its product ID"
-            ),
-            ("GRANT_EXPIRY_LEEWAY_S", "3600", "seconds of access past expiresDate while a renewal is expected"),
-            ("GRANT_TRANSFER_POLICY", "refuse", "refuse (first customer keeps a purchase) or allow (latest claim takes it over)"),
-            ("OUTBOX_POLL_MS", "500", "outbox publisher poll interval"),
-            ("OUTBOX_BATCH_SIZE", "500", "changes published per round"),
-            ("GRANT_CONCURRENT_TRANSACTIONS", "2", "transactions applying batches at once; batches arriving meanwhile share the next one"),
+            productsFileSetting.help, expiryLeeway.help, transferPolicy.help, outboxPoll.help, outboxBatch.help,
+            concurrentTransactionsSetting.help,
         ]
 
     public init(
@@ -47,7 +56,7 @@ public struct GrantConfiguration: Sendable {
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
         store = try StoreConfiguration(environment: env)
         var catalog = ProductCatalog()
-        productsFile = env.string("ENTITLEMENTS_PRODUCTS_FILE")
+        productsFile = try env.read(Self.productsFileSetting)
         if let path = productsFile {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ConfigurationError(variable: "ENTITLEMENTS_PRODUCTS_FILE", problem: "names a file that cannot be read (\(path))")
@@ -58,11 +67,11 @@ public struct GrantConfiguration: Sendable {
                 throw ConfigurationError(variable: "ENTITLEMENTS_PRODUCTS_FILE", problem: "is not valid: \(error) (\(path))")
             }
         }
-        let leeway = try env.int("GRANT_EXPIRY_LEEWAY_S", default: 3600, in: 0...30 * 86_400)
-        let transfer = try env.choice("GRANT_TRANSFER_POLICY", default: GrantPolicy.TransferPolicy.refuse)
+        let leeway = try env.read(Self.expiryLeeway)
+        let transfer = try env.read(Self.transferPolicy)
         policy = GrantPolicy(catalog: catalog, expiryLeeway: TimeInterval(leeway), transferPolicy: transfer)
-        outboxPollInterval = try env.milliseconds("OUTBOX_POLL_MS", default: .milliseconds(500), in: 10...60_000)
-        outboxBatchSize = try env.int("OUTBOX_BATCH_SIZE", default: 500, in: 1...10_000)
-        concurrentTransactions = try env.int("GRANT_CONCURRENT_TRANSACTIONS", default: 2, in: 1...64)
+        outboxPollInterval = try env.read(Self.outboxPoll)
+        outboxBatchSize = try env.read(Self.outboxBatch)
+        concurrentTransactions = try env.read(Self.concurrentTransactionsSetting)
     }
 }

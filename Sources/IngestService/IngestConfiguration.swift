@@ -23,36 +23,26 @@ public struct IngestConfiguration: Sendable {
     public var logFormat: LogFormat
     public var shutdownTimeout: Duration
 
-    public static let variables: [(name: String, default: String, meaning: String)] =
-        EnvironmentReader.commonVariables + [
-            ("RAW_TOPIC", Topics.raw, "where accepted bodies are written"),
-            ("HTTP_HOST / HTTP_PORT", "0.0.0.0 / 8080", "where the webhook, /health, /ready and /metrics are served"),
-            ("INGEST_ACK_TIMEOUT_MS", "5000", "wait for the broker's acknowledgement before answering 503"),
-            ("MAX_BODY_BYTES", "131072", "larger bodies get 413"),
-            ("MAX_JWS_BYTES", "65536", "larger JWS get 400"),
-            ("KAFKA_LINGER_MS", "5", "producer batching delay: larger batches, more throughput, a little latency"),
-            ("SHUTDOWN_TIMEOUT_MS", "25000", "graceful shutdown deadline"),
-            (
-                "INGEST_UPLOAD_AUTH", "(required)",
-                "how POST /v1/transactions is authenticated: jwt, hmac, or none (refused unless every app in APPSTORE_APPS is Sandbox-only)"
-            ),
-            (
-                "INGEST_UPLOAD_JWKS", "(jwt: required)",
-                "the identity provider's keys: a JWKS file path or an https URL (cached, refetched on an unknown kid)"
-            ),
-            ("INGEST_UPLOAD_ISSUER", "(jwt: required)", "the token's iss must equal it"),
-            ("INGEST_UPLOAD_AUDIENCE", "(jwt: required)", "the token's aud must contain it"),
-            ("INGEST_UPLOAD_USER_CLAIM", "sub", "the token claim stored as the upload's userId (the body's userId is ignored)"),
-            ("INGEST_UPLOAD_LEEWAY_S", "60", "clock tolerance for exp and nbf"),
-            ("INGEST_UPLOAD_JWKS_REFRESH_S", "600", "refetch the JWKS URL (or reread the file) when older than this"),
-            ("INGEST_UPLOAD_JWKS_REFETCH_MIN_S", "30", "at most one refetch per this many seconds for tokens naming an unknown key"),
-            (
-                "INGEST_UPLOAD_HMAC_SECRET_FILE", "(hmac: required)",
-                "file holding the shared secret (at least 32 bytes; a trailing newline is dropped)"
-            ),
-            ("INGEST_UPLOAD_HMAC_WINDOW_S", "300", "X-Upload-Timestamp accepted this far from now, either way"),
-            ("APPSTORE_APPS", "(none: required)", "the apps, all Sandbox-only, for which uploads may be open"),
-        ]
+    public static let rawTopicSetting = Setting<String>.text("RAW_TOPIC", default: Topics.raw, meaning: "where accepted bodies are written")
+    public static let httpHostSetting = Setting<String>.text(
+        "HTTP_HOST", default: "0.0.0.0", meaning: "where the webhook, /health, /ready and /metrics are served")
+    public static let httpPortSetting = Setting<Int>.int("HTTP_PORT", default: 8080, in: 0...65535, meaning: "the port of HTTP_HOST")
+    public static let ackTimeoutSetting = Setting<Duration>.milliseconds(
+        "INGEST_ACK_TIMEOUT_MS", default: .seconds(5), in: 50...120_000, meaning: "wait for the broker's acknowledgement before answering 503")
+    public static let maxBodyBytesSetting = Setting<Int>.int(
+        "MAX_BODY_BYTES", default: 128 << 10, in: 1024...(64 << 20), meaning: "larger bodies get 413")
+    public static let maxJWSBytesSetting = Setting<Int>.int(
+        "MAX_JWS_BYTES", default: 64 << 10, in: 1024...(16 << 20), meaning: "larger JWS get 400")
+    public static let lingerSetting = Setting<Duration>.milliseconds(
+        "KAFKA_LINGER_MS", default: .milliseconds(5), in: 0...10_000,
+        meaning: "producer batching delay: larger batches, more throughput, a little latency")
+
+    /// The variables, for `--help`.
+    public static let variables =
+        CommonSettings.variables(clientID: "ingest") + [
+            rawTopicSetting.help, httpHostSetting.help, httpPortSetting.help, ackTimeoutSetting.help, maxBodyBytesSetting.help,
+            maxJWSBytesSetting.help, lingerSetting.help, StageConfiguration.shutdownTimeout.help,
+        ] + UploadAuthSettings.variables
 
     /// - Parameter uploadAuthentication: no default, as in the environment: open uploads are a
     ///   decision (``OpenUploadSettings``), never an omission.
@@ -81,16 +71,16 @@ public struct IngestConfiguration: Sendable {
         self.init(
             kafka: try env.kafkaClient(defaultClientID: "ingest"),
             uploadAuthentication: try UploadAuthSettings.read(env),
-            rawTopic: env.string("RAW_TOPIC", default: Topics.raw),
-            httpHost: env.string("HTTP_HOST", default: "0.0.0.0"),
-            httpPort: try env.int("HTTP_PORT", default: 8080, in: 0...65535),
-            ackTimeout: try env.milliseconds("INGEST_ACK_TIMEOUT_MS", default: .seconds(5), in: 50...120_000),
-            maxBodyBytes: try env.int("MAX_BODY_BYTES", default: 128 << 10, in: 1024...(64 << 20)),
-            maxJWSBytes: try env.int("MAX_JWS_BYTES", default: 64 << 10, in: 1024...(16 << 20)),
-            linger: try env.milliseconds("KAFKA_LINGER_MS", default: .milliseconds(5), in: 0...10_000),
+            rawTopic: try env.read(Self.rawTopicSetting),
+            httpHost: try env.read(Self.httpHostSetting),
+            httpPort: try env.read(Self.httpPortSetting),
+            ackTimeout: try env.read(Self.ackTimeoutSetting),
+            maxBodyBytes: try env.read(Self.maxBodyBytesSetting),
+            maxJWSBytes: try env.read(Self.maxJWSBytesSetting),
+            linger: try env.read(Self.lingerSetting),
             logLevel: try env.logLevel(),
             logFormat: try env.logFormat(),
-            shutdownTimeout: try env.milliseconds("SHUTDOWN_TIMEOUT_MS", default: .seconds(25), in: 1000...3_600_000))
+            shutdownTimeout: try env.read(StageConfiguration.shutdownTimeout))
     }
 
     /// The producer ingest writes with: a record not acknowledged within the request's deadline

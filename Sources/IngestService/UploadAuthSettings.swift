@@ -39,9 +39,11 @@ public enum UploadAuthSettings: Sendable, CustomStringConvertible {
         }
     }
 
-    /// Reads `INGEST_UPLOAD_AUTH` and the variables its mode needs; each problem is one line
-    /// naming its variable.
-    public static func read(_ env: EnvironmentReader) throws(ConfigurationError) -> UploadAuthSettings {
+    /// No default: a missing choice is refused with the three choices named.
+    public static let modeSetting = Setting<UploadAuthMode>(
+        name: "INGEST_UPLOAD_AUTH", defaultText: "(required)",
+        meaning: "how POST /v1/transactions is authenticated: jwt, hmac, or none (refused unless every app in APPSTORE_APPS is Sandbox-only)"
+    ) { env throws(ConfigurationError) in
         guard let raw = env.string("INGEST_UPLOAD_AUTH") else {
             throw ConfigurationError(
                 variable: "INGEST_UPLOAD_AUTH",
@@ -52,9 +54,47 @@ public enum UploadAuthSettings: Sendable, CustomStringConvertible {
         guard let mode = UploadAuthMode(rawValue: raw.lowercased()) else {
             throw ConfigurationError(variable: "INGEST_UPLOAD_AUTH", problem: "must be one of jwt, hmac, none (got \"\(raw.prefix(40))\")")
         }
+        return mode
+    }
+    public static let jwks = Setting<String>.required(
+        "INGEST_UPLOAD_JWKS", shown: "(jwt: required)",
+        meaning: "the identity provider's keys: a JWKS file path or an https URL (cached, refetched on an unknown kid)")
+    public static let issuer = Setting<String>.required(
+        "INGEST_UPLOAD_ISSUER", shown: "(jwt: required)", meaning: "the token's iss must equal it")
+    public static let audience = Setting<String>.required(
+        "INGEST_UPLOAD_AUDIENCE", shown: "(jwt: required)", meaning: "the token's aud must contain it")
+    public static let userClaim = Setting<String>.text(
+        "INGEST_UPLOAD_USER_CLAIM", default: "sub", meaning: "the token claim stored as the upload's userId (the body's userId is ignored)")
+    public static let leeway = Setting<Int>.int(
+        "INGEST_UPLOAD_LEEWAY_S", default: 60, in: 0...600, meaning: "clock tolerance for exp and nbf")
+    public static let jwksRefresh = Setting<Int>.int(
+        "INGEST_UPLOAD_JWKS_REFRESH_S", default: 600, in: 10...86_400,
+        meaning: "refetch the JWKS URL (or reread the file) when older than this")
+    public static let jwksRefetchMinimum = Setting<Int>.int(
+        "INGEST_UPLOAD_JWKS_REFETCH_MIN_S", default: 30, in: 0...3600,
+        meaning: "at most one refetch per this many seconds for tokens naming an unknown key")
+    /// The file's name is not secret; its contents are, and are never printed.
+    public static let hmacSecretFile = Setting<String>.required(
+        "INGEST_UPLOAD_HMAC_SECRET_FILE", shown: "(hmac: required)",
+        meaning: "file holding the shared secret (at least 32 bytes; a trailing newline is dropped)")
+    public static let hmacWindow = Setting<Int>.int(
+        "INGEST_UPLOAD_HMAC_WINDOW_S", default: 300, in: 1...3600, meaning: "X-Upload-Timestamp accepted this far from now, either way")
+    public static let openApps = Setting<String?>.optional(
+        "APPSTORE_APPS", shown: "(none: required)", meaning: "the apps, all Sandbox-only, for which uploads may be open")
+
+    /// The variables, for `--help`.
+    public static let variables = [
+        modeSetting.help, jwks.help, issuer.help, audience.help, userClaim.help, leeway.help, jwksRefresh.help, jwksRefetchMinimum.help,
+        hmacSecretFile.help, hmacWindow.help, openApps.help,
+    ]
+
+    /// Reads `INGEST_UPLOAD_AUTH` and the variables its mode needs; each problem is one line
+    /// naming its variable.
+    public static func read(_ env: EnvironmentReader) throws(ConfigurationError) -> UploadAuthSettings {
+        let mode = try env.read(modeSetting)
         switch mode {
         case .jwt:
-            let keys = try JWTUploadSettings.KeySource.parse(try env.required("INGEST_UPLOAD_JWKS"), variable: "INGEST_UPLOAD_JWKS")
+            let keys = try JWTUploadSettings.KeySource.parse(try env.read(jwks), variable: jwks.name)
             if case .file(let path) = keys {
                 // A wrong file is a start error, not a 401 for every upload later.
                 do {
@@ -66,14 +106,14 @@ public enum UploadAuthSettings: Sendable, CustomStringConvertible {
             return .jwt(
                 JWTUploadSettings(
                     keys: keys,
-                    issuer: try env.required("INGEST_UPLOAD_ISSUER"),
-                    audience: try env.required("INGEST_UPLOAD_AUDIENCE"),
-                    userClaim: env.string("INGEST_UPLOAD_USER_CLAIM", default: "sub"),
-                    leeway: .seconds(try env.int("INGEST_UPLOAD_LEEWAY_S", default: 60, in: 0...600)),
-                    refreshInterval: .seconds(try env.int("INGEST_UPLOAD_JWKS_REFRESH_S", default: 600, in: 10...86_400)),
-                    refetchMinimumInterval: .seconds(try env.int("INGEST_UPLOAD_JWKS_REFETCH_MIN_S", default: 30, in: 0...3600))))
+                    issuer: try env.read(issuer),
+                    audience: try env.read(audience),
+                    userClaim: try env.read(userClaim),
+                    leeway: .seconds(try env.read(leeway)),
+                    refreshInterval: .seconds(try env.read(jwksRefresh)),
+                    refetchMinimumInterval: .seconds(try env.read(jwksRefetchMinimum))))
         case .hmac:
-            let path = try env.required("INGEST_UPLOAD_HMAC_SECRET_FILE")
+            let path = try env.read(hmacSecretFile)
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ConfigurationError(variable: "INGEST_UPLOAD_HMAC_SECRET_FILE", problem: "names a file that cannot be read (\(path))")
             }
@@ -85,11 +125,12 @@ public enum UploadAuthSettings: Sendable, CustomStringConvertible {
             }
             return .hmac(
                 HMACUploadSettings(
-                    secret: secret, window: .seconds(try env.int("INGEST_UPLOAD_HMAC_WINDOW_S", default: 300, in: 1...3600))))
+                    secret: secret, window: .seconds(try env.read(hmacWindow))))
         case .none:
+            let appList = try env.read(openApps)
             let settings: AppStoreTrustSettings
             do {
-                settings = try AppStoreTrustSettings.read(apps: env.string("APPSTORE_APPS"), trustedRoots: nil)
+                settings = try AppStoreTrustSettings.read(apps: appList, trustedRoots: nil)
             } catch {
                 throw ConfigurationError(
                     variable: error.variable,

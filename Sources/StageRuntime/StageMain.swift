@@ -1,111 +1,8 @@
 import EnvironmentSettings
 import Foundation
-import Hummingbird
 import KafkaClient
 import Logging
-import Metrics
-import Prometheus
 import ServiceLifecycle
-import UnixSignals
-
-/// Process-wide start-up shared by every executable: `--help`, configuration errors as one line,
-/// logging and Prometheus metrics bootstrap.
-public enum ProcessBootstrap {
-    /// Prints `usage` and exits when `--help` or `-h` is among the arguments.
-    public static func handleHelp(_ usage: String) {
-        let args = CommandLine.arguments.dropFirst()
-        if args.contains("--help") || args.contains("-h") {
-            print(usage)
-            exit(0)
-        }
-        if let unknown = args.first {
-            FileHandle.standardError.write(Data("unknown argument \(unknown); configuration comes from the environment (see --help)\n".utf8))
-            exit(2)
-        }
-    }
-
-    /// Formats the environment variables for `--help`.
-    public static func usage(name: String, summary: String, variables: [(name: String, default: String, meaning: String)]) -> String {
-        var text = "\(name): \(summary)\n\nUSAGE: \(name) [--help]\n\nConfiguration is read from environment variables:\n"
-        let width = variables.map(\.name.count).max() ?? 0
-        for v in variables {
-            let pad = String(repeating: " ", count: width - v.name.count)
-            text += "  \(v.name)\(pad)  \(v.meaning)\(v.default.isEmpty ? "" : " [default: \(v.default)]")\n"
-        }
-        text += "\nExit status: 0 after a graceful shutdown (SIGTERM/SIGINT), 78 on a configuration error, 1 on a failure."
-        return text
-    }
-
-    /// Reads configuration; on a ``ConfigurationError`` prints its one line and exits with 78.
-    public static func configuration<T>(_ read: () throws -> T) -> T {
-        do {
-            return try read()
-        } catch {
-            FileHandle.standardError.write(Data("\(error)\n".utf8))
-            exit(78)
-        }
-    }
-
-    /// Installs stderr logging at `level` in `format` (see ``installLogging(level:format:)``) and
-    /// Prometheus metrics; returns the metrics registry.
-    public static func bootstrap(logLevel: Logger.Level, logFormat: LogFormat = .text) -> PrometheusCollectorRegistry {
-        installLogging(level: logLevel, format: logFormat)
-        let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(metricsFactory(registry: registry))
-        return registry
-    }
-
-    /// Installs the process's log handler: swift-log's stderr stream handler for `text`, one JSON
-    /// object per line on stderr (``JSONLogHandler``) for `json`.
-    public static func installLogging(level: Logger.Level, format: LogFormat) {
-        switch format {
-        case .text:
-            LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
-                handler.logLevel = level
-                return handler
-            }
-        case .json:
-            LoggingSystem.bootstrap { label in
-                var handler = JSONLogHandler.standardError(label: label)
-                handler.logLevel = level
-                return handler
-            }
-        }
-    }
-
-    /// The histogram buckets of every duration (swift-metrics `Timer`): 5 ms to 60 s, so that both a
-    /// record's processing time and the webhook-to-entitlement latency have a bucket.
-    public static let durationBuckets: [Duration] = [
-        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
-        .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
-    ]
-
-    /// The swift-metrics factory over `registry` that every process installs: `.` in names and
-    /// labels read as `_`, durations in ``durationBuckets``.
-    public static func metricsFactory(registry: PrometheusCollectorRegistry) -> PrometheusMetricsFactory {
-        var factory = PrometheusMetricsFactory(registry: registry)
-        factory.defaultDurationHistogramBuckets = durationBuckets
-        factory.nameAndLabelSanitizer = { name, labels in
-            (name.replacingOccurrences(of: ".", with: "_"), labels.map { ($0.0.replacingOccurrences(of: ".", with: "_"), $0.1) })
-        }
-        return factory
-    }
-
-    /// Runs services in dependency order until SIGTERM or SIGINT, then shuts them down in reverse.
-    public static func run(_ services: [any Service], shutdownTimeout: Duration, logger: Logger) async {
-        var config = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        config.maximumGracefulShutdownDuration = shutdownTimeout
-        config.maximumCancellationDuration = .seconds(5)
-        let group = ServiceGroup(configuration: config)
-        do {
-            try await group.run()
-        } catch {
-            logger.critical("stopped on failure", error: error)
-            exit(1)
-        }
-    }
-}
 
 /// The whole `main` of a consuming stage: configuration, logging, metrics, the probe server, the
 /// producer, the consumer and the runner, in one `ServiceGroup`.
@@ -115,10 +12,12 @@ public enum StageMain {
     ///     needs running before it (a database client, say), in dependency order.
     public static func run(
         name: String, summary: String, defaults: StageConfiguration.Defaults,
-        extraVariables: [(name: String, default: String, meaning: String)] = [],
+        extraVariables: [SettingDescription] = [],
         makeStage: (StageConfiguration, EnvironmentReader, Logger) async throws -> (any PipelineStage, [any Service])
     ) async {
-        ProcessBootstrap.handleHelp(ProcessBootstrap.usage(name: name, summary: summary, variables: StageConfiguration.variables + extraVariables))
+        ProcessBootstrap.handleHelp(
+            ProcessBootstrap.usage(
+                name: name, summary: summary, variables: StageConfiguration.variables(stage: name, defaults: defaults) + extraVariables))
         let env = EnvironmentReader()
         let config = ProcessBootstrap.configuration { try StageConfiguration(stage: name, defaults: defaults, environment: env) }
         let registry = ProcessBootstrap.bootstrap(logLevel: config.logLevel, logFormat: config.logFormat)

@@ -20,17 +20,31 @@ public struct VerifyConfiguration: Sendable {
     /// Largest JWS accepted, in bytes.
     public var maximumJWSBytes: Int
 
-    /// The variables, for `--help`: name, default, meaning.
-    public static let variables: [(name: String, default: String, meaning: String)] = [
-        ("APPSTORE_APPS", "(required)", "apps accepted: \(AppListParser.syntax)"),
-        (
-            "APPSTORE_TRUSTED_ROOTS", "",
-            "comma-separated DER/PEM root files trusted besides Apple Root CA - G3 (test CA, simulator); never used for Production data"
-        ),
-        ("APPSTORE_VALIDATION_TIME", "signed-date", "when certificates must be valid: \(ValidationTimeOption.syntax)"),
-        ("APPSTORE_CHAIN_CACHE", "on", "reuse verified certificate chains (on or off)"),
-        ("APPSTORE_CHAIN_CACHE_MAX_AGE_S", "3600", "seconds before a cached chain is validated again"),
-        ("APPSTORE_MAX_JWS_BYTES", "1048576", "larger JWS are rejected as malformed"),
+    public static let appsSetting = Setting<String?>.optional(
+        "APPSTORE_APPS", shown: "(required)", meaning: "apps accepted: \(AppListParser.syntax)")
+    public static let trustedRoots = Setting<String?>.optional(
+        "APPSTORE_TRUSTED_ROOTS",
+        meaning: "comma-separated DER/PEM root files trusted besides Apple Root CA - G3 (test CA, simulator); never used for Production data")
+    public static let validationTimeSetting = Setting<SignedDataVerifier.ValidationTime>(
+        name: "APPSTORE_VALIDATION_TIME", defaultText: "signed-date", meaning: "when certificates must be valid: \(ValidationTimeOption.syntax)"
+    ) { env throws(ConfigurationError) in
+        guard let raw = env.string("APPSTORE_VALIDATION_TIME") else { return .signedDate }
+        guard let parsed = ValidationTimeOption.parse(raw) else {
+            throw ConfigurationError(
+                variable: "APPSTORE_VALIDATION_TIME", problem: "must be \(ValidationTimeOption.syntax) (got \"\(raw.prefix(60))\")")
+        }
+        return parsed
+    }
+    public static let chainCacheSetting = Setting<Bool>.flag(
+        "APPSTORE_CHAIN_CACHE", default: true, shown: "on", meaning: "reuse verified certificate chains (on or off)")
+    public static let chainCacheMaxAge = Setting<Int>.int(
+        "APPSTORE_CHAIN_CACHE_MAX_AGE_S", default: 3600, in: 1...604_800, meaning: "seconds before a cached chain is validated again")
+    public static let maxJWSBytes = Setting<Int>.int(
+        "APPSTORE_MAX_JWS_BYTES", default: 1 << 20, in: 1024...(16 << 20), meaning: "larger JWS are rejected as malformed")
+
+    /// The variables, for `--help`.
+    public static let variables = [
+        appsSetting.help, trustedRoots.help, validationTimeSetting.help, chainCacheSetting.help, chainCacheMaxAge.help, maxJWSBytes.help,
     ]
 
     public init(
@@ -46,27 +60,20 @@ public struct VerifyConfiguration: Sendable {
     }
 
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
+        let appList = try env.read(Self.appsSetting)
+        let rootList = try env.read(Self.trustedRoots)
         do {
-            let trust = try AppStoreTrustSettings.read(
-                apps: env.string("APPSTORE_APPS"), trustedRoots: env.string("APPSTORE_TRUSTED_ROOTS"))
+            let trust = try AppStoreTrustSettings.read(apps: appList, trustedRoots: rootList)
             apps = trust.apps
             additionalTrustedRoots = trust.additionalTrustedRoots
         } catch {
             throw ConfigurationError(variable: error.variable, problem: error.problem)
         }
-        validationTime = .signedDate
-        if let raw = env.string("APPSTORE_VALIDATION_TIME") {
-            guard let parsed = ValidationTimeOption.parse(raw) else {
-                throw ConfigurationError(
-                    variable: "APPSTORE_VALIDATION_TIME",
-                    problem: "must be \(ValidationTimeOption.syntax) (got \"\(raw.prefix(60))\")")
-            }
-            validationTime = parsed
-        }
-        let cacheOn = try env.bool("APPSTORE_CHAIN_CACHE", default: true)
-        let maximumAge = try env.int("APPSTORE_CHAIN_CACHE_MAX_AGE_S", default: 3600, in: 1...604_800)
+        validationTime = try env.read(Self.validationTimeSetting)
+        let cacheOn = try env.read(Self.chainCacheSetting)
+        let maximumAge = try env.read(Self.chainCacheMaxAge)
         chainCache = ChainCachePolicy(isEnabled: cacheOn, maximumAge: Double(maximumAge))
-        maximumJWSBytes = try env.int("APPSTORE_MAX_JWS_BYTES", default: 1 << 20, in: 1024...(16 << 20))
+        maximumJWSBytes = try env.read(Self.maxJWSBytes)
         // The verifier's own rules (a root to trust, unique bundle IDs…) surface here, at start.
         do {
             _ = try SignedDataVerifier(configuration: verifierConfiguration)

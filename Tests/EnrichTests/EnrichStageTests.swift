@@ -174,4 +174,23 @@ struct EnrichStageTests {
         #expect(problem(["ENRICH_COALESCE": "maybe"])?.contains("ENRICH_COALESCE") == true)
         #expect(problem(["APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleID):iss:KEY:/nope.p8"])?.contains("cannot be read") == true)
     }
+
+    @Test("configuration: a key held in a variable (env:NAME) is read as a secret and printed nowhere")
+    func keyInVariable() throws {
+        let pem = SimFixture.apiKey.privateKey.pemRepresentation
+        let values = [
+            "APPSTORE_APPS": "\(SimFixture.bundleID)::Sandbox",
+            "APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleID):iss:KEY:env:SIM_KEY_PEM",
+            "SIM_KEY_PEM": pem,
+        ]
+        let configuration = try EnrichConfiguration(environment: EnvironmentReader(values))
+        #expect(configuration.api.client.credentials.map(\.bundleID) == [SimFixture.bundleID])
+        let body = pem.split(separator: "\n")[1]
+        let usage = ProcessBootstrap.usage(name: "enrich", summary: "enriches", variables: EnrichConfiguration.variables)
+        for text in [usage, "\(configuration.api.client.credentials)"] {
+            #expect(!text.contains(body))
+        }
+        let blank = values.merging(["SIM_KEY_PEM": "  "]) { $1 }
+        #expect(throws: ConfigurationError.self) { try EnrichConfiguration(environment: EnvironmentReader(blank)) }
+    }
 }

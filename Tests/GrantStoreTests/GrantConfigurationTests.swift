@@ -48,6 +48,35 @@ struct GrantConfigurationTests {
         #expect(!c.store.description.contains("s3cret"))
     }
 
+    @Test("the password variable is read as given and shows in neither the description nor --help")
+    func passwordNeverShown() throws {
+        let password = " pw-\(UUID().uuidString.prefix(8)) "
+        let c = try GrantConfiguration(environment: EnvironmentReader(["POSTGRES_PASSWORD": password]))
+        #expect(c.store.password == password)
+        #expect(!c.store.description.contains(password.trimmingCharacters(in: .whitespaces)))
+        let variables = GrantConfiguration.variables
+        #expect(variables.first { $0.name == "POSTGRES_PASSWORD" }?.isSecret == true)
+        let usage = ProcessBootstrap.usage(name: "grant", summary: "grants", variables: variables)
+        #expect(!usage.contains(password.trimmingCharacters(in: .whitespaces)))
+    }
+
+    @Test("--help shows every grant and store variable with the default an empty environment reads")
+    func helpShowsDefaults() throws {
+        let usage = ProcessBootstrap.usage(name: "grant", summary: "grants", variables: GrantConfiguration.variables)
+        for variable in GrantConfiguration.variables {
+            #expect(usage.contains("  \(variable.name) "), "\(variable.name) is missing")
+        }
+        let c = try GrantConfiguration(environment: EnvironmentReader([:]))
+        let shown = Dictionary(uniqueKeysWithValues: GrantConfiguration.variables.map { ($0.name, $0.defaultText) })
+        #expect(shown["POSTGRES_PORT"] == "\(c.store.port)" && shown["POSTGRES_DATABASE"] == c.store.database)
+        #expect(shown["POSTGRES_TLS"] == c.store.tls.rawValue && shown["POSTGRES_MAX_CONNECTIONS"] == "\(c.store.maximumConnections)")
+        #expect(shown["GRANT_TRANSFER_POLICY"] == c.policy.transferPolicy.rawValue)
+        #expect(shown["GRANT_EXPIRY_LEEWAY_S"] == "\(Int(c.policy.expiryLeeway))")
+        #expect(shown["OUTBOX_POLL_MS"] == "500" && c.outboxPollInterval == .milliseconds(500))
+        #expect(shown["OUTBOX_BATCH_SIZE"] == "\(c.outboxBatchSize)")
+        #expect(shown["GRANT_CONCURRENT_TRANSACTIONS"] == "\(c.concurrentTransactions)")
+    }
+
     @Test("the product mapping file: long and short forms, bad files refused")
     func productsFile() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("products-\(UUID().uuidString).json").path

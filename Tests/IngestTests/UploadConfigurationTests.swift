@@ -117,6 +117,35 @@ struct UploadConfigurationTests {
         #expect(throws: ConfigurationError.self) { try JWTUploadSettings.KeySource.parse("http://10.0.0.1/jwks", allowLoopbackHTTP: true) }
     }
 
+    @Test("--help lists every ingest variable with the default an empty environment reads; the HMAC secret shows nowhere")
+    func helpAndSecrets() throws {
+        let secret = "hmac-secret-\(UUID().uuidString)"
+        let file = try temporaryFile(secret)
+        let read = try configuration(["INGEST_UPLOAD_AUTH": "hmac", "INGEST_UPLOAD_HMAC_SECRET_FILE": file])
+        let variables = IngestConfiguration.variables
+        #expect(Set(variables.map(\.name)).count == variables.count)
+        let usage = ProcessBootstrap.usage(name: "ingest", summary: "ingests", variables: variables)
+        for variable in variables {
+            let line = usage.split(separator: "\n").first { $0.hasPrefix("  \(variable.name) ") }
+            #expect(line != nil, "\(variable.name) is missing")
+            if !variable.defaultText.isEmpty { #expect(line?.hasSuffix("[default: \(variable.defaultText)]") == true) }
+        }
+        let shown = Dictionary(uniqueKeysWithValues: variables.map { ($0.name, $0.defaultText) })
+        #expect(shown["HTTP_PORT"] == "\(read.httpPort)" && shown["RAW_TOPIC"] == read.rawTopic)
+        #expect(shown["MAX_BODY_BYTES"] == "\(read.maxBodyBytes)" && shown["MAX_JWS_BYTES"] == "\(read.maxJWSBytes)")
+        #expect(shown["INGEST_ACK_TIMEOUT_MS"] == "5000" && read.ackTimeout == .seconds(5))
+        #expect(shown["KAFKA_LINGER_MS"] == "5" && read.linger == .milliseconds(5))
+        #expect(shown["INGEST_UPLOAD_HMAC_WINDOW_S"] == "300")
+        guard case .hmac(let hmac) = read.uploadAuthentication else {
+            Issue.record("not hmac: \(read.uploadAuthentication)")
+            return
+        }
+        #expect(hmac.window == .seconds(300))
+        for text in [usage, read.uploadAuthentication.description, "\(read.uploadAuthentication)"] {
+            #expect(!text.contains(secret))
+        }
+    }
+
     @Test("hmac needs a readable secret of at least 32 bytes, which no description shows")
     func hmacSecret() throws {
         #expect(problem(["INGEST_UPLOAD_AUTH": "hmac"])?.variable == "INGEST_UPLOAD_HMAC_SECRET_FILE")

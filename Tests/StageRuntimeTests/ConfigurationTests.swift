@@ -1,5 +1,6 @@
 import EnvironmentSettings
 import KafkaClient
+import PipelineRecords
 import StageRuntime
 import Testing
 
@@ -30,7 +31,60 @@ struct ConfigurationTests {
                 "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092", "LOG_FORMAT": "JSON",
             ]))
         #expect(json.logFormat == .json)
-        #expect(StageConfiguration.variables.contains { $0.name == "LOG_FORMAT" })
+        #expect(StageConfiguration.variables(stage: "verify", defaults: defaults).contains { $0.name == "LOG_FORMAT" })
+    }
+
+    @Test("--help lists every declared variable once, with the default the stage reads")
+    func helpListsEveryVariableWithItsDefault() throws {
+        let enrich = StageConfiguration.Defaults(stage: PipelineStages.enrich, httpPort: 8082, batchSize: 50)
+        let variables = StageConfiguration.variables(stage: "enrich", defaults: enrich)
+        let usage = ProcessBootstrap.usage(name: "enrich", summary: "enriches", variables: variables)
+        let lines = usage.split(separator: "\n").map(String.init)
+        #expect(Set(variables.map(\.name)).count == variables.count)
+        for variable in variables {
+            let line = lines.first { $0.hasPrefix("  \(variable.name) ") }
+            #expect(line != nil, "\(variable.name) is missing from --help")
+            if !variable.defaultText.isEmpty {
+                #expect(line?.hasSuffix("[default: \(variable.defaultText)]") == true, "\(variable.name): \(line ?? "")")
+            }
+        }
+        // What --help shows is what an empty environment gives: both come from one declaration.
+        let config = try StageConfiguration(
+            stage: "enrich", defaults: enrich, environment: EnvironmentReader(["KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092"]))
+        let shown = Dictionary(uniqueKeysWithValues: variables.map { ($0.name, $0.defaultText) })
+        #expect(shown["INPUT_TOPIC"] == PipelineStages.enrich.inputTopic && config.inputTopic == PipelineStages.enrich.inputTopic)
+        #expect(shown["DLQ_TOPIC"] == config.deadLetterTopic && shown["KAFKA_GROUP_ID"] == config.groupID)
+        #expect(shown["HTTP_PORT"] == "\(config.httpPort)" && config.httpPort == 8082)
+        #expect(shown["BATCH_SIZE"] == "\(config.runner.maxBatchSize)" && config.runner.maxBatchSize == 50)
+        #expect(shown["KAFKA_SESSION_TIMEOUT_MS"] == "10000" && config.consumer.sessionTimeout == .seconds(10))
+        #expect(shown["KAFKA_CLIENT_ID"] == config.kafka.clientID)
+        #expect(shown["LOG_LEVEL"] == "info" && "\(config.logLevel)" == "info")
+    }
+
+    @Test("librdkafka pass-through values are secret: never in --help, marked as secret")
+    func kafkaPropertiesAreSecret() throws {
+        let password = "pass-through-secret-\(Int.random(in: 1000...9999))"
+        let env = EnvironmentReader(["KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092", "KAFKA_PROP_SASL_PASSWORD": password])
+        let config = try StageConfiguration(stage: "verify", defaults: defaults, environment: env)
+        #expect(config.kafka.properties["sasl.password"] == password)
+        let variables = StageConfiguration.variables(stage: "verify", defaults: defaults)
+        #expect(variables.first { $0.name == "KAFKA_PROP_<NAME>" }?.isSecret == true)
+        let usage = ProcessBootstrap.usage(name: "verify", summary: "verifies", variables: variables)
+        #expect(!usage.contains(password))
+        #expect(usage.contains("KAFKA_PROP_<NAME>") && usage.contains("(secret)"))
+    }
+
+    @Test("values are trimmed and a blank one counts as unset, as before the library")
+    func blankIsUnset() throws {
+        let config = try StageConfiguration(
+            stage: "verify", defaults: defaults,
+            environment: EnvironmentReader(["KAFKA_BOOTSTRAP_SERVERS": " 127.0.0.1:9092 ", "HTTP_PORT": "", "BATCH_SIZE": " 7 "]))
+        #expect(config.kafka.bootstrapServers == "127.0.0.1:9092")
+        #expect(config.httpPort == 8081)
+        #expect(config.runner.maxBatchSize == 7)
+        #expect(throws: ConfigurationError.self) {
+            _ = try StageConfiguration(stage: "verify", defaults: defaults, environment: EnvironmentReader(["KAFKA_BOOTSTRAP_SERVERS": "  "]))
+        }
     }
 
     @Test(
@@ -40,8 +94,10 @@ struct ConfigurationTests {
             (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "HTTP_PORT": "http"], "HTTP_PORT must be a whole number"),
             (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "KAFKA_ASSIGNOR": "sticky"], "KAFKA_ASSIGNOR must be one of"),
             (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "LOG_LEVEL": "loud"], "LOG_LEVEL must be one of"),
-            (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "LOG_FORMAT": "yaml"], "LOG_FORMAT must be text or json"),
+            (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "LOG_FORMAT": "yaml"], "LOG_FORMAT must be one of text, json"),
             (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "KAFKA_PROPERTIES_FILE": "/nonexistent"], "KAFKA_PROPERTIES_FILE names a file"),
+            (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "HTTP_PORT": "70000"], "HTTP_PORT must be a whole number from 0 to 65535 (got \"70000\")"),
+            (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "KAFKA_LINGER_MS": "1.5"], "KAFKA_LINGER_MS must be a whole number from 0 to 10000"),
         ])
     func invalid(environment: [String: String], expected: String) {
         #expect {

@@ -9,23 +9,86 @@ import SimulatorLifecycleRoutes
 import StageRuntime
 
 /// `appstore-sim`: a simulated App Store Server API (Sandbox data only) for local runs and tests.
-let usage = """
-    appstore-sim: a simulated Apple App Store Server API for local runs and tests (Sandbox data only).
+/// Each variable is declared once: read below, listed by `--help`.
+enum SimulatorSettings {
+    static let stateDirectory = Setting<String>.text(
+        "SIM_STATE_DIR", default: ".local/appstore-sim",
+        meaning: "where the test CA (ca/*.pem) and the App Store Connect key (api-key.p8, api-key.json) are created on first start and reused")
+    static let apps = Setting<String?>.optional("SIM_APPS", meaning: "app Apple IDs to report, bundleId:appAppleId,… (optional)")
+    static let bundleID = Setting<String>.text("SIM_BUNDLE_ID", default: "com.example.entitlements", meaning: "the app lifecycle runs play")
+    static let apiKeyFile = Setting<String?>.optional(
+        "SIM_API_KEY_FILE",
+        meaning:
+            "the App Store Connect key to accept instead of one made in SIM_STATE_DIR: a PKCS#8 PEM file (with SIM_API_ISSUER_ID and SIM_API_KEY_ID: all three or none)"
+    )
+    static let apiIssuerID = Setting<String?>.optional("SIM_API_ISSUER_ID", meaning: "the issuer ID of SIM_API_KEY_FILE")
+    static let apiKeyID = Setting<String?>.optional("SIM_API_KEY_ID", meaning: "the key ID of SIM_API_KEY_FILE")
+    static let webhookCAFile = Setting<String?>.optional(
+        "SIM_WEBHOOK_CA_FILE",
+        meaning:
+            "PEM certificates trusted, besides the system's, when lifecycle runs deliver to an https webhook (a gateway's self-signed certificate) (optional)"
+    )
+    static let webhookURL = Setting<String?>.optional(
+        "SIM_WEBHOOK_URL",
+        meaning:
+            "where TEST notifications (Request a Test Notification) are POSTed, the full URL as in App Store Connect, e.g. http://127.0.0.1:8080/v2/notifications (optional; PUT /sim/webhook changes it)"
+    )
+    static let httpHost = Setting<String>.text("HTTP_HOST", default: "127.0.0.1", meaning: "where the API and the admin routes are served")
+    static let httpPort = Setting<Int>.int("HTTP_PORT", default: 8090, in: 0...65535, meaning: "the port of HTTP_HOST")
 
-    USAGE: appstore-sim [--help]
+    static let variables = [
+        stateDirectory.help, apps.help, bundleID.help, apiKeyFile.help, apiIssuerID.help, apiKeyID.help, webhookCAFile.help,
+        webhookURL.help, httpHost.help, httpPort.help, CommonSettings.logLevel.help, CommonSettings.logFormat.help,
+    ]
+}
 
-    Configuration is read from environment variables:
-      SIM_STATE_DIR  where the test CA (ca/*.pem) and the App Store Connect key (api-key.p8, api-key.json) are created on first start and reused [default: .local/appstore-sim]
-      SIM_APPS       app Apple IDs to report, bundleId:appAppleId,… (optional)
-      SIM_BUNDLE_ID  the app lifecycle runs play [default: com.example.entitlements]
-      SIM_API_KEY_FILE, SIM_API_ISSUER_ID, SIM_API_KEY_ID  the App Store Connect key to accept instead of one made in SIM_STATE_DIR: a PKCS#8 PEM file, its issuer ID and key ID (all three or none)
-      SIM_WEBHOOK_CA_FILE  PEM certificates trusted, besides the system's, when lifecycle runs deliver to an https webhook (a gateway's self-signed certificate) (optional)
-      SIM_WEBHOOK_URL  where TEST notifications (Request a Test Notification) are POSTed, the full URL as in App Store Connect, e.g. http://127.0.0.1:8080/v2/notifications (optional; PUT /sim/webhook changes it)
-      HTTP_HOST      [default: 127.0.0.1]
-      HTTP_PORT      [default: 8090]
-      LOG_LEVEL      [default: info]
-      LOG_FORMAT     text, or json: one JSON object per line on stderr [default: text]
+/// What `appstore-sim` reads at start; each problem is one line naming its variable (exit 78).
+struct SimulatorConfiguration {
+    var stateDirectory: URL
+    var appAppleIDs: [String: Int64] = [:]
+    var bundleID: String
+    /// The App Store Connect key's file, issuer ID and key ID, when all three are set.
+    var apiKey: (file: String, issuerID: String, keyID: String)?
+    var webhookCAFile: String?
+    var webhookURL: String?
+    var httpHost: String
+    var httpPort: Int
+    var logLevel: Logger.Level
+    var logFormat: LogFormat
 
+    init(environment env: EnvironmentReader) throws(ConfigurationError) {
+        httpPort = try env.read(SimulatorSettings.httpPort)
+        httpHost = try env.read(SimulatorSettings.httpHost)
+        for entry in (try env.read(SimulatorSettings.apps) ?? "").split(separator: ",") where !entry.isEmpty {
+            let parts = entry.split(separator: ":")
+            guard parts.count == 2, let id = Int64(parts[1]) else {
+                throw ConfigurationError(variable: "SIM_APPS", problem: "entries are bundleId:appAppleId (got \(entry))")
+            }
+            appAppleIDs[String(parts[0])] = id
+        }
+        logLevel = try env.logLevel()
+        logFormat = try env.logFormat()
+        stateDirectory = URL(fileURLWithPath: try env.read(SimulatorSettings.stateDirectory))
+        bundleID = try env.read(SimulatorSettings.bundleID)
+        let keyParts = (
+            try env.read(SimulatorSettings.apiKeyFile), try env.read(SimulatorSettings.apiIssuerID), try env.read(SimulatorSettings.apiKeyID)
+        )
+        switch keyParts {
+        case (let file?, let issuer?, let keyID?): apiKey = (file, issuer, keyID)
+        case (nil, nil, nil): apiKey = nil
+        default:
+            throw ConfigurationError(
+                variable: "SIM_API_KEY_FILE", problem: "is set together with SIM_API_ISSUER_ID and SIM_API_KEY_ID, or none of them")
+        }
+        webhookURL = try env.read(SimulatorSettings.webhookURL)
+        webhookCAFile = try env.read(SimulatorSettings.webhookCAFile)
+        if let caFile = webhookCAFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            throw ConfigurationError(variable: "SIM_WEBHOOK_CA_FILE", problem: "must name a readable PEM file (\(caFile))")
+        }
+    }
+}
+
+let api = """
     API: /inApps/… as Apple's. Admin: GET /sim/ca/root.pem, GET /sim/api-key, POST /sim/transactions,
     PUT /sim/subscriptions/{originalTransactionId}, POST /sim/notifications, POST /sim/orders,
     GET /sim/consumption, GET|PUT /sim/webhook {"url":…}, GET|PUT|DELETE /sim/faults, GET|DELETE /sim/stats, POST /sim/reset.
@@ -37,70 +100,54 @@ let usage = """
     {"customers":N,"seed":1,"monthSeconds":300,"firstCustomerIndex":0} applies and signs N customers'
     lifecycles at once and answers the requests it would send, one a line: the path, a space, the body.
     """
-let arguments = CommandLine.arguments.dropFirst()
-if arguments.contains("--help") || arguments.contains("-h") {
-    print(usage)
-    exit(0)
-}
-let env = ProcessInfo.processInfo.environment
+ProcessBootstrap.handleHelp(
+    ProcessBootstrap.usage(
+        name: "appstore-sim", summary: "a simulated Apple App Store Server API for local runs and tests (Sandbox data only).",
+        variables: SimulatorSettings.variables) + "\n\n" + api)
+let configuration = ProcessBootstrap.configuration { try SimulatorConfiguration(environment: EnvironmentReader()) }
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("configuration error: \(message)\n".utf8))
     exit(78)
 }
-guard let port = Int(env["HTTP_PORT"] ?? "8090"), (0...65535).contains(port) else { fail("HTTP_PORT must be a port number") }
-var appAppleIDs: [String: Int64] = [:]
-for entry in (env["SIM_APPS"] ?? "").split(separator: ",") where !entry.isEmpty {
-    let parts = entry.split(separator: ":")
-    guard parts.count == 2, let id = Int64(parts[1]) else { fail("SIM_APPS entries are bundleId:appAppleId (got \(entry))") }
-    appAppleIDs[String(parts[0])] = id
-}
-let level = Logger.Level(rawValue: (env["LOG_LEVEL"] ?? "info").lowercased()) ?? .info
-let logFormat: LogFormat
-do { logFormat = try EnvironmentReader(env).logFormat() } catch { fail("LOG_FORMAT \(error.problem)") }
-ProcessBootstrap.installLogging(level: level, format: logFormat)
+ProcessBootstrap.installLogging(level: configuration.logLevel, format: configuration.logFormat)
 let logger = Logger(label: "appstore.sim")
-let stateDirectory = URL(fileURLWithPath: env["SIM_STATE_DIR"] ?? ".local/appstore-sim")
-let keyVariables = ["SIM_API_KEY_FILE", "SIM_API_ISSUER_ID", "SIM_API_KEY_ID"].map { env[$0].flatMap { $0.isEmpty ? nil : $0 } }
-if keyVariables.contains(where: { $0 != nil }), keyVariables.contains(where: { $0 == nil }) {
-    fail("SIM_API_KEY_FILE, SIM_API_ISSUER_ID and SIM_API_KEY_ID are set together or not at all")
-}
+let stateDirectory = configuration.stateDirectory
 let configuredKey: SimulatorAPIKey?
-if let file = keyVariables[0], let issuer = keyVariables[1], let keyID = keyVariables[2] {
-    do { configuredKey = try SimulatorAPIKey.load(privateKeyFile: file, issuerID: issuer, keyID: keyID) } catch {
-        fail("SIM_API_KEY_FILE must name a readable PKCS#8 P-256 key in PEM (\(file)): \(error)")
+if let key = configuration.apiKey {
+    do { configuredKey = try SimulatorAPIKey.load(privateKeyFile: key.file, issuerID: key.issuerID, keyID: key.keyID) } catch {
+        fail("SIM_API_KEY_FILE must name a readable PKCS#8 P-256 key in PEM (\(key.file)): \(error)")
     }
 } else {
     configuredKey = nil
 }
 let apple: SimulatedApple
 do {
-    apple = try SimulatedApple(stateDirectory: stateDirectory, apiKey: configuredKey, appAppleIDs: appAppleIDs)
+    apple = try SimulatedApple(stateDirectory: stateDirectory, apiKey: configuredKey, appAppleIDs: configuration.appAppleIDs)
 } catch {
     FileHandle.standardError.write(Data("appstore-sim: cannot load or create its state in \(stateDirectory.path): \(error)\n".utf8))
     exit(1)
 }
-if let webhook = env["SIM_WEBHOOK_URL"], !webhook.isEmpty, !apple.store.setWebhookURL(webhook) {
+if let webhook = configuration.webhookURL, !apple.store.setWebhookURL(webhook) {
     fail("SIM_WEBHOOK_URL must be an http(s) URL")
 }
 logger.info(
     "simulated Apple starting",
     metadata: [
         LogKey.simStateDirectory: "\(stateDirectory.path)", LogKey.simKeyID: "\(apple.apiKey.keyID)", LogKey.simIssuerID: "\(apple.apiKey.issuerID)",
-        LogKey.httpPort: "\(port)",
+        LogKey.httpPort: "\(configuration.httpPort)",
     ])
 var webhookClient = HTTPClient.shared
-if let caFile = env["SIM_WEBHOOK_CA_FILE"], !caFile.isEmpty {
-    guard FileManager.default.isReadableFile(atPath: caFile) else { fail("SIM_WEBHOOK_CA_FILE must name a readable PEM file (\(caFile))") }
+if let caFile = configuration.webhookCAFile {
     var tls = TLSConfiguration.makeClientConfiguration()
     tls.additionalTrustRoots = [.file(caFile)]
     webhookClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
 }
 let router = apple.makeRouter()
 LifecycleRoutes(
-    runs: LifecycleRuns(apple: apple, defaultBundleID: env["SIM_BUNDLE_ID"] ?? "com.example.entitlements", client: webhookClient)
+    runs: LifecycleRuns(apple: apple, defaultBundleID: configuration.bundleID, client: webhookClient)
 ).register(on: router)
 let app = Application(
     router: router,
-    configuration: .init(address: .hostname(env["HTTP_HOST"] ?? "127.0.0.1", port: port), serverName: "appstore-sim"),
+    configuration: .init(address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "appstore-sim"),
     logger: logger)
 try await app.runService()

@@ -7,9 +7,7 @@ await StageMain.run(
     name: "enrich",
     summary:
         "looks up each purchase's transaction history and subscription status with the App Store Server API (every JWS verified), sorts the history, marks the transaction in force, resolves appAccountToken, and publishes the enriched record under the same key",
-    defaults: .init(
-        inputTopic: Topics.verified, outputTopic: Topics.enriched, deadLetterTopic: Topics.enrichDeadLetters,
-        groupID: "appstore.enrich", httpPort: 8082, batchSize: 50),
+    defaults: .init(stage: PipelineStages.enrich, httpPort: 8082, batchSize: 50),
     extraVariables: EnrichConfiguration.variables
 ) { config, env, logger in
     let configuration = try EnrichConfiguration(environment: env)

@@ -7,9 +7,7 @@ await StageMain.run(
     name: "verify",
     summary:
         "verifies every JWS of each raw record (signature, X.509 chain to Apple Root CA - G3, app and environment), publishes the decoded notification keyed by originalTransactionId, and dead-letters what fails",
-    defaults: .init(
-        inputTopic: Topics.raw, outputTopic: Topics.verified, deadLetterTopic: Topics.verifyDeadLetters,
-        groupID: "appstore.verify", httpPort: 8081),
+    defaults: .init(stage: PipelineStages.verify, httpPort: 8081),
     extraVariables: VerifyConfiguration.variables
 ) { config, env, logger in
     let verifyConfiguration = try VerifyConfiguration(environment: env)
