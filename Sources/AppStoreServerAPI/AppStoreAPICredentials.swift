@@ -8,7 +8,7 @@ import Foundation
 /// key ID and issuer only, so logging a credential by mistake leaks nothing.
 public struct AppStoreAPICredentials: Sendable, CustomStringConvertible {
     /// The app the key is used for (the token's `bid`).
-    public let bundleID: String
+    public let bundleId: String
     /// The issuer ID from App Store Connect (the token's `iss`).
     public let issuerID: String
     /// The key ID (the token header's `kid`).
@@ -18,8 +18,8 @@ public struct AppStoreAPICredentials: Sendable, CustomStringConvertible {
 
     /// - Throws: ``AppStoreAPIError`` `invalid_credentials` when a field is empty or the key is no
     ///   P-256 PKCS#8 PEM (the message never contains key material).
-    public init(bundleID: String, issuerID: String, keyID: String, privateKeyPEM: String) throws(AppStoreAPIError) {
-        guard !bundleID.isEmpty, !issuerID.isEmpty, !keyID.isEmpty else {
+    public init(bundleId: String, issuerID: String, keyID: String, privateKeyPEM: String) throws(AppStoreAPIError) {
+        guard !bundleId.isEmpty, !issuerID.isEmpty, !keyID.isEmpty else {
             throw AppStoreAPIError(.invalidCredentials, "bundle ID, issuer ID and key ID must not be empty")
         }
         do {
@@ -28,30 +28,30 @@ public struct AppStoreAPICredentials: Sendable, CustomStringConvertible {
             throw AppStoreAPIError(
                 .invalidCredentials, "the private key for key ID \(keyID) is not a P-256 PKCS#8 PEM (.p8) key")
         }
-        self.bundleID = bundleID
+        self.bundleId = bundleId
         self.issuerID = issuerID
         self.keyID = keyID
     }
 
     /// Reads the `.p8` file at `path`.
-    public init(bundleID: String, issuerID: String, keyID: String, privateKeyPath: String) throws(AppStoreAPIError) {
+    public init(bundleId: String, issuerID: String, keyID: String, privateKeyPath: String) throws(AppStoreAPIError) {
         guard let data = FileManager.default.contents(atPath: privateKeyPath) else {
             throw AppStoreAPIError(.invalidCredentials, "the key file \(privateKeyPath) cannot be read")
         }
         try self.init(
-            bundleID: bundleID, issuerID: issuerID, keyID: keyID,
+            bundleId: bundleId, issuerID: issuerID, keyID: keyID,
             privateKeyPEM: String(decoding: data, as: UTF8.self))
     }
 
     /// Credentials for an existing key (tests, the simulator's own key).
-    public init(bundleID: String, issuerID: String, keyID: String, privateKey: P256.Signing.PrivateKey) {
-        self.bundleID = bundleID
+    public init(bundleId: String, issuerID: String, keyID: String, privateKey: P256.Signing.PrivateKey) {
+        self.bundleId = bundleId
         self.issuerID = issuerID
         self.keyID = keyID
         self.privateKey = privateKey
     }
 
-    public var description: String { "AppStoreAPICredentials(bundleID: \(bundleID), keyID: \(keyID), issuerID: \(issuerID))" }
+    public var description: String { "AppStoreAPICredentials(bundleId: \(bundleId), keyID: \(keyID), issuerID: \(issuerID))" }
 
     /// Parses `bundleId:issuerId:keyId:source` entries separated by commas, where `source` is the path
     /// of the `.p8` file, or `env:NAME` for a PEM held in the environment variable `NAME`.
@@ -82,16 +82,16 @@ public struct AppStoreAPICredentials: Sendable, CustomStringConvertible {
                 guard let pem = keyVariable(name), !pem.isEmpty else {
                     throw AppStoreAPIError(.invalidCredentials, "the key variable \(name) for \(parts[0]) is not set")
                 }
-                result.append(try AppStoreAPICredentials(bundleID: parts[0], issuerID: parts[1], keyID: parts[2], privateKeyPEM: pem))
+                result.append(try AppStoreAPICredentials(bundleId: parts[0], issuerID: parts[1], keyID: parts[2], privateKeyPEM: pem))
             } else {
                 result.append(
-                    try AppStoreAPICredentials(bundleID: parts[0], issuerID: parts[1], keyID: parts[2], privateKeyPath: parts[3]))
+                    try AppStoreAPICredentials(bundleId: parts[0], issuerID: parts[1], keyID: parts[2], privateKeyPath: parts[3]))
             }
         }
         guard !result.isEmpty else { throw AppStoreAPIError(.invalidCredentials, "lists no credentials") }
         var seen: Set<String> = []
-        for credential in result where !seen.insert(credential.bundleID).inserted {
-            throw AppStoreAPIError(.invalidCredentials, "lists bundle ID \(credential.bundleID) twice")
+        for credential in result where !seen.insert(credential.bundleId).inserted {
+            throw AppStoreAPIError(.invalidCredentials, "lists bundle ID \(credential.bundleId) twice")
         }
         return result
     }

@@ -77,9 +77,9 @@ public struct AppStoreAPISettings: Sendable {
         } catch {
             throw ConfigurationError(variable: "APPSTORE_API_CREDENTIALS", problem: "cannot be read")
         }
-        let withCredentials = Set(credentials.map(\.bundleID))
-        for app in apps where !withCredentials.contains(app.bundleID) {
-            throw ConfigurationError(variable: "APPSTORE_API_CREDENTIALS", problem: "has no key for \(app.bundleID), which APPSTORE_APPS lists")
+        let withCredentials = Set(credentials.map(\.bundleId))
+        for app in apps where !withCredentials.contains(app.bundleId) {
+            throw ConfigurationError(variable: "APPSTORE_API_CREDENTIALS", problem: "has no key for \(app.bundleId), which APPSTORE_APPS lists")
         }
         var baseURL: String?
         if let raw = try env.read(Self.baseURL) {

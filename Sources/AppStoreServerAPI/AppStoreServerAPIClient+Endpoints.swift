@@ -28,7 +28,7 @@ extension AppStoreServerAPIClient {
         let bytes = try await send(
             endpoint, target, method: .GET, path: "/inApps/v2/history/\(Self.segment(transactionId))", query: query.items(revision: revision))
         let response = try decode(HistoryResponse.self, bytes, endpoint: endpoint)
-        try checkEnvelope(bundleID: response.bundleId, environment: response.environment, target: target, endpoint: endpoint)
+        try checkEnvelope(bundleId: response.bundleId, environment: response.environment, target: target, endpoint: endpoint)
         var transactions: [JWSTransactionDecodedPayload] = []
         for signed in response.signedTransactions ?? [] {
             transactions.append(try await verifyTransaction(signed, target: target, endpoint: endpoint))
@@ -67,7 +67,7 @@ extension AppStoreServerAPIClient {
             endpoint, target, method: .GET, path: "/inApps/v1/subscriptions/\(Self.segment(transactionId))",
             query: statuses.map { ("status", "\($0.rawValue)") })
         let response = try decode(StatusResponse.self, bytes, endpoint: endpoint)
-        try checkEnvelope(bundleID: response.bundleId, environment: response.environment, target: target, endpoint: endpoint)
+        try checkEnvelope(bundleId: response.bundleId, environment: response.environment, target: target, endpoint: endpoint)
         var result: [VerifiedSubscriptionStatus] = []
         for group in response.data ?? [] {
             for item in group.lastTransactions ?? [] {

@@ -11,7 +11,7 @@ extension AppStoreServerAPIClient {
         } catch {
             throw untrusted(error, endpoint: endpoint, what: "a transaction")
         }
-        guard transaction.bundleId == target.bundleID, transaction.environment == target.environment else {
+        guard transaction.bundleId == target.bundleId, transaction.environment == target.environment else {
             throw AppStoreAPIError(
                 .untrustedResponse,
                 "\(endpoint.rawValue) returned a transaction of \(transaction.bundleId ?? "?")/\(transaction.environment?.rawValue ?? "?") when asked about \(target)",
@@ -26,7 +26,7 @@ extension AppStoreServerAPIClient {
     ) async throws(AppStoreAPIError) -> JWSRenewalInfoDecodedPayload {
         let renewal: JWSRenewalInfoDecodedPayload
         do {
-            renewal = try await verifier.verifyRenewalInfo(signed, bundleID: target.bundleID)
+            renewal = try await verifier.verifyRenewalInfo(signed, bundleId: target.bundleId)
         } catch {
             throw untrusted(error, endpoint: endpoint, what: "renewal info")
         }
@@ -49,7 +49,7 @@ extension AppStoreServerAPIClient {
         } catch {
             throw untrusted(error, endpoint: endpoint, what: "a notification")
         }
-        guard notification.bundleId == target.bundleID, notification.environment == target.environment else {
+        guard notification.bundleId == target.bundleId, notification.environment == target.environment else {
             throw AppStoreAPIError(
                 .untrustedResponse,
                 "\(endpoint.rawValue) returned a notification of \(notification.bundleId)/\(notification.environment.rawValue) when asked about \(target)",
@@ -60,11 +60,11 @@ extension AppStoreServerAPIClient {
 
     /// The answer's own bundle ID and environment, when it states them, must be the ones asked about.
     func checkEnvelope(
-        bundleID: String?, environment: AppStoreEnvironment?, target: Target, endpoint: AppStoreAPIEndpoint
+        bundleId: String?, environment: AppStoreEnvironment?, target: Target, endpoint: AppStoreAPIEndpoint
     ) throws(AppStoreAPIError) {
-        if let bundleID, bundleID != target.bundleID {
+        if let bundleId, bundleId != target.bundleId {
             throw AppStoreAPIError(
-                .untrustedResponse, "\(endpoint.rawValue) answered for bundle ID \(bundleID), not \(target.bundleID)", endpoint: endpoint.rawValue)
+                .untrustedResponse, "\(endpoint.rawValue) answered for bundle ID \(bundleId), not \(target.bundleId)", endpoint: endpoint.rawValue)
         }
         if let environment, environment != target.environment {
             throw AppStoreAPIError(

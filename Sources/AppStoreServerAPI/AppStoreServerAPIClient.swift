@@ -48,17 +48,17 @@ public final class AppStoreServerAPIClient: Sendable {
 
     /// The app and environment a call is about.
     public struct Target: Hashable, Sendable, CustomStringConvertible {
-        public var bundleID: String
+        public var bundleId: String
         public var environment: AppStoreEnvironment
-        public init(bundleID: String, environment: AppStoreEnvironment) {
-            self.bundleID = bundleID
+        public init(bundleId: String, environment: AppStoreEnvironment) {
+            self.bundleId = bundleId
             self.environment = environment
         }
-        public var description: String { "\(bundleID)/\(environment.rawValue)" }
+        public var description: String { "\(bundleId)/\(environment.rawValue)" }
     }
 
     let configuration: Configuration
-    let credentialsByBundleID: [String: AppStoreAPICredentials]
+    let credentialsByBundleId: [String: AppStoreAPICredentials]
     let http: HTTPClient
     /// Verifies every JWS Apple returns.
     public let verifier: SignedDataVerifier
@@ -82,13 +82,13 @@ public final class AppStoreServerAPIClient: Sendable {
         }
         var byBundle: [String: AppStoreAPICredentials] = [:]
         for credential in configuration.credentials {
-            guard byBundle[credential.bundleID] == nil else {
-                throw AppStoreAPIError(.invalidCredentials, "bundle ID \(credential.bundleID) has two credentials")
+            guard byBundle[credential.bundleId] == nil else {
+                throw AppStoreAPIError(.invalidCredentials, "bundle ID \(credential.bundleId) has two credentials")
             }
-            byBundle[credential.bundleID] = credential
+            byBundle[credential.bundleId] = credential
         }
         self.configuration = configuration
-        self.credentialsByBundleID = byBundle
+        self.credentialsByBundleId = byBundle
         self.http = httpClient
         self.verifier = verifier
         self.rateLimiter = RateLimiter(policy: configuration.rateLimits)
@@ -108,7 +108,7 @@ public final class AppStoreServerAPIClient: Sendable {
     public var tokensSigned: Int { tokens.signed }
 
     /// The bundle IDs the client holds credentials for.
-    public var bundleIDs: [String] { credentialsByBundleID.keys.sorted() }
+    public var bundleIds: [String] { credentialsByBundleId.keys.sorted() }
 
     /// Sends one request and returns the body of a 2xx answer.
     /// - Throws: ``AppStoreAPIError``.
@@ -116,9 +116,9 @@ public final class AppStoreServerAPIClient: Sendable {
         _ endpoint: AppStoreAPIEndpoint, _ target: Target, method: HTTPMethod, path: String,
         query: [(String, String)] = [], body: [UInt8]? = nil
     ) async throws(AppStoreAPIError) -> [UInt8] {
-        guard let credentials = credentialsByBundleID[target.bundleID] else {
+        guard let credentials = credentialsByBundleId[target.bundleId] else {
             throw AppStoreAPIError(
-                .invalidRequest, "no App Store Server API credentials for bundle ID \(target.bundleID)", endpoint: endpoint.rawValue)
+                .invalidRequest, "no App Store Server API credentials for bundle ID \(target.bundleId)", endpoint: endpoint.rawValue)
         }
         let base: String
         if let override = configuration.baseURLOverride {
@@ -128,7 +128,7 @@ public final class AppStoreServerAPIClient: Sendable {
         }
         do {
             try await rateLimiter.acquire(
-                keyID: credentials.keyID, bundleID: target.bundleID, environment: target.environment, endpoint: endpoint)
+                keyID: credentials.keyID, bundleId: target.bundleId, environment: target.environment, endpoint: endpoint)
         } catch {
             throw AppStoreAPIError(.unreachable, "cancelled while waiting for the rate limiter", endpoint: endpoint.rawValue)
         }
@@ -170,7 +170,7 @@ public final class AppStoreServerAPIClient: Sendable {
             if error.kind == .unauthorized { tokens.discard(credentials) }
             if error.kind == .rateLimited {
                 rateLimiter.holdOff(
-                    keyID: credentials.keyID, bundleID: target.bundleID, environment: target.environment, endpoint: endpoint,
+                    keyID: credentials.keyID, bundleId: target.bundleId, environment: target.environment, endpoint: endpoint,
                     for: error.retryAfter ?? .seconds(1))
             }
             logger.debug(

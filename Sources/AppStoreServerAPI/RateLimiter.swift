@@ -30,13 +30,13 @@ public struct RateLimitPolicy: Hashable, Sendable {
 
 /// A client-side limiter per key: a generic cell-rate algorithm over reservations, so concurrent
 /// callers queue in arrival order without a background task. When Apple answers 429 anyway (its
-/// limits are shared with other processes and may change), ``holdOff(keyID:bundleID:environment:endpoint:for:)``
+/// limits are shared with other processes and may change), ``holdOff(keyID:bundleId:environment:endpoint:for:)``
 /// stops the bucket until Apple's `Retry-After` and restarts it without a burst, so callers do
 /// not stampede back at the same instant.
 public final class RateLimiter: Sendable {
     struct BucketKey: Hashable {
         var keyID: String
-        var bundleID: String
+        var bundleId: String
         var environment: String
         var endpoint: AppStoreAPIEndpoint
     }
@@ -58,9 +58,9 @@ public final class RateLimiter: Sendable {
 
     /// Waits until a request of `endpoint` for this key may be sent.
     public func acquire(
-        keyID: String, bundleID: String, environment: AppStoreEnvironment, endpoint: AppStoreAPIEndpoint
+        keyID: String, bundleId: String, environment: AppStoreEnvironment, endpoint: AppStoreAPIEndpoint
     ) async throws {
-        let key = BucketKey(keyID: keyID, bundleID: bundleID, environment: environment.rawValue, endpoint: endpoint)
+        let key = BucketKey(keyID: keyID, bundleId: bundleId, environment: environment.rawValue, endpoint: endpoint)
         var wait: Double = 0
         let now = seconds()
         if let hold = holds.withLock({ $0[key] }), hold > now { wait = hold - now }
@@ -84,9 +84,9 @@ public final class RateLimiter: Sendable {
     /// Apple answered 429 with `Retry-After`: no request of this bucket leaves before then, and the
     /// rate restarts from that moment without a burst.
     public func holdOff(
-        keyID: String, bundleID: String, environment: AppStoreEnvironment, endpoint: AppStoreAPIEndpoint, for wait: Duration
+        keyID: String, bundleId: String, environment: AppStoreEnvironment, endpoint: AppStoreAPIEndpoint, for wait: Duration
     ) {
-        let key = BucketKey(keyID: keyID, bundleID: bundleID, environment: environment.rawValue, endpoint: endpoint)
+        let key = BucketKey(keyID: keyID, bundleId: bundleId, environment: environment.rawValue, endpoint: endpoint)
         let until = seconds() + toSeconds(wait)
         holds.withLock { $0[key] = max($0[key] ?? 0, until) }
         if policy.isEnabled {

@@ -51,7 +51,7 @@ public enum RequestToken {
     ) throws(AppStoreAPIError) -> String {
         let seconds = min(lifetime, maximumLifetime).components.seconds
         let iat = Int64(now.timeIntervalSince1970)
-        let claims = Claims(iss: credentials.issuerID, iat: iat, exp: iat + seconds, aud: audience, bid: credentials.bundleID)
+        let claims = Claims(iss: credentials.issuerID, iat: iat, exp: iat + seconds, aud: audience, bid: credentials.bundleId)
         return try sign(header: Header(kid: credentials.keyID), claims: claims, key: credentials.privateKey)
     }
 

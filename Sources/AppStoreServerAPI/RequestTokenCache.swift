@@ -38,6 +38,6 @@ final class RequestTokenCache: Sendable {
     }
 
     private static func key(_ credentials: AppStoreAPICredentials) -> String {
-        "\(credentials.issuerID)\u{0}\(credentials.keyID)\u{0}\(credentials.bundleID)"
+        "\(credentials.issuerID)\u{0}\(credentials.keyID)\u{0}\(credentials.bundleId)"
     }
 }

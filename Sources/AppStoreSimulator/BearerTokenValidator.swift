@@ -14,7 +14,7 @@ struct BearerTokenValidator: Sendable {
     let clock: @Sendable () -> Date
 
     /// The token's bundle ID, or `nil` when the token must be refused.
-    func bundleID(authorization: String?) -> String? {
+    func bundleId(authorization: String?) -> String? {
         guard let authorization, authorization.hasPrefix("Bearer ") else { return nil }
         let token = authorization.dropFirst("Bearer ".count)
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)

@@ -108,7 +108,7 @@ public final class FaultInjector: Sendable {
     }
 
     /// The fault for this request, if any (after sleeping the added latency).
-    func apply(bundleID: String?, endpoint: String) async -> SimulatorError? {
+    func apply(bundleId: String?, endpoint: String) async -> SimulatorError? {
         var active = current
         let now = clock()
         if let until = active.until, until <= now {
@@ -125,8 +125,8 @@ public final class FaultInjector: Sendable {
         if active.errorShare > 0, Double.random(in: 0..<1) < active.errorShare {
             return SimulatorError(.init(code: active.errorStatus), active.errorCode, "An unknown error occurred.")
         }
-        if let rate = active.requestsPerSecond, rate > 0, let bundleID {
-            let key = "\(bundleID)|\(endpoint)"
+        if let rate = active.requestsPerSecond, rate > 0, let bundleId {
+            let key = "\(bundleId)|\(endpoint)"
             let seconds = now.timeIntervalSince1970
             let next: Double? = nextAllowed.withLock { table in
                 let allowedAt = table[key] ?? seconds

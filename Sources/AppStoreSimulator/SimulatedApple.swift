@@ -28,24 +28,24 @@ public struct SimulatedApple: Sendable {
     /// Loads or creates the CA (in `<stateDirectory>/ca`) and, unless `apiKey` is given, the key (in
     /// `stateDirectory`).
     public init(
-        stateDirectory: URL, apiKey: SimulatorAPIKey? = nil, appAppleIDs: [String: Int64] = [:],
+        stateDirectory: URL, apiKey: SimulatorAPIKey? = nil, appAppleIds: [String: Int64] = [:],
         clock: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         let authority = try SigningAuthority.loadOrCreate(
             at: stateDirectory.appendingPathComponent("ca"), options: SigningAuthorityOptions(name: "Simulated App Store"))
         try self.init(
-            authority: authority, apiKey: try apiKey ?? SimulatorAPIKey.loadOrCreate(at: stateDirectory), appAppleIDs: appAppleIDs,
+            authority: authority, apiKey: try apiKey ?? SimulatorAPIKey.loadOrCreate(at: stateDirectory), appAppleIds: appAppleIds,
             clock: clock)
     }
 
     /// A simulator with the given CA and key (tests build both in memory).
     public init(
-        authority: SigningAuthority, apiKey: SimulatorAPIKey, appAppleIDs: [String: Int64] = [:],
+        authority: SigningAuthority, apiKey: SimulatorAPIKey, appAppleIds: [String: Int64] = [:],
         clock: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         self.authority = authority
         self.apiKey = apiKey
-        store = SimulatorStore(appAppleIDs: appAppleIDs, clock: clock)
+        store = SimulatorStore(appAppleIds: appAppleIds, clock: clock)
         faults = FaultInjector(clock: { Date() })
         signing = SimulatorSigning(signer: try authority.makeSigner(), store: store)
     }
@@ -54,9 +54,9 @@ public struct SimulatedApple: Sendable {
     public var notifications: SimulatorNotifications { SimulatorNotifications(store: store, signing: signing) }
 
     /// A stored transaction signed now, as the app receives it from StoreKit (for app uploads).
-    public func signedTransaction(_ transactionId: String, bundleID: String) throws -> String {
-        guard let stored = store.transaction(anyID: transactionId, bundleID: bundleID) else {
-            throw SimulatorInputError("transaction \(transactionId) of \(bundleID) is not stored")
+    public func signedTransaction(_ transactionId: String, bundleId: String) throws -> String {
+        guard let stored = store.transaction(anyID: transactionId, bundleId: bundleId) else {
+            throw SimulatorInputError("transaction \(transactionId) of \(bundleId) is not stored")
         }
         return try signing.signAsOfNow(stored.payload)
     }

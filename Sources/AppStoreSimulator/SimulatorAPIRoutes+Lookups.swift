@@ -7,10 +7,10 @@ import Synchronization
 
 /// Lookups beyond one purchase: Get Refund History and Look Up Order ID.
 extension SimulatorAPIRoutes {
-    func refunds(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) throws -> Response {
+    func refunds(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) throws -> Response {
         let id = try Self.transactionID(context)
-        let owner = try customer(of: id, bundleID: bundleID)
-        let refunded = store.transactions(customerID: owner.customerID, bundleID: bundleID).map(\.payload)
+        let owner = try customer(of: id, bundleId: bundleId)
+        let refunded = store.transactions(customerID: owner.customerID, bundleId: bundleId).map(\.payload)
             .filter { $0.revocationDate != nil }
             .sorted { ($0.revocationDate!, $0.transactionId ?? "") < ($1.revocationDate!, $1.transactionId ?? "") }
         let offset = try PageToken.offset(
@@ -23,12 +23,12 @@ extension SimulatorAPIRoutes {
                 hasMore: next < refunded.count))
     }
 
-    func orderLookup(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) throws -> Response {
+    func orderLookup(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) throws -> Response {
         guard let orderID = context.parameters.get("orderId"), !orderID.isEmpty, orderID.allSatisfy({ $0.isLetter || $0.isNumber }) else {
             return try Self.json(OrderLookupResponse(status: 1, signedTransactions: []))
         }
         let ids = store.state.withLock { $0.orders[orderID] } ?? []
-        let transactions = ids.compactMap { store.transaction(anyID: $0, bundleID: bundleID)?.payload }.filter {
+        let transactions = ids.compactMap { store.transaction(anyID: $0, bundleId: bundleId)?.payload }.filter {
             ids.contains($0.transactionId ?? "")
         }
         guard !transactions.isEmpty else { return try Self.json(OrderLookupResponse(status: 1, signedTransactions: [])) }

@@ -10,7 +10,7 @@ extension SimulatorAPIRoutes {
     /// The largest request body the simulator reads, as Apple bounds its requests.
     static let maximumBody = 1 << 20
 
-    func notificationHistory(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) async throws -> Response {
+    func notificationHistory(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) async throws -> Response {
         let body = try await request.body.collect(upTo: Self.maximumBody)
         guard let filter = try? AppStoreJSON.decoder.decode(NotificationHistoryRequest.self, from: Data(body.readableBytesView)) else {
             throw SimulatorError.badRequest(4_000_000, "Invalid request.")
@@ -29,10 +29,10 @@ extension SimulatorAPIRoutes {
         }
         var originalID: String?
         if let transactionID = filter.transactionId {
-            originalID = try customer(of: transactionID, bundleID: bundleID).payload.originalTransactionId
+            originalID = try customer(of: transactionID, bundleId: bundleId).payload.originalTransactionId
         }
         let clampedEnd = min(end, now.addingTimeInterval(1))
-        let matching = store.notifications(bundleID: bundleID).filter { n in
+        let matching = store.notifications(bundleId: bundleId).filter { n in
             guard n.firstSentDate >= start, n.firstSentDate < clampedEnd else { return false }
             if let type = filter.notificationType, n.notificationType != type { return false }
             if let subtype = filter.notificationSubtype, n.subtype != subtype { return false }
@@ -50,28 +50,28 @@ extension SimulatorAPIRoutes {
                 notificationHistory: page.map { NotificationHistoryResponseItem(signedPayload: $0.signedPayload, sendAttempts: $0.sendAttempts) }))
     }
 
-    func requestTestNotification(_ bundleID: String) throws -> Response {
+    func requestTestNotification(_ bundleId: String) throws -> Response {
         let uuid = UUID().uuidString.lowercased()
         let now = store.now()
         let payload = ResponseBodyV2DecodedPayload(
             notificationType: .test, notificationUUID: uuid,
-            data: NotificationData(environment: .sandbox, appAppleId: store.appAppleIDs[bundleID], bundleId: bundleID),
+            data: NotificationData(environment: .sandbox, appAppleId: store.appAppleIds[bundleId], bundleId: bundleId),
             version: "2.0", signedDate: now)
         let token = "\(uuid)_\(AppStoreJSON.milliseconds(since1970: now))"
         // Lifecycle notifications are posted by a lifecycle driver; TEST ones go to the configured webhook, if any.
         let notification = SimulatedNotification(
-            bundleID: bundleID, notificationUUID: uuid, notificationType: .test, subtype: nil, firstSentDate: now,
+            bundleId: bundleId, notificationUUID: uuid, notificationType: .test, subtype: nil, firstSentDate: now,
             signedPayload: try signing.sign(payload: payload), sendAttempts: [])
         store.state.withLock { $0.testNotifications[token] = notification }
         TestNotificationDelivery(store: store).deliver(token: token)
         return try Self.json(SendTestNotificationResponse(testNotificationToken: token))
     }
 
-    func testNotificationStatus(_ context: BasicRequestContext, _ bundleID: String) throws -> Response {
+    func testNotificationStatus(_ context: BasicRequestContext, _ bundleId: String) throws -> Response {
         guard let token = context.parameters.get("token"), token.contains("_") else {
             throw SimulatorError.badRequest(4_000_020, "Invalid test notification token.")
         }
-        guard let notification = store.state.withLock({ $0.testNotifications[token] }), notification.bundleID == bundleID else {
+        guard let notification = store.state.withLock({ $0.testNotifications[token] }), notification.bundleId == bundleId else {
             throw SimulatorError.notFound(4_040_008, "Test notification not found.")
         }
         return try Self.json(CheckTestNotificationResponse(signedPayload: notification.signedPayload, sendAttempts: notification.sendAttempts))

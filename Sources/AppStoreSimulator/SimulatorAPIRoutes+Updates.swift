@@ -7,7 +7,7 @@ import Synchronization
 
 /// What an app sends Apple: Send Consumption Information and Extend a Subscription Renewal Date.
 extension SimulatorAPIRoutes {
-    func consumption(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) async throws -> Response {
+    func consumption(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) async throws -> Response {
         let id = try Self.transactionID(context)
         let bytes = try await request.body.collect(upTo: Self.maximumBody)
         guard let body = try? AppStoreJSON.decoder.decode(ConsumptionRequest.self, from: Data(bytes.readableBytesView)) else {
@@ -21,7 +21,7 @@ extension SimulatorAPIRoutes {
         if let preference = body.refundPreference, !ConsumptionRequest.refundPreferences.contains(preference) {
             throw SimulatorError.badRequest(4_000_044, "Invalid refund preference.")
         }
-        guard let stored = store.transaction(anyID: id, bundleID: bundleID), stored.payload.transactionId == id else {
+        guard let stored = store.transaction(anyID: id, bundleId: bundleId), stored.payload.transactionId == id else {
             throw SimulatorError.notFound(4_040_010, "Transaction id not found.")
         }
         if let percentage = body.consumptionPercentage {
@@ -32,12 +32,12 @@ extension SimulatorAPIRoutes {
                 throw SimulatorError.badRequest(4_000_000, "Invalid consumption percentage.")
             }
         }
-        let received = ReceivedConsumption(bundleId: bundleID, transactionId: id, request: body, receivedAt: store.now())
+        let received = ReceivedConsumption(bundleId: bundleId, transactionId: id, request: body, receivedAt: store.now())
         store.state.withLock { $0.consumption.append(received) }
         return Response(status: .accepted)
     }
 
-    func extend(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) async throws -> Response {
+    func extend(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) async throws -> Response {
         let original = try Self.transactionID(context)
         let bytes = try await request.body.collect(upTo: Self.maximumBody)
         guard let body = try? AppStoreJSON.decoder.decode(ExtendRenewalDateRequest.self, from: Data(bytes.readableBytesView)) else {
@@ -51,8 +51,8 @@ extension SimulatorAPIRoutes {
             throw SimulatorError.badRequest(4_000_011, "Invalid request identifier.")
         }
         if let earlier = store.state.withLock({ $0.extensionRequests[requestID] }) { return try Self.json(earlier) }
-        guard let owner = store.transaction(anyID: original, bundleID: bundleID), owner.payload.originalTransactionId == original,
-            let latest = signing.latestSubscriptionTransactions(customerID: owner.customerID, bundleID: bundleID)
+        guard let owner = store.transaction(anyID: original, bundleId: bundleId), owner.payload.originalTransactionId == original,
+            let latest = signing.latestSubscriptionTransactions(customerID: owner.customerID, bundleId: bundleId)
                 .first(where: { $0.originalTransactionId == original })
         else { throw SimulatorError.notFound(4_040_005, "Original transaction id not found.") }
         if latest.inAppOwnershipType == .familyShared {

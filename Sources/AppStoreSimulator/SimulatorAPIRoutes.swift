@@ -16,47 +16,47 @@ struct SimulatorAPIRoutes: Sendable {
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("/inApps/v1/transactions/:id") { request, context in
-            try await api("transaction_info", request) { bundleID in try transactionInfo(request, context, bundleID) }
+            try await api("transaction_info", request) { bundleId in try transactionInfo(request, context, bundleId) }
         }
         router.get("/inApps/v2/history/:id") { request, context in
-            try await api("transaction_history", request) { bundleID in try history(request, context, bundleID) }
+            try await api("transaction_history", request) { bundleId in try history(request, context, bundleId) }
         }
         router.get("/inApps/v1/subscriptions/:id") { request, context in
-            try await api("subscription_statuses", request) { bundleID in try statuses(request, context, bundleID) }
+            try await api("subscription_statuses", request) { bundleId in try statuses(request, context, bundleId) }
         }
         router.get("/inApps/v2/refund/lookup/:id") { request, context in
-            try await api("refund_history", request) { bundleID in try refunds(request, context, bundleID) }
+            try await api("refund_history", request) { bundleId in try refunds(request, context, bundleId) }
         }
         router.get("/inApps/v1/lookup/:orderId") { request, context in
-            try await api("order_lookup", request) { bundleID in try orderLookup(request, context, bundleID) }
+            try await api("order_lookup", request) { bundleId in try orderLookup(request, context, bundleId) }
         }
         router.post("/inApps/v1/notifications/history") { request, context in
-            try await api("notification_history", request) { bundleID in try await notificationHistory(request, context, bundleID) }
+            try await api("notification_history", request) { bundleId in try await notificationHistory(request, context, bundleId) }
         }
         router.post("/inApps/v1/notifications/test") { request, context in
-            try await api("request_test_notification", request) { bundleID in try requestTestNotification(bundleID) }
+            try await api("request_test_notification", request) { bundleId in try requestTestNotification(bundleId) }
         }
         router.get("/inApps/v1/notifications/test/:token") { request, context in
-            try await api("test_notification_status", request) { bundleID in try testNotificationStatus(context, bundleID) }
+            try await api("test_notification_status", request) { bundleId in try testNotificationStatus(context, bundleId) }
         }
         router.put("/inApps/v2/transactions/consumption/:id") { request, context in
-            try await api("send_consumption", request) { bundleID in try await consumption(request, context, bundleID) }
+            try await api("send_consumption", request) { bundleId in try await consumption(request, context, bundleId) }
         }
         router.put("/inApps/v1/subscriptions/extend/:id") { request, context in
-            try await api("extend_renewal_date", request) { bundleID in try await extend(request, context, bundleID) }
+            try await api("extend_renewal_date", request) { bundleId in try await extend(request, context, bundleId) }
         }
     }
 
     /// Faults, then the token, then the handler; every answer is counted.
     func api(_ endpoint: String, _ request: Request, _ handler: (String) async throws -> Response) async throws -> Response {
-        let claimed = tokens.bundleID(authorization: request.headers[.authorization])
-        if let fault = await faults.apply(bundleID: claimed ?? "-", endpoint: endpoint) {
+        let claimed = tokens.bundleId(authorization: request.headers[.authorization])
+        if let fault = await faults.apply(bundleId: claimed ?? "-", endpoint: endpoint) {
             faults.record(endpoint: endpoint, status: Int(fault.status.code), injected: true)
             throw fault
         }
         do {
-            guard let bundleID = claimed else { throw SimulatorError.unauthorized }
-            let response = try await handler(bundleID)
+            guard let bundleId = claimed else { throw SimulatorError.unauthorized }
+            let response = try await handler(bundleId)
             faults.record(endpoint: endpoint, status: Int(response.status.code), injected: false)
             return response
         } catch let error as SimulatorError {
@@ -83,48 +83,48 @@ struct SimulatorAPIRoutes: Sendable {
     }
 
     /// The customer the ID belongs to in this app.
-    func customer(of id: String, bundleID: String) throws(SimulatorError) -> SimulatedTransaction {
-        guard let found = store.transaction(anyID: id, bundleID: bundleID) else {
+    func customer(of id: String, bundleId: String) throws(SimulatorError) -> SimulatedTransaction {
+        guard let found = store.transaction(anyID: id, bundleId: bundleId) else {
             throw SimulatorError.notFound(4_040_010, "Transaction id not found.")
         }
         return found
     }
 
-    func transactionInfo(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) throws -> Response {
+    func transactionInfo(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) throws -> Response {
         let id = try Self.transactionID(context)
-        guard let stored = store.transaction(anyID: id, bundleID: bundleID), stored.payload.transactionId == id else {
+        guard let stored = store.transaction(anyID: id, bundleId: bundleId), stored.payload.transactionId == id else {
             throw SimulatorError.notFound(4_040_010, "Transaction id not found.")
         }
         return try Self.json(TransactionInfoResponse(signedTransactionInfo: try signing.signAsOfNow(stored.payload)))
     }
 
-    func history(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) throws -> Response {
+    func history(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) throws -> Response {
         let id = try Self.transactionID(context)
-        let owner = try customer(of: id, bundleID: bundleID)
+        let owner = try customer(of: id, bundleId: bundleId)
         let query = request.uri.queryParameters
         let filter = try HistoryFilter(query)
-        var matching = store.transactions(customerID: owner.customerID, bundleID: bundleID).map(\.payload).filter(filter.matches)
+        var matching = store.transactions(customerID: owner.customerID, bundleId: bundleId).map(\.payload).filter(filter.matches)
         if filter.descending { matching.reverse() }
         let offset = try PageToken.offset(query.get("revision"), invalidCode: 4_000_005, message: "Invalid request revision.")
         let page = Array(matching.dropFirst(offset).prefix(Self.pageSize))
         let next = offset + page.count
         let response = HistoryResponse(
-            revision: PageToken.make(next), hasMore: next < matching.count, bundleId: bundleID,
-            appAppleId: store.appAppleIDs[bundleID], environment: .sandbox,
+            revision: PageToken.make(next), hasMore: next < matching.count, bundleId: bundleId,
+            appAppleId: store.appAppleIds[bundleId], environment: .sandbox,
             signedTransactions: try page.map { t throws(SimulatorError) in try signing.sign(t) })
         return try Self.json(response)
     }
 
-    func statuses(_ request: Request, _ context: BasicRequestContext, _ bundleID: String) throws -> Response {
+    func statuses(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) throws -> Response {
         let id = try Self.transactionID(context)
-        let owner = try customer(of: id, bundleID: bundleID)
+        let owner = try customer(of: id, bundleId: bundleId)
         var wanted: Set<Int> = []
         for raw in request.uri.queryParameters.getAll("status") {
             guard let value = Int(raw), (1...5).contains(value) else { throw SimulatorError.badRequest(4_000_031, "Invalid status.") }
             wanted.insert(value)
         }
         var groups: [String: [LastTransactionsItem]] = [:]
-        for latest in signing.latestSubscriptionTransactions(customerID: owner.customerID, bundleID: bundleID) {
+        for latest in signing.latestSubscriptionTransactions(customerID: owner.customerID, bundleId: bundleId) {
             let status = signing.status(of: latest)
             guard wanted.isEmpty || wanted.contains(status.rawValue) else { continue }
             let item = LastTransactionsItem(
@@ -133,7 +133,7 @@ struct SimulatorAPIRoutes: Sendable {
             groups[latest.subscriptionGroupIdentifier ?? "", default: []].append(item)
         }
         let data = groups.keys.sorted().map { SubscriptionGroupIdentifierItem(subscriptionGroupIdentifier: $0, lastTransactions: groups[$0]) }
-        return try Self.json(StatusResponse(environment: .sandbox, bundleId: bundleID, appAppleId: store.appAppleIDs[bundleID], data: data))
+        return try Self.json(StatusResponse(environment: .sandbox, bundleId: bundleId, appAppleId: store.appAppleIds[bundleId], data: data))
     }
 }
 

@@ -107,13 +107,13 @@ public struct SimulatorNotifications: Sendable {
     public func record(_ seed: SeedNotificationRequest) throws -> SimulatedNotification {
         var transaction: JWSTransactionDecodedPayload?
         if let id = seed.transactionId {
-            guard let stored = store.transaction(anyID: id, bundleID: seed.bundleId) else {
+            guard let stored = store.transaction(anyID: id, bundleId: seed.bundleId) else {
                 throw SimulatorInputError("transaction \(id) of \(seed.bundleId) is not stored")
             }
             transaction = stored.payload
         }
         let sent = seed.sentDate ?? store.now()
-        var data = NotificationData(environment: .sandbox, appAppleId: store.appAppleIDs[seed.bundleId], bundleId: seed.bundleId)
+        var data = NotificationData(environment: .sandbox, appAppleId: store.appAppleIds[seed.bundleId], bundleId: seed.bundleId)
         data.consumptionRequestReason = seed.consumptionRequestReason
         if let transaction {
             data.signedTransactionInfo = try signing.sign(transaction)
@@ -130,7 +130,7 @@ public struct SimulatorNotifications: Sendable {
             SendAttemptItem(attemptDate: sent.addingTimeInterval(Double(index) * 3600), sendAttemptResult: result)
         }
         let notification = SimulatedNotification(
-            bundleID: seed.bundleId, notificationUUID: uuid, notificationType: seed.notificationType, subtype: seed.subtype,
+            bundleId: seed.bundleId, notificationUUID: uuid, notificationType: seed.notificationType, subtype: seed.subtype,
             transactionId: transaction?.transactionId, originalTransactionId: transaction?.originalTransactionId, firstSentDate: sent,
             signedPayload: try signing.sign(payload: payload), sendAttempts: attempts)
         store.addNotification(notification)

@@ -28,7 +28,7 @@ public struct SimulatedSubscriptionOverride: Codable, Hashable, Sendable {
 
 /// A notification as first sent, signed at that moment (Apple's history shows the state then).
 public struct SimulatedNotification: Hashable, Sendable {
-    public var bundleID: String
+    public var bundleId: String
     public var notificationUUID: String
     public var notificationType: NotificationType
     public var subtype: NotificationSubtype?

@@ -60,9 +60,9 @@ struct SimulatorSigning: Sendable {
     }
 
     /// The latest transaction (by purchase date) of each auto-renewable subscription of a customer.
-    func latestSubscriptionTransactions(customerID: String, bundleID: String) -> [JWSTransactionDecodedPayload] {
+    func latestSubscriptionTransactions(customerID: String, bundleId: String) -> [JWSTransactionDecodedPayload] {
         var latest: [String: JWSTransactionDecodedPayload] = [:]
-        for stored in store.transactions(customerID: customerID, bundleID: bundleID)
+        for stored in store.transactions(customerID: customerID, bundleId: bundleId)
         where stored.payload.type == .autoRenewableSubscription {
             let t = stored.payload
             guard let original = t.originalTransactionId else { continue }

@@ -36,10 +36,10 @@ public final class SimulatorStore: Sendable {
     /// The simulator's notion of now (replace it to run a lifecycle on a compressed clock).
     public let clock: @Sendable () -> Date
     /// App Apple IDs to put into notifications and answers, by bundle ID.
-    public let appAppleIDs: [String: Int64]
+    public let appAppleIds: [String: Int64]
 
-    public init(appAppleIDs: [String: Int64] = [:], clock: @escaping @Sendable () -> Date = { Date() }) {
-        self.appAppleIDs = appAppleIDs
+    public init(appAppleIds: [String: Int64] = [:], clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.appAppleIds = appAppleIds
         self.clock = clock
     }
 
@@ -130,25 +130,25 @@ public final class SimulatorStore: Sendable {
 
     // MARK: - Queries
 
-    /// The stored transaction with `id` as transaction, original transaction or app transaction ID, in `bundleID`.
-    public func transaction(anyID id: String, bundleID: String) -> SimulatedTransaction? {
+    /// The stored transaction with `id` as transaction, original transaction or app transaction ID, in `bundleId`.
+    public func transaction(anyID id: String, bundleId: String) -> SimulatedTransaction? {
         state.withLock { state in
-            if let direct = state.transactions[id], direct.payload.bundleId == bundleID { return direct }
+            if let direct = state.transactions[id], direct.payload.bundleId == bundleId { return direct }
             let byOriginal = (state.transactionIDsByOriginal[id] ?? []).compactMap { state.transactions[$0] }
-                .filter { $0.payload.bundleId == bundleID }
+                .filter { $0.payload.bundleId == bundleId }
             let candidates =
                 byOriginal.isEmpty
-                ? state.transactions.values.filter { $0.payload.bundleId == bundleID && $0.payload.appTransactionId == id }
+                ? state.transactions.values.filter { $0.payload.bundleId == bundleId && $0.payload.appTransactionId == id }
                 : byOriginal
             return candidates.min { $0.modifiedSequence < $1.modifiedSequence }
         }
     }
 
     /// Every transaction of a customer in an app, in modification order.
-    public func transactions(customerID: String, bundleID: String) -> [SimulatedTransaction] {
+    public func transactions(customerID: String, bundleId: String) -> [SimulatedTransaction] {
         state.withLock { state in
             (state.transactionIDsByCustomer[customerID] ?? []).compactMap { state.transactions[$0] }
-                .filter { $0.payload.bundleId == bundleID }
+                .filter { $0.payload.bundleId == bundleId }
                 .sorted { $0.modifiedSequence < $1.modifiedSequence }
         }
     }
@@ -159,8 +159,8 @@ public final class SimulatorStore: Sendable {
     }
 
     /// Stored notifications of an app, oldest first.
-    func notifications(bundleID: String) -> [SimulatedNotification] {
-        state.withLock { $0.notifications.filter { $0.bundleID == bundleID }.sorted { $0.firstSentDate < $1.firstSentDate } }
+    func notifications(bundleId: String) -> [SimulatedNotification] {
+        state.withLock { $0.notifications.filter { $0.bundleId == bundleId }.sorted { $0.firstSentDate < $1.firstSentDate } }
     }
 }
 

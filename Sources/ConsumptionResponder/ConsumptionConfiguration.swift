@@ -63,7 +63,7 @@ public struct ConsumptionConfiguration: Sendable {
                 .filter { !$0.isEmpty })
         guard !apps.isEmpty else { return nil }
         let api = try AppStoreAPISettings(environment: env)
-        let withKeys = Set(api.client.credentials.map(\.bundleID))
+        let withKeys = Set(api.client.credentials.map(\.bundleId))
         for app in apps.sorted() where !withKeys.contains(app) {
             throw ConfigurationError(variable: "CONSUMPTION_APPS", problem: "names \(app), which has no key in APPSTORE_API_CREDENTIALS")
         }

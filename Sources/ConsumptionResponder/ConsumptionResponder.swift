@@ -93,7 +93,7 @@ public final class ConsumptionResponder: Service, Sendable {
         }
         do {
             try await client.sendConsumptionInformation(
-                transactionId: transactionId, body, target: .init(bundleID: bundleId, environment: environment))
+                transactionId: transactionId, body, target: .init(bundleId: bundleId, environment: environment))
             let json = String(decoding: (try? AppStoreJSON.encoder.encode(body)) ?? Data("{}".utf8), as: UTF8.self)
             return .sent(body: json, deliveryStatus: body.deliveryStatus ?? "", refundPreference: body.refundPreference)
         } catch {

@@ -22,7 +22,7 @@ public enum EnrichServiceBootstrap {
         logger.info(
             "App Store Server API client configured",
             metadata: [
-                LogKey.appStoreApps: "\(client.bundleIDs)", LogKey.appStoreBaseURL: "\(configuration.api.client.baseURLOverride ?? "Apple's hosts")",
+                LogKey.appStoreApps: "\(client.bundleIds)", LogKey.appStoreBaseURL: "\(configuration.api.client.baseURLOverride ?? "Apple's hosts")",
                 LogKey.appStoreRateScale: "\(configuration.api.client.rateLimits.scale)",
                 LogKey.enrichCoalesce: "\(configuration.coalesce ? "on" : "off")",
                 LogKey.enrichReplayCache: "\(configuration.caches.replayEntries)",

@@ -24,7 +24,7 @@ public enum EnrichmentBuilder {
             || (record.transaction == nil && record.renewalInfo != nil)
         return .history(
             PurchaseKey(
-                bundleID: record.bundleId, environment: record.environment, originalTransactionId: original,
+                bundleId: record.bundleId, environment: record.environment, originalTransactionId: original,
                 productType: record.transaction?.type, subscriptionGroupIdentifier: record.transaction?.subscriptionGroupIdentifier,
                 isAutoRenewable: isSubscription))
     }
@@ -94,7 +94,7 @@ public enum EnrichmentBuilder {
 /// Which purchase to look up: its app, environment and `originalTransactionId`, plus filters that
 /// shorten the customer's history.
 public struct PurchaseKey: Hashable, Sendable, CustomStringConvertible {
-    public var bundleID: String
+    public var bundleId: String
     public var environment: AppStoreEnvironment
     public var originalTransactionId: String
     public var productType: ProductType?
@@ -102,7 +102,7 @@ public struct PurchaseKey: Hashable, Sendable, CustomStringConvertible {
     public var isAutoRenewable: Bool
 
     /// What lookups are shared by: one purchase of one app in one environment.
-    public var coalescingKey: String { "\(environment.rawValue)|\(bundleID)|\(originalTransactionId)" }
+    public var coalescingKey: String { "\(environment.rawValue)|\(bundleId)|\(originalTransactionId)" }
     public var description: String { coalescingKey }
 }
 

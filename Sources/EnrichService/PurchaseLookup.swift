@@ -18,7 +18,7 @@ public struct PurchaseLookup: Sendable {
     /// - Throws: ``AppStoreAPIError``.
     public func lookUp(_ key: PurchaseKey) async throws -> PurchaseLookupResult {
         let requestedAt = clock()
-        let target = AppStoreServerAPIClient.Target(bundleID: key.bundleID, environment: key.environment)
+        let target = AppStoreServerAPIClient.Target(bundleId: key.bundleId, environment: key.environment)
         var query = TransactionHistoryQuery()
         if let type = HistoryProductType(key.productType) { query.productTypes = [type] }
         if key.isAutoRenewable, let group = key.subscriptionGroupIdentifier { query.subscriptionGroupIdentifiers = [group] }

@@ -35,7 +35,7 @@ public enum UploadAuthSettings: Sendable, CustomStringConvertible {
         switch self {
         case .jwt(let s): "jwt (keys \(s.keys), issuer \(s.issuer), audience \(s.audience), user claim \(s.userClaim))"
         case .hmac(let s): "hmac (replay window \(s.window))"
-        case .open(let s): "none (open uploads; Sandbox-only apps \(s.bundleIDs.joined(separator: ",")))"
+        case .open(let s): "none (open uploads; Sandbox-only apps \(s.bundleIds.joined(separator: ",")))"
         }
     }
 
@@ -255,7 +255,7 @@ public struct OpenUploadSettings: Sendable {
     public struct Refusal: Error, Sendable { public let problem: String }
 
     /// The Sandbox-only apps that made open uploads acceptable.
-    public let bundleIDs: [String]
+    public let bundleIds: [String]
 
     /// Refuses unless there is at least one app and every app accepts Sandbox only: a
     /// Production purchase must never be claimed by whoever posts its JWS.
@@ -263,13 +263,13 @@ public struct OpenUploadSettings: Sendable {
         guard !apps.isEmpty else {
             throw Refusal(problem: "is none (open uploads), which needs APPSTORE_APPS to list the Sandbox-only apps")
         }
-        let production = apps.filter { $0.environments != [.sandbox] }.map(\.bundleID)
+        let production = apps.filter { $0.environments != [.sandbox] }.map(\.bundleId)
         guard production.isEmpty else {
             throw Refusal(
                 problem:
                     "is none (open uploads), which is refused: APPSTORE_APPS accepts Production for \(production.joined(separator: ", ")); anyone could claim a real purchase, so use jwt or hmac (none is for Sandbox-only apps)"
             )
         }
-        bundleIDs = apps.map(\.bundleID)
+        bundleIds = apps.map(\.bundleId)
     }
 }

@@ -8,11 +8,11 @@ extension VerifiedRecord {
     /// A transaction an operator job fetched from the API (and the API client verified), as a
     /// verified record of kind `transaction`, so grant applies it like any other.
     static func fetched(
-        _ fetched: VerifiedSignedTransaction, bundleID: String, source: String = PipelineHeader.Source.reconcile, at date: Date = Date()
+        _ fetched: VerifiedSignedTransaction, bundleId: String, source: String = PipelineHeader.Source.reconcile, at date: Date = Date()
     ) -> VerifiedRecord {
         let transaction = fetched.transaction
         return VerifiedRecord(
-            kind: .transaction, source: source, environment: transaction.environment ?? .production, bundleId: transaction.bundleId ?? bundleID,
+            kind: .transaction, source: source, environment: transaction.environment ?? .production, bundleId: transaction.bundleId ?? bundleId,
             originalTransactionId: transaction.originalTransactionId, transactionId: transaction.transactionId,
             transaction: transaction, signedTransaction: fetched.signed, verifiedAt: date)
     }

@@ -54,7 +54,7 @@ public struct OrderLookupJob: Sendable {
             } catch {
                 throw OperationsError.api(error)
             }
-            let record = VerifiedRecord.fetched(fetched, bundleID: target.bundleID)
+            let record = VerifiedRecord.fetched(fetched, bundleId: target.bundleId)
             do {
                 _ = try await producer.send(try VerifiedMessage.make(record, topic: verifiedTopic))
             } catch let error as VerifiedMessage.UnkeyedRecord {

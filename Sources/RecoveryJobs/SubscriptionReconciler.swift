@@ -49,7 +49,7 @@ public struct SubscriptionReconciler: Sendable {
     }
 
     /// The subscriptions whose end plus `leeway` is before `now`, with no event signed after that end.
-    public func overdue(bundleID: String? = nil, leeway: Duration, now: Date = Date()) async throws -> [OverdueSubscription] {
+    public func overdue(bundleId: String? = nil, leeway: Duration, now: Date = Date()) async throws -> [OverdueSubscription] {
         let leewaySeconds = Double(leeway.components.seconds)
         let query: PostgresQuery = """
             SELECT s.environment, s.original_transaction_id, s.latest_transaction_id, s.product_id, t.bundle_id, s.lifecycle,
@@ -66,7 +66,7 @@ public struct SubscriptionReconciler: Sendable {
                   SELECT 1 FROM notifications n
                   WHERE n.environment = s.environment AND n.original_transaction_id = s.original_transaction_id
                     AND n.signed_date > e.ends_at)
-              AND (\(bundleID)::text IS NULL OR t.bundle_id = \(bundleID)::text)
+              AND (\(bundleId)::text IS NULL OR t.bundle_id = \(bundleId)::text)
             ORDER BY s.environment, e.ends_at, s.original_transaction_id
             """
         var result: [OverdueSubscription] = []
@@ -90,12 +90,12 @@ public struct SubscriptionReconciler: Sendable {
     /// `producer` is nil: a dry run). A failure of one subscription is reported and the rest continue.
     public static func queue(
         _ subscriptions: [OverdueSubscription], client: AppStoreServerAPIClient, producer: KafkaProducer?,
-        verifiedTopic: String = Topics.verified, defaultBundleID: String? = nil
+        verifiedTopic: String = Topics.verified, defaultBundleId: String? = nil
     ) async -> [ReconcileItem] {
         var items: [ReconcileItem] = []
         for subscription in subscriptions {
             var item = ReconcileItem(subscription: subscription)
-            guard let bundleID = subscription.bundleId ?? defaultBundleID else {
+            guard let bundleId = subscription.bundleId ?? defaultBundleId else {
                 item.failure = OperationsError(.unknownBundle, "grant stored no transaction naming the app; give --app").description
                 items.append(item)
                 continue
@@ -104,10 +104,10 @@ public struct SubscriptionReconciler: Sendable {
                 items.append(item)
                 continue
             }
-            let target = AppStoreServerAPIClient.Target(bundleID: bundleID, environment: AppStoreEnvironment(rawValue: subscription.environment))
+            let target = AppStoreServerAPIClient.Target(bundleId: bundleId, environment: AppStoreEnvironment(rawValue: subscription.environment))
             do {
                 let fetched = try await latestTransaction(of: subscription, client: client, target: target)
-                let record = VerifiedRecord.fetched(fetched, bundleID: bundleID)
+                let record = VerifiedRecord.fetched(fetched, bundleId: bundleId)
                 let message = try VerifiedMessage.make(record, topic: verifiedTopic)
                 _ = try await producer?.send(message)
                 item.transactionId = fetched.transaction.transactionId

@@ -259,7 +259,7 @@ public struct CustomerLifecycleBuilder: Sendable {
         let tx = JWSTransactionDecodedPayload(
             originalTransactionId: original, transactionId: id,
             webOrderLineItemId: product.type == .autoRenewableSubscription ? String(8_000_000_000_000_000 + customerIndex * 1_000 + sequence) : nil,
-            bundleId: catalog.bundleID, productId: product.productId, subscriptionGroupIdentifier: product.subscriptionGroup,
+            bundleId: catalog.bundleId, productId: product.productId, subscriptionGroupIdentifier: product.subscriptionGroup,
             purchaseDate: purchase, originalPurchaseDate: originalPurchase,
             expiresDate: product.type == .autoRenewableSubscription ? expires : nil, quantity: 1, type: product.type,
             appAccountToken: appAccountToken, inAppOwnershipType: ownership, signedDate: purchase, environment: .sandbox,

@@ -38,11 +38,11 @@ public struct SimulatedProduct: Hashable, Sendable {
 /// premium at the top, monthly basic below), a consumable, a non-consumable and a non-renewing pass.
 /// The same mapping of products to entitlements is what grant is configured with in local runs.
 public struct SimulationCatalog: Hashable, Sendable {
-    public var bundleID: String
+    public var bundleId: String
     public var products: [SimulatedProduct]
 
-    public init(bundleID: String, products: [SimulatedProduct]) {
-        self.bundleID = bundleID
+    public init(bundleId: String, products: [SimulatedProduct]) {
+        self.bundleId = bundleId
         self.products = products
     }
 
@@ -55,10 +55,10 @@ public struct SimulationCatalog: Hashable, Sendable {
 
     public static let groupID = "21000001"
 
-    public static func standard(bundleID: String = "com.example.entitlements") -> SimulationCatalog {
-        let prefix = bundleID
+    public static func standard(bundleId: String = "com.example.entitlements") -> SimulationCatalog {
+        let prefix = bundleId
         return SimulationCatalog(
-            bundleID: bundleID,
+            bundleId: bundleId,
             products: [
                 SimulatedProduct(
                     productId: "\(prefix).premium.monthly", type: .autoRenewableSubscription, subscriptionGroup: groupID,
@@ -88,10 +88,10 @@ public struct SimulationCatalog: Hashable, Sendable {
         return try JSONSerialization.data(withJSONObject: ["products": products], options: [.sortedKeys, .prettyPrinted])
     }
 
-    public var premiumMonthly: SimulatedProduct { product("\(bundleID).premium.monthly") }
-    public var premiumYearly: SimulatedProduct { product("\(bundleID).premium.yearly") }
-    public var basicMonthly: SimulatedProduct { product("\(bundleID).basic.monthly") }
-    public var coins: SimulatedProduct { product("\(bundleID).coins.100") }
-    public var lifetime: SimulatedProduct { product("\(bundleID).lifetime") }
-    public var seasonPass: SimulatedProduct { product("\(bundleID).season.pass") }
+    public var premiumMonthly: SimulatedProduct { product("\(bundleId).premium.monthly") }
+    public var premiumYearly: SimulatedProduct { product("\(bundleId).premium.yearly") }
+    public var basicMonthly: SimulatedProduct { product("\(bundleId).basic.monthly") }
+    public var coins: SimulatedProduct { product("\(bundleId).coins.100") }
+    public var lifetime: SimulatedProduct { product("\(bundleId).lifetime") }
+    public var seasonPass: SimulatedProduct { product("\(bundleId).season.pass") }
 }

@@ -60,10 +60,10 @@ public struct LifecycleRoutes: Sendable {
         router.get("/sim/lifecycle") { _, _ in try Self.json(runs.status) }
         // The catalogue's product → entitlement mapping, in grant's ENTITLEMENTS_PRODUCTS_FILE format.
         router.get("/sim/lifecycle/products") { request, _ -> Response in
-            let bundleID = request.uri.queryParameters.get("bundleId") ?? runs.defaultBundleID
+            let bundleId = request.uri.queryParameters.get("bundleId") ?? runs.defaultBundleId
             return Response(
                 status: .ok, headers: [.contentType: "application/json"],
-                body: ResponseBody(byteBuffer: ByteBuffer(bytes: try SimulationCatalog.standard(bundleID: bundleID).productsFile())))
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: try SimulationCatalog.standard(bundleId: bundleId).productsFile())))
         }
     }
 

@@ -67,15 +67,15 @@ public struct LifecycleRunStatus: Codable, Sendable {
 public final class LifecycleRuns: Sendable {
     private let apple: SimulatedApple
     /// The app a run plays unless its request names another.
-    public let defaultBundleID: String
+    public let defaultBundleId: String
     /// Delivers to the webhook: the shared client, or one that also trusts a gateway's own
     /// certificate (`SIM_WEBHOOK_CA_FILE`).
     private let client: HTTPClient
     private let state = Mutex(LifecycleRunStatus(state: "idle", customers: []))
 
-    public init(apple: SimulatedApple, defaultBundleID: String, client: HTTPClient = .shared) {
+    public init(apple: SimulatedApple, defaultBundleId: String, client: HTTPClient = .shared) {
         self.apple = apple
-        self.defaultBundleID = defaultBundleID
+        self.defaultBundleId = defaultBundleId
         self.client = client
     }
 
@@ -84,9 +84,9 @@ public final class LifecycleRuns: Sendable {
     /// Generates the customers (their lifecycles end now) and starts playing them.
     /// - Throws: ``SimulatorInputError`` when a run is in progress or the request is out of bounds.
     public func start(_ request: LifecycleRunRequest) throws -> LifecycleRunStatus {
-        let bundleID = request.bundleId ?? defaultBundleID
+        let bundleId = request.bundleId ?? defaultBundleId
         let (simulation, customers) = try Self.customers(
-            request.customers, month: request.monthSeconds, seed: request.seed, firstIndex: request.firstCustomerIndex, bundleID: bundleID)
+            request.customers, month: request.monthSeconds, seed: request.seed, firstIndex: request.firstCustomerIndex, bundleId: bundleId)
         var options = DeliveryOptions()
         options.duplicateRate = request.duplicateRate ?? 0
         options.maxDelay = .milliseconds(Int64(request.maxDelayMs ?? 0))
@@ -97,7 +97,7 @@ public final class LifecycleRuns: Sendable {
         options.concurrency = request.concurrency ?? 32
         let started = try claim("running", simulation: simulation, customers: customers)
         let player = LifecyclePlayer(
-            records: SimulatorLifecycleRecords(apple: apple, bundleID: bundleID), webhook: request.webhook, options: options,
+            records: SimulatorLifecycleRecords(apple: apple, bundleId: bundleId), webhook: request.webhook, options: options,
             seed: (request.seed ?? 1) &+ 1, client: client)
         Task {
             do {
@@ -121,12 +121,12 @@ public final class LifecycleRuns: Sendable {
     /// ``LifecyclePlayer/prepare(_:)``). The status then says `prepared`, with the ground truth.
     /// - Throws: ``SimulatorInputError`` when a run is in progress or the request is out of bounds.
     public func prepare(_ request: LifecyclePrepareRequest) async throws -> [LifecyclePlayer.PreparedRequest] {
-        let bundleID = request.bundleId ?? defaultBundleID
+        let bundleId = request.bundleId ?? defaultBundleId
         let (simulation, customers) = try Self.customers(
-            request.customers, month: request.monthSeconds, seed: request.seed, firstIndex: request.firstCustomerIndex, bundleID: bundleID)
+            request.customers, month: request.monthSeconds, seed: request.seed, firstIndex: request.firstCustomerIndex, bundleId: bundleId)
         _ = try claim("preparing", simulation: simulation, customers: customers)
         let player = LifecyclePlayer(
-            records: SimulatorLifecycleRecords(apple: apple, bundleID: bundleID), webhook: "", options: DeliveryOptions(),
+            records: SimulatorLifecycleRecords(apple: apple, bundleId: bundleId), webhook: "", options: DeliveryOptions(),
             seed: request.seed ?? 1, client: client)
         do {
             let requests = try await player.prepare(customers)
@@ -146,7 +146,7 @@ public final class LifecycleRuns: Sendable {
 
     /// The request's customers, its bounds checked.
     static func customers(
-        _ count: Int, month: Double?, seed: UInt64?, firstIndex: Int?, bundleID: String
+        _ count: Int, month: Double?, seed: UInt64?, firstIndex: Int?, bundleId: String
     ) throws(SimulatorInputError) -> (LifecycleSimulation, [SimulatedCustomer]) {
         guard (1...100_000).contains(count) else { throw SimulatorInputError("customers must be 1…100000") }
         let month = month ?? 300
@@ -156,7 +156,7 @@ public final class LifecycleRuns: Sendable {
         guard first >= 0, first + count <= 999_000_000 else {
             throw SimulatorInputError("firstCustomerIndex must be 0 or more, and with customers at most 999000000")
         }
-        let simulation = LifecycleSimulation(catalog: .standard(bundleID: bundleID), month: month, horizon: Date(), seed: seed ?? 1)
+        let simulation = LifecycleSimulation(catalog: .standard(bundleId: bundleId), month: month, horizon: Date(), seed: seed ?? 1)
         return (simulation, simulation.customers(count, firstIndex: first))
     }
 

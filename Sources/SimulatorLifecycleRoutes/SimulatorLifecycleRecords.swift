@@ -8,11 +8,11 @@ import SimulatedDelivery
 /// and notifications are signed by its CA and kept for notification history.
 public struct SimulatorLifecycleRecords: LifecycleRecords {
     public let apple: SimulatedApple
-    public let bundleID: String
+    public let bundleId: String
 
-    public init(apple: SimulatedApple, bundleID: String) {
+    public init(apple: SimulatedApple, bundleId: String) {
         self.apple = apple
-        self.bundleID = bundleID
+        self.bundleId = bundleId
     }
 
     public func apply(_ mutations: [AppleMutation], customerID: String) async throws {
@@ -29,14 +29,14 @@ public struct SimulatorLifecycleRecords: LifecycleRecords {
     public func sign(_ notification: NotificationSpec, signedAt: Date) async throws -> (notificationUUID: String, signedPayload: String) {
         let recorded = try apple.notifications.record(
             SeedNotificationRequest(
-                bundleId: bundleID, notificationType: notification.type, subtype: notification.subtype,
+                bundleId: bundleId, notificationType: notification.type, subtype: notification.subtype,
                 transactionId: notification.transactionId, sentDate: signedAt, sendAttemptResults: [],
                 consumptionRequestReason: notification.consumptionRequestReason))
         return (recorded.notificationUUID, recorded.signedPayload)
     }
 
     public func signedTransaction(_ transactionId: String) async throws -> String {
-        try apple.signedTransaction(transactionId, bundleID: bundleID)
+        try apple.signedTransaction(transactionId, bundleId: bundleId)
     }
 
     public func recordAttempt(notificationUUID: String, result: String, at date: Date) async {

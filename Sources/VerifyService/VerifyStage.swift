@@ -20,7 +20,7 @@ public struct VerifyStage: PipelineStage {
     /// The one verifier, shared by every partition's task (it is thread-safe and caches chains).
     public let verifier: SignedDataVerifier
     let outputTopic: String
-    let appsByBundleID: [String: AppStoreApp]
+    let appsByBundleId: [String: AppStoreApp]
     let logger: Logger
     let clock: @Sendable () -> Date
 
@@ -30,14 +30,14 @@ public struct VerifyStage: PipelineStage {
     ) throws(AppStoreConfigurationError) {
         verifier = try SignedDataVerifier(configuration: configuration.verifierConfiguration)
         self.outputTopic = outputTopic
-        appsByBundleID = Dictionary(configuration.apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { first, _ in first })
+        appsByBundleId = Dictionary(configuration.apps.map { ($0.bundleId, $0) }, uniquingKeysWith: { first, _ in first })
         self.logger = logger
         self.clock = clock
         logger.info(
             "verifier configured",
             metadata: [
                 LogKey.appStoreApps:
-                    "\(configuration.apps.map { "\($0.bundleID):\($0.environments.map(\.rawValue).sorted().joined(separator: "+"))" })",
+                    "\(configuration.apps.map { "\($0.bundleId):\($0.environments.map(\.rawValue).sorted().joined(separator: "+"))" })",
                 LogKey.appStoreValidationTime: "\(ValidationTimeOption.describe(configuration.validationTime))",
                 LogKey.appStoreChainCache: "\(configuration.chainCache.isEnabled ? "on" : "off")",
             ])
@@ -95,15 +95,15 @@ public struct VerifyStage: PipelineStage {
                 throw VerificationFailure(error)
             }
             // The verifier has checked both against a configured app.
-            guard let bundleID = transaction.bundleId, let environment = transaction.environment else {
-                throw VerificationFailure(AppStoreVerificationError(.wrongBundleID, "the transaction names no app or environment"))
+            guard let bundleId = transaction.bundleId, let environment = transaction.environment else {
+                throw VerificationFailure(AppStoreVerificationError(.wrongBundleId, "the transaction names no app or environment"))
             }
             guard let originalTransactionId = transaction.originalTransactionId, !originalTransactionId.isEmpty else {
                 throw MalformedRecord.error("the uploaded transaction has no originalTransactionId")
             }
             return VerifiedRecord(
                 kind: .transaction, source: source ?? PipelineHeader.Source.appUpload, environment: environment,
-                bundleId: bundleID, appAppleId: appsByBundleID[bundleID]?.appAppleID,
+                bundleId: bundleId, appAppleId: appsByBundleId[bundleId]?.appAppleId,
                 originalTransactionId: originalTransactionId, transactionId: transaction.transactionId,
                 transaction: transaction, hints: hints, signedTransaction: signedTransaction, verifiedAt: now())
         }

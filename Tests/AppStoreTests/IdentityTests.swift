@@ -10,14 +10,14 @@ struct IdentityTests {
     func wrongBundle() async throws {
         let authority = try TestPKI.authority()
         let verifier = try TestPKI.verifier(trusting: [authority.root])
-        await expectRejection(.wrongBundleID) {
+        await expectRejection(.wrongBundleId) {
             try await verifier.verifyNotification(
-                signedPayload: TestPKI.notification(signer: authority.makeSigner(), bundleID: "com.evil.app")
+                signedPayload: TestPKI.notification(signer: authority.makeSigner(), bundleId: "com.evil.app")
             )
         }
-        await expectRejection(.wrongBundleID) {
+        await expectRejection(.wrongBundleId) {
             try await verifier.verifyTransaction(
-                authority.makeSigner().sign(TestPKI.transaction(bundleID: "com.evil.app"))
+                authority.makeSigner().sign(TestPKI.transaction(bundleId: "com.evil.app"))
             )
         }
     }
@@ -29,14 +29,14 @@ struct IdentityTests {
             trusting: [authority.root],
             apps: [
                 TestPKI.app(environments: [.sandbox]),
-                TestPKI.app(bundleID: TestPKI.otherBundleID, environments: [.sandbox]),
+                TestPKI.app(bundleId: TestPKI.otherBundleId, environments: [.sandbox]),
             ]
         )
         let token = try TestPKI.notification(
             signer: authority.makeSigner(),
-            transaction: TestPKI.transaction(bundleID: TestPKI.otherBundleID)
+            transaction: TestPKI.transaction(bundleId: TestPKI.otherBundleId)
         )
-        await expectRejection(.wrongBundleID) { try await verifier.verifyNotification(signedPayload: token) }
+        await expectRejection(.wrongBundleId) { try await verifier.verifyNotification(signedPayload: token) }
     }
 
     @Test("a nested JWS from another environment is rejected")
@@ -51,7 +51,7 @@ struct IdentityTests {
     }
 
     @Test("a Production notification with another app Apple ID is rejected")
-    func wrongAppAppleID() async throws {
+    func wrongAppAppleId() async throws {
         // Production requires Apple's root; use a verifier that checks identity before trust by
         // configuring Production and observing the app-ID failure ordering on a test chain.
         let authority = try TestPKI.authority()
@@ -59,32 +59,32 @@ struct IdentityTests {
             trusting: [authority.root],
             apps: [TestPKI.app(environments: [.production])]
         )
-        await expectRejection(.wrongAppAppleID) {
+        await expectRejection(.wrongAppAppleId) {
             try await verifier.verifyNotification(
                 signedPayload: TestPKI.notification(
                     signer: authority.makeSigner(),
                     environment: .production,
-                    appAppleID: 99
+                    appAppleId: 99
                 )
             )
         }
-        await expectRejection(.wrongAppAppleID) {
+        await expectRejection(.wrongAppAppleId) {
             try await verifier.verifyNotification(
                 signedPayload: TestPKI.notification(
                     signer: authority.makeSigner(),
                     environment: .production,
-                    appAppleID: nil
+                    appAppleId: nil
                 )
             )
         }
     }
 
     @Test("in Sandbox the app Apple ID is not required, as in Apple's libraries")
-    func sandboxWithoutAppAppleID() async throws {
+    func sandboxWithoutAppAppleId() async throws {
         let authority = try TestPKI.authority()
         let verifier = try TestPKI.verifier(trusting: [authority.root])
         let verified = try await verifier.verifyNotification(
-            signedPayload: TestPKI.notification(signer: authority.makeSigner(), appAppleID: nil)
+            signedPayload: TestPKI.notification(signer: authority.makeSigner(), appAppleId: nil)
         )
         #expect(verified.payload.data?.appAppleId == nil)
     }
@@ -116,7 +116,7 @@ struct IdentityTests {
         await expectRejection(.wrongEnvironment) { try await verifier.verifyTransaction(signer.sign(transaction)) }
 
         let bare = ResponseBodyV2DecodedPayload(notificationType: .test, notificationUUID: "u", signedDate: Date())
-        await expectRejection(.wrongBundleID) {
+        await expectRejection(.wrongBundleId) {
             try await verifier.verifyNotification(signedPayload: signer.sign(bare))
         }
     }
@@ -129,26 +129,26 @@ struct IdentityTests {
             trusting: [authority.root],
             apps: [
                 TestPKI.app(environments: [.sandbox]),
-                TestPKI.app(bundleID: TestPKI.otherBundleID, environments: [.production]),
+                TestPKI.app(bundleId: TestPKI.otherBundleId, environments: [.production]),
             ]
         )
         let renewal = try signer.sign(TestPKI.renewalInfo())
         _ = try await verifier.verifyRenewalInfo(renewal)
-        _ = try await verifier.verifyRenewalInfo(renewal, bundleID: TestPKI.bundleID)
+        _ = try await verifier.verifyRenewalInfo(renewal, bundleId: TestPKI.bundleId)
         await expectRejection(.wrongEnvironment) {
-            try await verifier.verifyRenewalInfo(renewal, bundleID: TestPKI.otherBundleID)
+            try await verifier.verifyRenewalInfo(renewal, bundleId: TestPKI.otherBundleId)
         }
-        await expectRejection(.wrongBundleID) { try await verifier.verifyRenewalInfo(renewal, bundleID: "com.unknown") }
+        await expectRejection(.wrongBundleId) { try await verifier.verifyRenewalInfo(renewal, bundleId: "com.unknown") }
     }
 
     @Test("configurations that cannot be used safely are refused at construction")
     func configurationErrors() throws {
         #expect(throws: AppStoreConfigurationError.self) {
-            try AppStoreApp(bundleID: TestPKI.bundleID, environments: [.production])
+            try AppStoreApp(bundleId: TestPKI.bundleId, environments: [.production])
         }
-        #expect(throws: AppStoreConfigurationError.self) { try AppStoreApp(bundleID: "", environments: [.sandbox]) }
+        #expect(throws: AppStoreConfigurationError.self) { try AppStoreApp(bundleId: "", environments: [.sandbox]) }
         #expect(throws: AppStoreConfigurationError.self) {
-            try AppStoreApp(bundleID: TestPKI.bundleID, environments: [])
+            try AppStoreApp(bundleId: TestPKI.bundleId, environments: [])
         }
         #expect(throws: AppStoreConfigurationError.self) { try SignedDataVerifier(configuration: .init(apps: [])) }
         let app = try TestPKI.app()

@@ -19,9 +19,9 @@ struct InspectCommandTests {
             let parent = samples.first { $0.file == sample.parentFile }
             let environment = sample.environment ?? parent?.environment ?? "Production"
             var arguments = ["inspect", try #require(Self.fixtures).appendingPathComponent(sample.file).path, "--environment", environment]
-            if let bundleID = sample.bundleId ?? parent?.bundleId { arguments += ["--bundle-id", bundleID] }
-            if let appAppleID = sample.appAppleId ?? parent?.appAppleId ?? (environment == "Production" ? 1 : nil) {
-                arguments += ["--app-apple-id", String(appAppleID)]
+            if let bundleId = sample.bundleId ?? parent?.bundleId { arguments += ["--bundle-id", bundleId] }
+            if let appAppleId = sample.appAppleId ?? parent?.appAppleId ?? (environment == "Production" ? 1 : nil) {
+                arguments += ["--app-apple-id", String(appAppleId)]
             }
             let result = try await BuiltProducts.run("appstorectl", arguments)
             let appleAccepts = sample.appleLibraryVerdict.hasPrefix("OK")
@@ -78,7 +78,7 @@ struct InspectCommandTests {
         let trusted = try await BuiltProducts.run(
             "appstorectl",
             [
-                "inspect", file.path, "--trust-root", roots.pem, "--bundle-id", TestPKI.bundleID, "--environment", "Sandbox",
+                "inspect", file.path, "--trust-root", roots.pem, "--bundle-id", TestPKI.bundleId, "--environment", "Sandbox",
                 "--validation-date", "now",
             ])
         #expect(trusted.status == 0, "\(trusted.stderr)")
@@ -90,7 +90,7 @@ struct InspectCommandTests {
         let wrongApp = try await BuiltProducts.run(
             "appstorectl",
             [
-                "inspect", file.path, "--trust-root", roots.der, "--bundle-id", TestPKI.otherBundleID,
+                "inspect", file.path, "--trust-root", roots.der, "--bundle-id", TestPKI.otherBundleId,
             ])
         #expect(wrongApp.status == 1)
         #expect(wrongApp.stderr.contains("verification.wrong_bundle_id"))

@@ -29,9 +29,9 @@ struct InspectionPlanTests {
     func assumptions() async throws {
         let plan = try InspectionPlan(input: try TestPKI.notification(originalTransactionId: "5"), options: trusting)
         #expect(plan.kind == .notification)
-        #expect(plan.app.bundleID == TestPKI.bundleID)
+        #expect(plan.app.bundleId == TestPKI.bundleId)
         #expect(plan.app.environments == [.sandbox])
-        #expect(plan.app.appAppleID == TestPKI.appAppleID)
+        #expect(plan.app.appAppleId == TestPKI.appAppleId)
         #expect(plan.assumptions.count == 4)
         let report = try await plan.run()
         #expect(report.notification?.transaction?.originalTransactionId == "5")
@@ -39,9 +39,9 @@ struct InspectionPlanTests {
         #expect(report.certificates.count == 3)
 
         var flags = trusting
-        flags.bundleID = TestPKI.bundleID
+        flags.bundleId = TestPKI.bundleId
         flags.environment = .sandbox
-        flags.appAppleID = TestPKI.appAppleID
+        flags.appAppleId = TestPKI.appAppleId
         let explicit = try InspectionPlan(input: try TestPKI.notification(originalTransactionId: "5"), options: flags)
         #expect(explicit.assumptions.isEmpty)
     }
@@ -57,17 +57,17 @@ struct InspectionPlanTests {
         #expect(transaction.kind == .transaction)
         let appTransaction = try signer.sign(
             AppTransaction(
-                receiptType: .sandbox, appAppleId: TestPKI.appAppleID, bundleId: TestPKI.bundleID, applicationVersion: "1",
+                receiptType: .sandbox, appAppleId: TestPKI.appAppleId, bundleId: TestPKI.bundleId, applicationVersion: "1",
                 receiptCreationDate: Date(), originalPurchaseDate: Date(), originalApplicationVersion: "1"))
         let appReport = try await InspectionPlan(input: appTransaction, options: trusting).run()
-        #expect(appReport.appTransaction?.bundleId == TestPKI.bundleID)
+        #expect(appReport.appTransaction?.bundleId == TestPKI.bundleId)
     }
 
     @Test("rejections carry the verifier's code; the test CA never passes for Production")
     func rejections() async throws {
         var production = trusting
         production.environment = .production
-        production.appAppleID = TestPKI.appAppleID
+        production.appAppleId = TestPKI.appAppleId
         let token = try TestPKI.notification(originalTransactionId: "5", environment: .production)
         do {
             _ = try await InspectionPlan(input: token, options: production).run()
@@ -87,10 +87,10 @@ struct InspectionPlanTests {
     }
 
     @Test("Production data that names no app Apple ID needs the flag")
-    func productionNeedsAppAppleID() throws {
+    func productionNeedsAppAppleId() throws {
         let payload = ResponseBodyV2DecodedPayload(
             notificationType: .test, notificationUUID: "u",
-            data: NotificationData(environment: .production, bundleId: TestPKI.bundleID), signedDate: Date())
+            data: NotificationData(environment: .production, bundleId: TestPKI.bundleId), signedDate: Date())
         let token = try TestPKI.signer.sign(payload)
         do {
             _ = try InspectionPlan(input: token, options: trusting)

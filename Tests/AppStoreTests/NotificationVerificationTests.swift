@@ -20,8 +20,8 @@ struct NotificationVerificationTests {
         #expect(verified.payload.subtype == .initialBuy)
         #expect(verified.payload.signedDate == signedDate)
         #expect(verified.environment == .sandbox)
-        #expect(verified.bundleId == TestPKI.bundleID)
-        #expect(verified.appAppleId == TestPKI.appAppleID)
+        #expect(verified.bundleId == TestPKI.bundleId)
+        #expect(verified.appAppleId == TestPKI.appAppleId)
         #expect(try verified.transaction == TestPKI.transaction(signedDate: signedDate).normalized())
         #expect(try verified.renewalInfo == TestPKI.renewalInfo(signedDate: signedDate).normalized())
         #expect(verified.transaction?.price == 9990)
@@ -89,15 +89,15 @@ struct NotificationVerificationTests {
             trusting: [authority.root],
             apps: [
                 TestPKI.app(environments: [.sandbox]),
-                TestPKI.app(bundleID: TestPKI.otherBundleID, appAppleID: 42, environments: [.sandbox, .production]),
+                TestPKI.app(bundleId: TestPKI.otherBundleId, appAppleId: 42, environments: [.sandbox, .production]),
             ]
         )
         let first = try await verifier.verifyNotification(signedPayload: TestPKI.notification(signer: signer))
         let second = try await verifier.verifyNotification(
-            signedPayload: TestPKI.notification(signer: signer, bundleID: TestPKI.otherBundleID, appAppleID: 42)
+            signedPayload: TestPKI.notification(signer: signer, bundleId: TestPKI.otherBundleId, appAppleId: 42)
         )
-        #expect(first.bundleId == TestPKI.bundleID)
-        #expect(second.bundleId == TestPKI.otherBundleID)
+        #expect(first.bundleId == TestPKI.bundleId)
+        #expect(second.bundleId == TestPKI.otherBundleId)
         #expect(second.appAppleId == 42)
     }
 
@@ -108,8 +108,8 @@ struct NotificationVerificationTests {
         let verifier = try TestPKI.verifier(trusting: [authority.root])
         let appTransaction = AppTransaction(
             receiptType: .sandbox,
-            appAppleId: TestPKI.appAppleID,
-            bundleId: TestPKI.bundleID,
+            appAppleId: TestPKI.appAppleId,
+            bundleId: TestPKI.bundleId,
             applicationVersion: "1.2",
             receiptCreationDate: Date(),
             originalPurchaseDate: Date().addingTimeInterval(-1000),
@@ -120,8 +120,8 @@ struct NotificationVerificationTests {
             notificationType: .rescindConsent,
             notificationUUID: UUID().uuidString,
             appData: AppData(
-                appAppleId: TestPKI.appAppleID,
-                bundleId: TestPKI.bundleID,
+                appAppleId: TestPKI.appAppleId,
+                bundleId: TestPKI.bundleId,
                 environment: .sandbox,
                 signedAppTransactionInfo: try signer.sign(appTransaction)
             ),
@@ -144,8 +144,8 @@ struct NotificationVerificationTests {
             notificationUUID: UUID().uuidString,
             summary: Summary(
                 environment: .sandbox,
-                appAppleId: TestPKI.appAppleID,
-                bundleId: TestPKI.bundleID,
+                appAppleId: TestPKI.appAppleId,
+                bundleId: TestPKI.bundleId,
                 productId: "p",
                 requestIdentifier: "r",
                 storefrontCountryCodes: ["USA", "CAN"],
@@ -164,8 +164,8 @@ struct NotificationVerificationTests {
             externalPurchaseToken: ExternalPurchaseToken(
                 externalPurchaseId: "SANDBOX_1234",
                 tokenCreationDate: 1_698_148_900_000,
-                appAppleId: TestPKI.appAppleID,
-                bundleId: TestPKI.bundleID
+                appAppleId: TestPKI.appAppleId,
+                bundleId: TestPKI.bundleId
             ),
             signedDate: Date()
         )
@@ -196,7 +196,7 @@ struct NotificationVerificationTests {
             Issue.record("not a transaction")
             return
         }
-        #expect(decoded.bundleId == TestPKI.bundleID)
+        #expect(decoded.bundleId == TestPKI.bundleId)
         #expect(try await verifier.verify(renewal).kind == .renewalInfo)
 
         await expectRejection(.unexpectedKind) { try await verifier.verifyRenewalInfo(transaction) }
@@ -216,7 +216,7 @@ struct NotificationVerificationTests {
             Issue.record("payload is not an object")
             return
         }
-        #expect(object["bundleId"] == .string(TestPKI.bundleID))
+        #expect(object["bundleId"] == .string(TestPKI.bundleId))
     }
 }
 

@@ -73,10 +73,10 @@ struct RealAppleDataTests {
         validationTime: SignedDataVerifier.ValidationTime = .signedDate
     ) throws -> SignedDataVerifier {
         let parent = all.first { $0.file == sample.parentFile }
-        let bundleID = sample.bundleId ?? parent?.bundleId ?? "unknown.bundle"
+        let bundleId = sample.bundleId ?? parent?.bundleId ?? "unknown.bundle"
         let environment = override ?? sample.environment.map { AppStoreEnvironment(rawValue: $0) } ?? .production
-        let appAppleID = sample.appAppleId ?? parent?.appAppleId ?? (environment == .production ? 1 : nil)
-        let app = try AppStoreApp(bundleID: bundleID, appAppleID: appAppleID, environments: [environment])
+        let appAppleId = sample.appAppleId ?? parent?.appAppleId ?? (environment == .production ? 1 : nil)
+        let app = try AppStoreApp(bundleId: bundleId, appAppleId: appAppleId, environments: [environment])
         return try SignedDataVerifier(configuration: .init(apps: [app], validationTime: validationTime))
     }
 
@@ -167,10 +167,10 @@ struct RealAppleDataTests {
             let url = try #require(SharedFixtures.url("apple-library-testdata/\(name)"))
             return try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        func verifier(_ environments: Set<AppStoreEnvironment>, appAppleID: Int64 = 1234) throws -> SignedDataVerifier {
+        func verifier(_ environments: Set<AppStoreEnvironment>, appAppleId: Int64 = 1234) throws -> SignedDataVerifier {
             try SignedDataVerifier(
                 configuration: .init(
-                    apps: [AppStoreApp(bundleID: "com.example", appAppleID: appAppleID, environments: environments)],
+                    apps: [AppStoreApp(bundleId: "com.example", appAppleId: appAppleId, environments: environments)],
                     additionalTrustedRoots: [root]
                 )
             )
@@ -196,7 +196,7 @@ struct RealAppleDataTests {
                 signedPayload: token("mock_signed_data/missingX5CHeaderClaim")
             )
         }
-        await expectRejection(.wrongBundleID) {
+        await expectRejection(.wrongBundleId) {
             try await verifier([.sandbox]).verifyNotification(signedPayload: token("mock_signed_data/wrongBundleId"))
         }
         // Xcode-signed data carries a one-certificate chain and is never accepted as App Store data.

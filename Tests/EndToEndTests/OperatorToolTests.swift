@@ -105,7 +105,7 @@ struct OperatorToolTests {
             let lookups: [(String, [String])] = [
                 ("appAccountToken", [token]), ("transactionId", ["--transaction-id", transaction]),
                 ("originalTransactionId", ["--original-transaction-id", original]),
-                ("orderId", ["--order-id", "MQ1313TEST", "--app", pipeline.bundleID]), ("externalUserId", ["--external-user-id", "support-4711"]),
+                ("orderId", ["--order-id", "MQ1313TEST", "--app", pipeline.bundleId]), ("externalUserId", ["--external-user-id", "support-4711"]),
             ]
             for (by, arguments) in lookups {
                 let (code, found) = try await Self.json(["customer"] + arguments + ["--json"], pipeline)
@@ -225,11 +225,11 @@ struct OperatorToolTests {
             #expect((replay["partitions"] as? [[String: Any]])?.allSatisfy { Self.keys($0) == ["partition", "committed", "target"] } == true)
 
             let (reconcileCode, reconcile) = try await Self.json(
-                ["reconcile", "--app", pipeline.bundleID, "--dry-run", "--json"], pipeline)
+                ["reconcile", "--app", pipeline.bundleId, "--dry-run", "--json"], pipeline)
             #expect(reconcileCode == 0)
             #expect(Self.keys(reconcile) == ["dryRun", "leewaySeconds", "overdue", "items", "queued", "failed"])
 
-            let (backfillCode, backfill) = try await Self.json(["backfill", "--app", pipeline.bundleID, "--since", "29d", "--json"], pipeline)
+            let (backfillCode, backfill) = try await Self.json(["backfill", "--app", pipeline.bundleId, "--since", "29d", "--json"], pipeline)
             #expect(backfillCode == 0)
             #expect(
                 Self.keys(backfill) == [
@@ -237,13 +237,13 @@ struct OperatorToolTests {
                 ])
             #expect((backfill["fetched"] as? Int ?? 0) > 0 && backfill["fetched"] as? Int == backfill["written"] as? Int)
 
-            let (orderCode, order) = try await Self.json(["lookup-order", "MQ1313TEST", "--app", pipeline.bundleID, "--json"], pipeline)
+            let (orderCode, order) = try await Self.json(["lookup-order", "MQ1313TEST", "--app", pipeline.bundleId, "--json"], pipeline)
             #expect(orderCode == 0)
             #expect(Self.keys(order) == ["orderId", "app", "environment", "transactions", "customers", "customerErrors", "fed"])
             #expect((order["transactions"] as? [[String: Any]])?.map { $0["transactionId"] as? String } == [transaction])
             #expect((order["customers"] as? [[String: Any]])?.first?["customerId"] as? String == token.lowercased())
 
-            let (testCode, test) = try await Self.json(["test-notification", "--app", pipeline.bundleID, "--timeout", "2", "--json"], pipeline)
+            let (testCode, test) = try await Self.json(["test-notification", "--app", pipeline.bundleId, "--timeout", "2", "--json"], pipeline)
             #expect(testCode == 1, "without a webhook the simulator delivers nothing")
             #expect(Self.keys(test) == ["app", "environment", "topic", "token", "notificationUUID", "sendAttempts", "verifiedAt", "arrived"])
             #expect(test["arrived"] as? Bool == false)

@@ -23,7 +23,7 @@ final class PipelineUnderTest: @unchecked Sendable {
     enum Stage: String, CaseIterable { case ingest, verify, enrich, grant }
 
     let id = UUID().uuidString.prefix(8).lowercased()
-    let bundleID = "com.example.entitlements"
+    let bundleId = "com.example.entitlements"
     let month: Double
     var leeway: Int { Int(month / 20) }
     let database: String
@@ -57,7 +57,7 @@ final class PipelineUnderTest: @unchecked Sendable {
 
         let simPort = LocalHTTP.freePort()
         ports["appstore-sim"] = simPort
-        environments["appstore-sim"] = ["SIM_STATE_DIR": stateDirectory.path, "HTTP_PORT": "\(simPort)", "SIM_BUNDLE_ID": bundleID]
+        environments["appstore-sim"] = ["SIM_STATE_DIR": stateDirectory.path, "HTTP_PORT": "\(simPort)", "SIM_BUNDLE_ID": bundleId]
         try launch("appstore-sim")
         try await LocalHTTP.waitForPort(simPort)
         let root = stateDirectory.appendingPathComponent("root.pem")
@@ -70,7 +70,7 @@ final class PipelineUnderTest: @unchecked Sendable {
             "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "KAFKA_SESSION_TIMEOUT_MS": "6000",
             "KAFKA_HEARTBEAT_INTERVAL_MS": "2000", "KAFKA_FETCH_WAIT_MAX_MS": "25", "LOG_LEVEL": "warning",
         ]
-        let apps = ["APPSTORE_APPS": "\(bundleID)::Sandbox", "APPSTORE_TRUSTED_ROOTS": root.path]
+        let apps = ["APPSTORE_APPS": "\(bundleId)::Sandbox", "APPSTORE_TRUSTED_ROOTS": root.path]
         func stageEnvironment(_ stage: Stage, input: String?, output: String?, dlq: String?) -> [String: String] {
             var env = kafka
             env["HTTP_HOST"] = "127.0.0.1"
@@ -91,15 +91,15 @@ final class PipelineUnderTest: @unchecked Sendable {
         environments["enrich"] = stageEnvironment(.enrich, input: Topics.verified, output: Topics.enriched, dlq: Topics.enrichDeadLetters)
             .merging(apps) { a, _ in a }
             .merging([
-                "APPSTORE_API_CREDENTIALS": "\(bundleID):\(key["issuerId"]!):\(key["keyId"]!):\(key["privateKeyPath"]!)",
+                "APPSTORE_API_CREDENTIALS": "\(bundleId):\(key["issuerId"]!):\(key["keyId"]!):\(key["privateKeyPath"]!)",
                 "APPSTORE_API_BASE_URL": simURL, "APPSTORE_API_RATE_SCALE": "20", "RETRY_MAX_MS": "2000",
             ]) { a, _ in a }
         environments["grant"] = stageEnvironment(.grant, input: Topics.enriched, output: Topics.entitlementChanges, dlq: Topics.grantDeadLetters)
             .merging(apps) { a, _ in a }
             .merging([
                 // The app opted in to answering Apple's consumption requests.
-                "CONSUMPTION_APPS": bundleID, "CONSUMPTION_POLL_MS": "500", "CONSUMPTION_REFUND_PREFERENCE": "DECLINE",
-                "APPSTORE_API_CREDENTIALS": "\(bundleID):\(key["issuerId"]!):\(key["keyId"]!):\(key["privateKeyPath"]!)",
+                "CONSUMPTION_APPS": bundleId, "CONSUMPTION_POLL_MS": "500", "CONSUMPTION_REFUND_PREFERENCE": "DECLINE",
+                "APPSTORE_API_CREDENTIALS": "\(bundleId):\(key["issuerId"]!):\(key["keyId"]!):\(key["privateKeyPath"]!)",
                 "APPSTORE_API_BASE_URL": simURL, "APPSTORE_API_RATE_SCALE": "20",
             ]) { a, _ in a }
             .merging([
@@ -160,7 +160,7 @@ final class PipelineUnderTest: @unchecked Sendable {
     func play(_ request: LifecycleRunRequest) async throws {
         var request = request
         request.webhook = "http://127.0.0.1:\(ports["ingest"]!)"
-        request.bundleId = bundleID
+        request.bundleId = bundleId
         request.monthSeconds = month
         let code = try await post("/sim/lifecycle", json: request)
         guard code == 202 else { throw TestSupportError("POST /sim/lifecycle answered \(code)") }
@@ -300,7 +300,7 @@ final class PipelineUnderTest: @unchecked Sendable {
     /// both sides; empty when all match. Leeway is added where Apple expects a renewal.
     func mismatches(_ run: LifecycleRunStatus) async throws -> [String] {
         let database = try await entitlements()
-        let catalogue = SimulationCatalog.standard(bundleID: bundleID)
+        let catalogue = SimulationCatalog.standard(bundleId: bundleId)
         var problems: [String] = []
         for customer in run.customers {
             var expected: [String: Int64?] = [:]

@@ -19,12 +19,12 @@ struct RecoveryToolTests {
     @Test("test-notification: the simulator POSTs the TEST notification to ingest and it arrives on the verified topic")
     func testNotificationArrives() async throws {
         try await PipelineUnderTest.with { pipeline in
-            let refused = try await pipeline.appstorectl(["test-notification", "--app", pipeline.bundleID, "--timeout", "3"]).status
+            let refused = try await pipeline.appstorectl(["test-notification", "--app", pipeline.bundleId, "--timeout", "3"]).status
             #expect(refused == 1, "without a webhook the simulator delivers nothing, so nothing arrives")
             let code = try await pipeline.post(
                 "/sim/webhook", json: WebhookSetting(url: "http://127.0.0.1:\(pipeline.ports["ingest"]!)/v2/notifications"), method: .PUT)
             #expect(code == 200)
-            let traced = try await pipeline.appstorectl(["test-notification", "--app", pipeline.bundleID, "--timeout", "60"])
+            let traced = try await pipeline.appstorectl(["test-notification", "--app", pipeline.bundleId, "--timeout", "60"])
             #expect(traced.status == 0, "\(traced.output)")
             #expect(traced.output.contains("arrived:"))
             #expect(traced.output.contains("Apple's send attempts: SUCCESS"), "the simulator records its delivery as a send attempt")
@@ -48,7 +48,7 @@ struct RecoveryToolTests {
 
             // Reconcile first: the subscriptions left running past their end are queued, enrich fetches
             // their truth, and grant applies it, after which none is overdue any more.
-            let reconcileArguments = ["reconcile", "--app", pipeline.bundleID, "--leeway-seconds", "\(pipeline.leeway)"]
+            let reconcileArguments = ["reconcile", "--app", pipeline.bundleId, "--leeway-seconds", "\(pipeline.leeway)"]
             let reconcile = try await pipeline.appstorectl(reconcileArguments)
             #expect(reconcile.status == 0, "\(reconcile.output)")
             var repaired = false
@@ -62,7 +62,7 @@ struct RecoveryToolTests {
 
             // Sandbox keeps 30 days of notification history; the simulated lifecycles fit well inside.
             let logged = try await pipeline.loggedEvents()
-            let backfill = try await pipeline.appstorectl(["backfill", "--app", pipeline.bundleID, "--since", "29d", "--only-failures"])
+            let backfill = try await pipeline.appstorectl(["backfill", "--app", pipeline.bundleId, "--since", "29d", "--only-failures"])
             #expect(backfill.status == 0, "\(backfill.output)")
             #expect(backfill.output.contains("\(report.dropped + report.undelivered) written"), "\(backfill.output)")
             // The backfilled notifications are new to grant: wait until it logged them too.

@@ -93,17 +93,17 @@ struct ReplayCostTests {
     /// the pipeline trusts it like every notification the simulator sends).
     static func seedNotification(_ pipeline: PipelineUnderTest) async throws -> ByteBuffer {
         let signer = try SimulatedApple(stateDirectory: pipeline.stateDirectory)
-        let product = SimulationCatalog.standard(bundleID: pipeline.bundleID).premiumMonthly
+        let product = SimulationCatalog.standard(bundleId: pipeline.bundleId).premiumMonthly
         let now = Date()
         let id = "77\(String(UInt64(now.timeIntervalSince1970 * 1000)).suffix(14))"
         let transaction = SimFixture.transaction(
             original: id, id: id, purchased: now.addingTimeInterval(-60), token: UUID(), product: product.productId,
-            subscriptionGroup: product.subscriptionGroup, price: product.price, bundleID: pipeline.bundleID)
+            subscriptionGroup: product.subscriptionGroup, price: product.price, bundleId: pipeline.bundleId)
         #expect(try await pipeline.post("/sim/transactions", json: SeedTransactionsRequest(transactions: [transaction])) == 201)
         try signer.store.upsert([transaction])
         let notification = try signer.notifications.record(
             SeedNotificationRequest(
-                bundleId: pipeline.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: id))
+                bundleId: pipeline.bundleId, notificationType: .subscribed, subtype: .initialBuy, transactionId: id))
         return ByteBuffer(bytes: try JSONEncoder().encode(["signedPayload": notification.signedPayload]))
     }
 

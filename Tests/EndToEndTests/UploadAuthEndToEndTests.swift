@@ -32,13 +32,13 @@ struct UploadAuthEndToEndTests {
         try await PipelineUnderTest.with(ingest: settings) { pipeline in
             let apple = try SimulatedApple(stateDirectory: pipeline.stateDirectory)
             let signer = try apple.authority.makeSigner()
-            let product = SimulationCatalog.standard(bundleID: pipeline.bundleID).lifetime
+            let product = SimulationCatalog.standard(bundleId: pipeline.bundleId).lifetime
             let purchased = Date().addingTimeInterval(-86_400)
             let id = "88\(String(UInt64(Date().timeIntervalSince1970 * 1000)).suffix(14))"
             // A one-time purchase whose transaction carries no appAccountToken: only uploads name the buyer.
             var transaction = SimFixture.transaction(
                 original: id, id: id, purchased: purchased, type: .nonConsumable, product: product.productId, price: product.price,
-                bundleID: pipeline.bundleID)
+                bundleId: pipeline.bundleId)
             transaction.signedDate = purchased
             #expect(try await pipeline.post("/sim/transactions", json: SeedTransactionsRequest(transactions: [transaction])) == 201)
             let oldCopy = try signer.sign(transaction)

@@ -87,7 +87,7 @@ struct AppStoreServerAPIClientTests {
         for i in 0..<25 {
             try sim.apple.notifications.record(
                 SeedNotificationRequest(
-                    bundleId: SimFixture.bundleID, notificationType: .didRenew, transactionId: seeded[1].transactionId,
+                    bundleId: SimFixture.bundleId, notificationType: .didRenew, transactionId: seeded[1].transactionId,
                     sentDate: sentAt.addingTimeInterval(Double(i)), sendAttemptResults: i == 3 ? ["TIMED_OUT"] : nil))
         }
         let request = NotificationHistoryRequest(startDate: sentAt.addingTimeInterval(-60), endDate: SimFixture.now().addingTimeInterval(60))
@@ -163,10 +163,10 @@ struct AppStoreServerAPIClientTests {
         defer { Task { await sim.stop() } }
         _ = try Self.seedSubscription(sim, original: "2000000000300000", count: 1)
         let wrongKey = AppStoreAPICredentials(
-            bundleID: SimFixture.bundleID, issuerID: SimFixture.apiKey.issuerID, keyID: SimFixture.apiKey.keyID, privateKey: P256.Signing.PrivateKey()
+            bundleId: SimFixture.bundleId, issuerID: SimFixture.apiKey.issuerID, keyID: SimFixture.apiKey.keyID, privateKey: P256.Signing.PrivateKey()
         )
         let wrongIssuer = AppStoreAPICredentials(
-            bundleID: SimFixture.bundleID, issuerID: UUID().uuidString, keyID: SimFixture.apiKey.keyID, privateKey: SimFixture.apiKey.privateKey)
+            bundleId: SimFixture.bundleId, issuerID: UUID().uuidString, keyID: SimFixture.apiKey.keyID, privateKey: SimFixture.apiKey.privateKey)
         for credentials in [wrongKey, wrongIssuer] {
             let client = try SimFixture.client(sim, credentials: credentials)
             do {
@@ -190,7 +190,7 @@ struct AppStoreServerAPIClientTests {
             _ = try await response.body.collect(upTo: 1 << 16)
             return response.status.code
         }
-        let good = RequestToken.Claims(iss: key.issuerID, iat: now, exp: now + 300, aud: RequestToken.audience, bid: SimFixture.bundleID)
+        let good = RequestToken.Claims(iss: key.issuerID, iat: now, exp: now + 300, aud: RequestToken.audience, bid: SimFixture.bundleId)
         #expect(try await status(good) == 200)
         var expired = good
         (expired.iat, expired.exp) = (now - 900, now - 300)
@@ -211,7 +211,7 @@ struct AppStoreServerAPIClientTests {
         #expect(header == RequestToken.Header(alg: "ES256", kid: key.keyID, typ: "JWT"))
         #expect(
             claims
-                == RequestToken.Claims(iss: key.issuerID, iat: 1_800_000_000, exp: 1_800_000_300, aud: "appstoreconnect-v1", bid: SimFixture.bundleID)
+                == RequestToken.Claims(iss: key.issuerID, iat: 1_800_000_000, exp: 1_800_000_300, aud: "appstoreconnect-v1", bid: SimFixture.bundleId)
         )
     }
 

@@ -147,22 +147,22 @@ struct ClientFailureTests {
         // Only lower bounds on time (a loaded machine may add to them) and waits that cannot happen.
         let started = ContinuousClock.now
         for _ in 0..<6 {
-            try await limiter.acquire(keyID: "K", bundleID: "b", environment: .sandbox, endpoint: .transactionInfo)
+            try await limiter.acquire(keyID: "K", bundleId: "b", environment: .sandbox, endpoint: .transactionInfo)
         }
         let sandbox = ContinuousClock.now - started
         #expect(sandbox >= .milliseconds(950), "6 requests at 5/s take about a second (took \(sandbox))")
         // Production is its own bucket: its first request does not wait; six take at least 100 ms.
         let waitsBefore = limiter.throttledRequests
         let production = ContinuousClock.now
-        try await limiter.acquire(keyID: "K", bundleID: "b", environment: .production, endpoint: .transactionInfo)
+        try await limiter.acquire(keyID: "K", bundleId: "b", environment: .production, endpoint: .transactionInfo)
         #expect(limiter.throttledRequests == waitsBefore)
         for _ in 0..<5 {
-            try await limiter.acquire(keyID: "K", bundleID: "b", environment: .production, endpoint: .transactionInfo)
+            try await limiter.acquire(keyID: "K", bundleId: "b", environment: .production, endpoint: .transactionInfo)
         }
         #expect(ContinuousClock.now - production >= .milliseconds(99), "6 requests at 50/s take about 100 ms")
         // Another endpoint has its own budget: its first request does not wait either.
         let waitsAfter = limiter.throttledRequests
-        try await limiter.acquire(keyID: "K", bundleID: "b", environment: .sandbox, endpoint: .subscriptionStatuses)
+        try await limiter.acquire(keyID: "K", bundleId: "b", environment: .sandbox, endpoint: .subscriptionStatuses)
         #expect(limiter.throttledRequests == waitsAfter)
     }
 
@@ -172,13 +172,13 @@ struct ClientFailureTests {
         let path = try SimFixture.writeAPIKey()
         let list = try AppStoreAPICredentials.parseList(
             "com.a:iss-1:KEY1:\(path), com.b:iss-2:KEY2:env:B_KEY", environment: ["B_KEY": pem])
-        #expect(list.map(\.bundleID) == ["com.a", "com.b"])
+        #expect(list.map(\.bundleId) == ["com.a", "com.b"])
         #expect(!"\(list)".contains("PRIVATE KEY"))
         #expect(throws: AppStoreAPIError.self) { try AppStoreAPICredentials.parseList("com.a:iss:KEY") }
         #expect(throws: AppStoreAPIError.self) { try AppStoreAPICredentials.parseList("com.a:i:K:/no/such/file.p8") }
         do {
             _ = try AppStoreAPICredentials(
-                bundleID: "com.a", issuerID: "i", keyID: "K", privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----")
+                bundleId: "com.a", issuerID: "i", keyID: "K", privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----")
         } catch {
             #expect(error.code == .invalidCredentials)
             #expect(!error.message.contains("AAAA"))

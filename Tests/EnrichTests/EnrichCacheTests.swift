@@ -202,7 +202,7 @@ struct EnrichCacheTests {
     func configuration() throws {
         let keyPath = try SimFixture.writeAPIKey()
         let base = [
-            "APPSTORE_APPS": "\(SimFixture.bundleID)::Sandbox", "APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleID):iss:KEY:\(keyPath)",
+            "APPSTORE_APPS": "\(SimFixture.bundleId)::Sandbox", "APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleId):iss:KEY:\(keyPath)",
         ]
         let standard = try EnrichConfiguration(environment: EnvironmentReader(base)).caches
         #expect(standard.replayEntries == 100_000 && standard.lookupTimeToLive == .milliseconds(2000) && standard.lookupEntries == 10_000)

@@ -149,8 +149,8 @@ struct EnrichStageTests {
     func configuration() throws {
         let keyPath = try SimFixture.writeAPIKey()
         let good: [String: String] = [
-            "APPSTORE_APPS": "\(SimFixture.bundleID)::Sandbox",
-            "APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleID):iss:KEY:\(keyPath)",
+            "APPSTORE_APPS": "\(SimFixture.bundleId)::Sandbox",
+            "APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleId):iss:KEY:\(keyPath)",
             "APPSTORE_API_BASE_URL": "http://127.0.0.1:8090/",
             "ENRICH_COALESCE": "off",
         ]
@@ -172,19 +172,19 @@ struct EnrichStageTests {
         #expect(problem(["APPSTORE_API_BASE_URL": "ftp://x"])?.contains("APPSTORE_API_BASE_URL") == true)
         #expect(problem(["APPSTORE_API_RATE_SCALE": "fast"])?.contains("APPSTORE_API_RATE_SCALE") == true)
         #expect(problem(["ENRICH_COALESCE": "maybe"])?.contains("ENRICH_COALESCE") == true)
-        #expect(problem(["APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleID):iss:KEY:/nope.p8"])?.contains("cannot be read") == true)
+        #expect(problem(["APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleId):iss:KEY:/nope.p8"])?.contains("cannot be read") == true)
     }
 
     @Test("configuration: a key held in a variable (env:NAME) is read as a secret and printed nowhere")
     func keyInVariable() throws {
         let pem = SimFixture.apiKey.privateKey.pemRepresentation
         let values = [
-            "APPSTORE_APPS": "\(SimFixture.bundleID)::Sandbox",
-            "APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleID):iss:KEY:env:SIM_KEY_PEM",
+            "APPSTORE_APPS": "\(SimFixture.bundleId)::Sandbox",
+            "APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleId):iss:KEY:env:SIM_KEY_PEM",
             "SIM_KEY_PEM": pem,
         ]
         let configuration = try EnrichConfiguration(environment: EnvironmentReader(values))
-        #expect(configuration.api.client.credentials.map(\.bundleID) == [SimFixture.bundleID])
+        #expect(configuration.api.client.credentials.map(\.bundleId) == [SimFixture.bundleId])
         let body = pem.split(separator: "\n")[1]
         let usage = ProcessBootstrap.usage(name: "enrich", summary: "enriches", variables: EnrichConfiguration.variables)
         for text in [usage, "\(configuration.api.client.credentials)"] {

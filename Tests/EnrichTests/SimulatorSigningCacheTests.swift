@@ -73,7 +73,7 @@ struct SimulatorSigningCacheTests {
         let freshDate = try #require(try Self.payload(fresh, as: JWSTransactionDecodedPayload.self).signedDate)
         let historyDate = try #require(try Self.payload(first[1], as: JWSTransactionDecodedPayload.self).signedDate)
         #expect(freshDate > historyDate)
-        let uploaded = try sim.apple.signedTransaction(seeded[2].transactionId!, bundleID: SimFixture.bundleID)
+        let uploaded = try sim.apple.signedTransaction(seeded[2].transactionId!, bundleId: SimFixture.bundleId)
         #expect(!first.contains(uploaded))
         #expect(try await Self.history(sim) == first, "and the history is still served as first signed")
 

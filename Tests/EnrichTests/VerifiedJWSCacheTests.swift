@@ -22,7 +22,7 @@ struct VerifiedJWSCacheTests {
     ) throws -> SignedDataVerifier {
         try SignedDataVerifier(
             configuration: .init(
-                apps: [try AppStoreApp(bundleID: SimFixture.bundleID, environments: [.sandbox])] + extraApps,
+                apps: [try AppStoreApp(bundleId: SimFixture.bundleId, environments: [.sandbox])] + extraApps,
                 additionalTrustedRoots: [authority.root], validationTime: validationTime, chainCache: chainCache,
                 verifiedTokenCache: VerifiedTokenCachePolicy(maximumEntries: entries), clock: { clock.now }))
     }
@@ -125,15 +125,15 @@ struct VerifiedJWSCacheTests {
     @Test("the caller's rules still apply to a hit: the app's environments, and the kind asked for")
     func perCallRules() async throws {
         let clock = TestClock(Self.start)
-        let xcodeOnly = try AppStoreApp(bundleID: "com.example.xcode-only", environments: [.xcode])
+        let xcodeOnly = try AppStoreApp(bundleId: "com.example.xcode-only", environments: [.xcode])
         let verifier = try Self.verifier(clock: clock, extraApps: [xcodeOnly])
         let renewal = JWSRenewalInfoDecodedPayload(
             originalTransactionId: "5000000000000009", autoRenewProductId: "com.example.premium.monthly", productId: "com.example.premium.monthly",
             autoRenewStatus: .on, signedDate: Self.start, environment: .sandbox)
         let token = try SimFixture.authority.makeSigner().sign(renewal)
-        _ = try await verifier.verifyRenewalInfo(token, bundleID: SimFixture.bundleID)
+        _ = try await verifier.verifyRenewalInfo(token, bundleId: SimFixture.bundleId)
         let refused = await #expect(throws: AppStoreVerificationError.self) {
-            _ = try await verifier.verifyRenewalInfo(token, bundleID: xcodeOnly.bundleID)
+            _ = try await verifier.verifyRenewalInfo(token, bundleId: xcodeOnly.bundleId)
         }
         #expect(refused?.code == .wrongEnvironment)
         #expect(verifier.tokenCacheStatistics.hits == 1, "the token came from the cache, the environment rule refused it")
@@ -159,7 +159,7 @@ struct VerifiedJWSCacheTests {
 
     @Test("off unless asked for, and off with the chain cache off")
     func offByDefault() async throws {
-        let app = try AppStoreApp(bundleID: SimFixture.bundleID, environments: [.sandbox])
+        let app = try AppStoreApp(bundleId: SimFixture.bundleId, environments: [.sandbox])
         let token = try Self.signedTransaction()
         for configuration in [
             SignedDataVerifier.Configuration(apps: [app], additionalTrustedRoots: [SimFixture.authority.root]),
@@ -178,7 +178,7 @@ struct VerifiedJWSCacheTests {
     func enrichConfiguration() throws {
         let keyPath = try SimFixture.writeAPIKey()
         let base = [
-            "APPSTORE_APPS": "\(SimFixture.bundleID)::Sandbox", "APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleID):iss:KEY:\(keyPath)",
+            "APPSTORE_APPS": "\(SimFixture.bundleId)::Sandbox", "APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleId):iss:KEY:\(keyPath)",
         ]
         let standard = try EnrichConfiguration(environment: EnvironmentReader(base))
         #expect(standard.api.verifierConfiguration.verifiedTokenCache == VerifiedTokenCachePolicy(maximumEntries: 10_000))

@@ -20,8 +20,8 @@ enum TestUploads {
     static let secret = Array("test-upload-secret-0123456789abcdef-0123456".utf8)
 
     /// Open uploads for a Sandbox-only app, read as the executable reads them.
-    static func open(_ bundleID: String = "com.example.uploads") throws -> UploadAuthSettings {
-        try UploadAuthSettings.read(EnvironmentReader(["INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "\(bundleID)::Sandbox"]))
+    static func open(_ bundleId: String = "com.example.uploads") throws -> UploadAuthSettings {
+        try UploadAuthSettings.read(EnvironmentReader(["INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "\(bundleId)::Sandbox"]))
     }
 
     static func jwt(

@@ -24,15 +24,15 @@ struct BackfillAndOrderTests {
             let notifications = sim.apple.notifications
             let delivered = try notifications.record(
                 .init(
-                    bundleId: SimFixture.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: "3100",
+                    bundleId: SimFixture.bundleId, notificationType: .subscribed, subtype: .initialBuy, transactionId: "3100",
                     sentDate: now.addingTimeInterval(-3600)))
             let failed = try notifications.record(
                 .init(
-                    bundleId: SimFixture.bundleID, notificationType: .subscribed, subtype: .initialBuy, transactionId: "3200",
+                    bundleId: SimFixture.bundleId, notificationType: .subscribed, subtype: .initialBuy, transactionId: "3200",
                     sentDate: now.addingTimeInterval(-1800), sendAttemptResults: ["TIMED_OUT", "NO_RESPONSE"]))
             let outside = try notifications.record(
                 .init(
-                    bundleId: SimFixture.bundleID, notificationType: .didRenew, transactionId: "3100", sentDate: now.addingTimeInterval(-86_400)))
+                    bundleId: SimFixture.bundleId, notificationType: .didRenew, transactionId: "3100", sentDate: now.addingTimeInterval(-86_400)))
 
             let producer = try TestServices.makeProducer()
             let raw = try await TestServices.makeTopic("backfill-raw")

@@ -13,7 +13,7 @@ import Testing
 
 @Suite("consumption requests answered from grant's records", .enabled(if: ScratchDatabase.enabled))
 struct ConsumptionResponderTests {
-    static let policy = ConsumptionPolicy(apps: [SimFixture.bundleID], deliveredRefundPreference: "DECLINE")
+    static let policy = ConsumptionPolicy(apps: [SimFixture.bundleId], deliveredRefundPreference: "DECLINE")
 
     /// A purchase of the simulator's app, in Sandbox, made two hours ago; its clock is now.
     static func purchase(_ original: String, _ type: ProductType, customer: UUID?) -> SimulatedPurchase {
@@ -21,7 +21,7 @@ struct ConsumptionResponderTests {
             environment: .sandbox, customer: customer, productType: type,
             productId: type == .consumable ? "com.example.coins" : "com.example.premium",
             originalTransactionId: original, start: Date().addingTimeInterval(-7200), uuidSeed: UInt64(original)!)
-        purchase.bundleId = SimFixture.bundleID
+        purchase.bundleId = SimFixture.bundleId
         purchase.addTransaction(reason: .purchase)
         purchase.now = Date()
         return purchase
@@ -148,7 +148,7 @@ struct ConsumptionResponderTests {
 
     @Test("the policy never claims a delivery our records do not show, and never sends a percentage for a subscription")
     func policyRules() {
-        func record(_ type: String?, delivered: Bool, bundle: String? = SimFixture.bundleID, tid: String? = "1") -> ConsumptionRequestRecord {
+        func record(_ type: String?, delivered: Bool, bundle: String? = SimFixture.bundleId, tid: String? = "1") -> ConsumptionRequestRecord {
             ConsumptionRequestRecord(
                 environment: "Sandbox", notificationUUID: UUID().uuidString, bundleId: bundle, transactionId: tid, originalTransactionId: tid,
                 reason: "OTHER", deadline: Date().addingTimeInterval(3600), attempts: 1, productType: type, delivered: delivered)
@@ -157,7 +157,7 @@ struct ConsumptionResponderTests {
             if case .send(_, _, let body) = decision { return body }
             return nil
         }
-        let policy = ConsumptionPolicy(apps: [SimFixture.bundleID], sampleContentProvided: true)
+        let policy = ConsumptionPolicy(apps: [SimFixture.bundleId], sampleContentProvided: true)
         #expect(body(policy.decide(record("Auto-Renewable Subscription", delivered: false)))?.consumptionPercentage == nil)
         #expect(body(policy.decide(record("Non-Consumable", delivered: false)))?.consumptionPercentage == 0)
         #expect(body(policy.decide(record("Non-Consumable", delivered: true)))?.deliveryStatus == "DELIVERED")

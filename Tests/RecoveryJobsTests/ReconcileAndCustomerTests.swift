@@ -16,7 +16,7 @@ struct ReconcileAndCustomerTests {
     /// One `subscriptions` row as grant writes it (the columns reconcile and customer read).
     static func insertSubscription(
         _ db: ScratchDatabase, original: String, lifecycle: String, expires: Date, grace: Date? = nil, owner: UUID? = nil,
-        type: String = "Auto-Renewable Subscription", bundle: String = SimFixture.bundleID
+        type: String = "Auto-Renewable Subscription", bundle: String = SimFixture.bundleId
     ) async throws {
         try await db.client.query(
             """
@@ -64,11 +64,11 @@ struct ReconcileAndCustomerTests {
                 db, original: "5009", lifecycle: "active", expires: now - 2 * hour, type: "Non-Renewing Subscription")
 
             let reconciler = SubscriptionReconciler(database: db.client, logger: ScratchDatabase.logger)
-            let overdue = try await reconciler.overdue(bundleID: SimFixture.bundleID, leeway: .seconds(3600), now: now)
+            let overdue = try await reconciler.overdue(bundleId: SimFixture.bundleId, leeway: .seconds(3600), now: now)
             #expect(overdue.map(\.originalTransactionId) == ["5001", "5006"])
             let everyApp = try await reconciler.overdue(leeway: .seconds(3600), now: now)
             #expect(Set(everyApp.map(\.originalTransactionId)) == ["5001", "5006", "5008"])
-            let noLeeway = try await reconciler.overdue(bundleID: SimFixture.bundleID, leeway: .zero, now: now)
+            let noLeeway = try await reconciler.overdue(bundleId: SimFixture.bundleId, leeway: .zero, now: now)
             #expect(Set(noLeeway.map(\.originalTransactionId)) == ["5001", "5005", "5006"])
 
             try await RunningSimulator.with { sim in
@@ -93,7 +93,7 @@ struct ReconcileAndCustomerTests {
                     let record = try VerifiedRecord.decode(message.value)
                     #expect(record.kind == .transaction)
                     #expect(record.source == "reconcile")
-                    #expect(record.bundleId == SimFixture.bundleID)
+                    #expect(record.bundleId == SimFixture.bundleId)
                     #expect(record.environment == .sandbox)
                     let signed = try #require(record.signedTransaction)
                     #expect(try await sim.client.verifier.verifyTransaction(signed) == record.transaction)

@@ -15,7 +15,7 @@ import Testing
 /// the requests it would have sent, for a load generator (the end-to-end bench's unpaced phase).
 @Suite("The simulated Apple prepares a run's requests ahead", .timeLimit(.minutes(2)))
 struct LifecyclePrepareTests {
-    static let bundleID = "com.example.entitlements"
+    static let bundleId = "com.example.entitlements"
     static let authority: SigningAuthority = try! SigningAuthority(options: SigningAuthorityOptions(name: "Lifecycle Prepare Tests"))
 
     static func apple() throws -> SimulatedApple {
@@ -40,7 +40,7 @@ struct LifecyclePrepareTests {
     @Test("every line is a request the player would send: notifications that verify, about transactions the simulator holds, in step order")
     func preparedRequests() async throws {
         let apple = try Self.apple()
-        let runs = LifecycleRuns(apple: apple, defaultBundleID: Self.bundleID)
+        let runs = LifecycleRuns(apple: apple, defaultBundleId: Self.bundleId)
         let router = Router()
         LifecycleRoutes(runs: runs).register(on: router)
         var prepared = LifecyclePrepareRequest(customers: LifecycleScenario.allCases.count)
@@ -48,11 +48,11 @@ struct LifecyclePrepareTests {
         prepared.monthSeconds = 600
         prepared.firstCustomerIndex = 2_000
         let request = prepared
-        let expected = LifecycleSimulation(catalog: .standard(bundleID: Self.bundleID), month: 600, horizon: Date(), seed: 4)
+        let expected = LifecycleSimulation(catalog: .standard(bundleId: Self.bundleId), month: 600, horizon: Date(), seed: 4)
             .customers(request.customers, firstIndex: 2_000)
         let verifier = try SignedDataVerifier(
             configuration: .init(
-                apps: [try AppStoreApp(bundleID: Self.bundleID, environments: [.sandbox])], additionalTrustedRoots: [Self.authority.root]))
+                apps: [try AppStoreApp(bundleId: Self.bundleId, environments: [.sandbox])], additionalTrustedRoots: [Self.authority.root]))
 
         let (first, again) = try await Application(router: router).test(.router) { client in
             let first = try await Self.prepare(client, request)
@@ -87,7 +87,7 @@ struct LifecyclePrepareTests {
             if let transaction = verified.transaction, let id = transaction.transactionId {
                 firstRunTransactions.insert(id)
                 // What enrich will look up is there, in the customer's history.
-                let stored = try #require(apple.store.transaction(anyID: id, bundleID: Self.bundleID))
+                let stored = try #require(apple.store.transaction(anyID: id, bundleId: Self.bundleId))
                 #expect(stored.payload.originalTransactionId == transaction.originalTransactionId)
                 #expect(Int(id)! / 1_000 - 7_000_000_000_000 >= 2_000 && Int(id)! / 1_000 - 7_000_000_000_000 < 2_000 + request.customers)
             }
@@ -102,7 +102,7 @@ struct LifecyclePrepareTests {
             })
         #expect(!secondRunTransactions.isEmpty && secondRunTransactions.isDisjoint(with: firstRunTransactions))
         for id in firstRunTransactions {
-            #expect(apple.store.transaction(anyID: id, bundleID: Self.bundleID) != nil, "the first run's \(id) is still held")
+            #expect(apple.store.transaction(anyID: id, bundleId: Self.bundleId) != nil, "the first run's \(id) is still held")
         }
         let status = runs.status
         #expect(status.state == "prepared")

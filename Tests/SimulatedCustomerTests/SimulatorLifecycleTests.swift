@@ -15,7 +15,7 @@ import Testing
 
 @Suite("The simulated Apple plays lifecycles with signed notifications", .timeLimit(.minutes(2)))
 struct SimulatorLifecycleTests {
-    static let bundleID = "com.example.entitlements"
+    static let bundleId = "com.example.entitlements"
     static let authority: SigningAuthority = try! SigningAuthority(options: SigningAuthorityOptions(name: "Lifecycle Tests"))
 
     /// A webhook that verifies each notification as the pipeline would and keeps what it decoded.
@@ -27,7 +27,7 @@ struct SimulatorLifecycleTests {
         init() throws {
             verifier = try SignedDataVerifier(
                 configuration: .init(
-                    apps: [try AppStoreApp(bundleID: SimulatorLifecycleTests.bundleID, environments: [.sandbox])],
+                    apps: [try AppStoreApp(bundleId: SimulatorLifecycleTests.bundleId, environments: [.sandbox])],
                     additionalTrustedRoots: [SimulatorLifecycleTests.authority.root]))
         }
 
@@ -55,7 +55,7 @@ struct SimulatorLifecycleTests {
         let apple = try SimulatedApple(
             authority: Self.authority,
             apiKey: SimulatorAPIKey(issuerID: "issuer", keyID: "KEY0000001", privateKey: P256.Signing.PrivateKey()))
-        let customers = LifecycleSimulation(catalog: .standard(bundleID: Self.bundleID), month: 600, horizon: Date(), seed: 3)
+        let customers = LifecycleSimulation(catalog: .standard(bundleId: Self.bundleId), month: 600, horizon: Date(), seed: 3)
             .customers(LifecycleScenario.allCases.count)
         let webhook = try VerifyingWebhook()
         var deliveryOptions = DeliveryOptions()
@@ -63,7 +63,7 @@ struct SimulatorLifecycleTests {
         let options = deliveryOptions
         let report = try await webhook.application().test(.live) { client in
             try await LifecyclePlayer(
-                records: SimulatorLifecycleRecords(apple: apple, bundleID: Self.bundleID),
+                records: SimulatorLifecycleRecords(apple: apple, bundleId: Self.bundleId),
                 webhook: "http://127.0.0.1:\(client.port!)", options: options, seed: 5, client: .shared
             ).play(customers)
         }
@@ -85,7 +85,7 @@ struct SimulatorLifecycleTests {
 
         // The simulator's records end as the builder's: each customer's transactions, final state.
         for customer in customers {
-            let stored = apple.store.transactions(customerID: customer.customer.uuidString.lowercased(), bundleID: Self.bundleID)
+            let stored = apple.store.transactions(customerID: customer.customer.uuidString.lowercased(), bundleId: Self.bundleId)
                 .map(\.payload).sorted { $0.transactionId! < $1.transactionId! }
             #expect(stored.map(\.transactionId) == customer.transactions.map(\.transactionId).sorted { ($0 ?? "") < ($1 ?? "") })
             #expect(stored.map(\.revocationDate) == customer.transactions.sorted { $0.transactionId! < $1.transactionId! }.map(\.revocationDate))

@@ -11,7 +11,7 @@ import ServiceLifecycle
 /// A simulated Apple's signing material and API key, the API client that talks to it, and the
 /// Apple-shaped purchases tests seed it with.
 public enum SimFixture {
-    public static let bundleID = TestPKI.bundleID
+    public static let bundleId = TestPKI.bundleId
     /// The simulator's CA: the root its JWS chain to.
     public static let authority: SigningAuthority = try! SigningAuthority(options: SigningAuthorityOptions(name: "Tests Sim"))
     /// Another CA, which nothing trusts.
@@ -21,16 +21,16 @@ public enum SimFixture {
         issuerID: "6b1f2c3d-1111-4e4e-9a9a-0123456789ab", keyID: "SIMKEY0001", privateKey: P256.Signing.PrivateKey())
 
     public static var credentials: AppStoreAPICredentials {
-        AppStoreAPICredentials(bundleID: bundleID, issuerID: apiKey.issuerID, keyID: apiKey.keyID, privateKey: apiKey.privateKey)
+        AppStoreAPICredentials(bundleId: bundleId, issuerID: apiKey.issuerID, keyID: apiKey.keyID, privateKey: apiKey.privateKey)
     }
 
-    public static let target = AppStoreServerAPIClient.Target(bundleID: bundleID, environment: .sandbox)
+    public static let target = AppStoreServerAPIClient.Target(bundleId: bundleId, environment: .sandbox)
 
     /// A verifier that trusts the simulator's root for Sandbox data.
     public static func verifier() throws -> SignedDataVerifier {
         try SignedDataVerifier(
             configuration: .init(
-                apps: [try AppStoreApp(bundleID: bundleID, environments: [.sandbox])], additionalTrustedRoots: [authority.root]))
+                apps: [try AppStoreApp(bundleId: bundleId, environments: [.sandbox])], additionalTrustedRoots: [authority.root]))
     }
 
     /// An API client for the simulator at `baseURL`, verifying what it returns with ``verifier()``.
@@ -59,13 +59,13 @@ public enum SimFixture {
     public static func transaction(
         original: String, id: String, purchased: Date, type: ProductType = .autoRenewableSubscription, token: UUID? = nil,
         product: String = TestPKI.productID, subscriptionGroup: String? = "21000000", revoked: Date? = nil, price: Int64 = 9990,
-        bundleID: String = bundleID
+        bundleId: String = bundleId
     ) -> JWSTransactionDecodedPayload {
         let purchased = AppStoreJSON.date(milliseconds: AppStoreJSON.milliseconds(since1970: purchased))
         let subscription = type == .autoRenewableSubscription
         return JWSTransactionDecodedPayload(
             originalTransactionId: original, transactionId: id, webOrderLineItemId: subscription ? "9\(id)" : nil,
-            bundleId: bundleID, productId: product, subscriptionGroupIdentifier: subscription ? subscriptionGroup : nil,
+            bundleId: bundleId, productId: product, subscriptionGroupIdentifier: subscription ? subscriptionGroup : nil,
             purchaseDate: purchased, originalPurchaseDate: purchased,
             expiresDate: subscription ? purchased.addingTimeInterval(30 * 86_400) : nil, quantity: 1, type: type,
             appAccountToken: token, inAppOwnershipType: .purchased, revocationReason: revoked == nil ? nil : .refundedForOtherReason,

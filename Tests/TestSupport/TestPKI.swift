@@ -8,9 +8,9 @@ import X509
 /// forger, or a fresh one per test), verifiers trusting them, and Apple-shaped transactions, renewal
 /// infos and notifications, with the request bodies ingest receives them in.
 public enum TestPKI {
-    public static let bundleID = "com.example.entitlements"
-    public static let otherBundleID = "com.example.other"
-    public static let appAppleID: Int64 = 1_234_567_890
+    public static let bundleId = "com.example.entitlements"
+    public static let otherBundleId = "com.example.other"
+    public static let appAppleId: Int64 = 1_234_567_890
     public static let productID = "com.example.premium.monthly"
 
     /// The authority the "valid" samples are signed by by default; trust its root.
@@ -33,9 +33,9 @@ public enum TestPKI {
 
     /// The app most tests accept: Sandbox and Production.
     public static func app(
-        bundleID: String = bundleID, appAppleID: Int64? = appAppleID, environments: Set<AppStoreEnvironment> = [.sandbox, .production]
+        bundleId: String = bundleId, appAppleId: Int64? = appAppleId, environments: Set<AppStoreEnvironment> = [.sandbox, .production]
     ) throws -> AppStoreApp {
-        try AppStoreApp(bundleID: bundleID, appAppleID: appAppleID, environments: environments)
+        try AppStoreApp(bundleId: bundleId, appAppleId: appAppleId, environments: environments)
     }
 
     /// A verifier trusting `roots` (and Apple's root), by default for the Sandbox app.
@@ -56,11 +56,11 @@ public enum TestPKI {
     /// A monthly subscription's first purchase, signed at `signedDate`.
     public static func transaction(
         originalTransactionId: String = "2000000000000001", environment: AppStoreEnvironment = .sandbox,
-        bundleID: String = bundleID, signedDate: Date = now()
+        bundleId: String = bundleId, signedDate: Date = now()
     ) -> JWSTransactionDecodedPayload {
         JWSTransactionDecodedPayload(
             originalTransactionId: originalTransactionId, transactionId: "\(originalTransactionId)9",
-            webOrderLineItemId: "2000000000000099", bundleId: bundleID, productId: productID,
+            webOrderLineItemId: "2000000000000099", bundleId: bundleId, productId: productID,
             subscriptionGroupIdentifier: "21000000", purchaseDate: signedDate.addingTimeInterval(-60),
             originalPurchaseDate: signedDate.addingTimeInterval(-86_400),
             expiresDate: signedDate.addingTimeInterval(30 * 86_400), quantity: 1, type: .autoRenewableSubscription,
@@ -69,7 +69,7 @@ public enum TestPKI {
             transactionReason: .purchase, currency: "USD", price: 9990, appTransactionId: "704000000000000001")
     }
 
-    /// The renewal info of ``transaction(originalTransactionId:environment:bundleID:signedDate:)``: renewing.
+    /// The renewal info of ``transaction(originalTransactionId:environment:bundleId:signedDate:)``: renewing.
     public static func renewalInfo(
         originalTransactionId: String = "2000000000000001", environment: AppStoreEnvironment = .sandbox, signedDate: Date = now()
     ) -> JWSRenewalInfoDecodedPayload {
@@ -85,14 +85,14 @@ public enum TestPKI {
     public static func notification(
         originalTransactionId: String = "2000000000000001", uuid: String = UUID().uuidString.lowercased(),
         signer: JWSSigner = signer, nestedSigner: JWSSigner? = nil, environment: AppStoreEnvironment = .sandbox,
-        bundleID: String = bundleID, appAppleID: Int64? = appAppleID, signedDate: Date = now(),
+        bundleId: String = bundleId, appAppleId: Int64? = appAppleId, signedDate: Date = now(),
         transaction: JWSTransactionDecodedPayload? = nil, renewalInfo: JWSRenewalInfoDecodedPayload? = nil
     ) throws -> String {
         let nested = nestedSigner ?? signer
         let transaction =
             transaction
             ?? Self.transaction(
-                originalTransactionId: originalTransactionId, environment: environment, bundleID: bundleID, signedDate: signedDate)
+                originalTransactionId: originalTransactionId, environment: environment, bundleId: bundleId, signedDate: signedDate)
         let renewal =
             renewalInfo
             ?? Self.renewalInfo(
@@ -100,7 +100,7 @@ public enum TestPKI {
         let payload = ResponseBodyV2DecodedPayload(
             notificationType: .subscribed, subtype: .initialBuy, notificationUUID: uuid,
             data: NotificationData(
-                environment: environment, appAppleId: appAppleID, bundleId: bundleID, bundleVersion: "42",
+                environment: environment, appAppleId: appAppleId, bundleId: bundleId, bundleVersion: "42",
                 signedTransactionInfo: try nested.sign(transaction), signedRenewalInfo: try nested.sign(renewal), status: .active),
             version: "2.0", signedDate: signedDate)
         return try signer.sign(payload)
@@ -111,7 +111,7 @@ public enum TestPKI {
         try signer.sign(
             ResponseBodyV2DecodedPayload(
                 notificationType: .test, notificationUUID: uuid,
-                data: NotificationData(environment: environment, bundleId: bundleID), version: "2.0", signedDate: now()))
+                data: NotificationData(environment: environment, bundleId: bundleId), version: "2.0", signedDate: now()))
     }
 
     /// A signed transaction on its own, as an app uploads it.

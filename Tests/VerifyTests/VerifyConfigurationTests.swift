@@ -27,10 +27,10 @@ struct VerifyConfigurationTests {
     func list() throws {
         let config = try read(["APPSTORE_APPS": "com.example.app:1234567890:Sandbox+Production, com.example.beta::sandbox"])
         #expect(config.apps.count == 2)
-        #expect(config.apps[0].bundleID == "com.example.app")
-        #expect(config.apps[0].appAppleID == 1_234_567_890)
+        #expect(config.apps[0].bundleId == "com.example.app")
+        #expect(config.apps[0].appAppleId == 1_234_567_890)
         #expect(config.apps[0].environments == [.sandbox, .production])
-        #expect(config.apps[1].appAppleID == nil)
+        #expect(config.apps[1].appAppleId == nil)
         #expect(config.apps[1].environments == [.sandbox])
         #expect(config.additionalTrustedRoots.isEmpty)
         #expect(config.validationTime == .signedDate)
@@ -49,7 +49,7 @@ struct VerifyConfigurationTests {
             "APPSTORE_APPS": apps.path, "APPSTORE_TRUSTED_ROOTS": "\(roots.pem), \(roots.der)",
             "APPSTORE_VALIDATION_TIME": "2025-10-01T00:00:00Z", "APPSTORE_CHAIN_CACHE": "off",
         ])
-        #expect(config.apps.first?.appAppleID == 42)
+        #expect(config.apps.first?.appAppleId == 42)
         #expect(config.apps.first?.environments == [.sandbox, .production])
         #expect(config.additionalTrustedRoots == [TestPKI.trusted.root, TestPKI.trusted.root])
         #expect(config.validationTime == .fixed(Date(timeIntervalSince1970: 1_759_276_800)))

@@ -49,7 +49,7 @@ struct VerifyPipelineTests {
             ),
             (TestPKI.webhookBody(TestPKI.tampered(valid, payloadFrom: other)), "apple-webhook", "verification.invalid_signature"),
             (
-                TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "9", bundleID: TestPKI.otherBundleID)), "apple-webhook",
+                TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "9", bundleId: TestPKI.otherBundleId)), "apple-webhook",
                 "verification.wrong_bundle_id"
             ),
             (
@@ -121,7 +121,7 @@ struct VerifyPipelineTests {
     func throughIngest() async throws {
         let topics = try await PipelineTopics.make("verify-ingest")
         // Open uploads (Sandbox-only app): the body's userId is stored, marked "none".
-        let uploads = try UploadAuthSettings.read(EnvironmentReader(["INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "\(TestPKI.bundleID)::Sandbox"]))
+        let uploads = try UploadAuthSettings.read(EnvironmentReader(["INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "\(TestPKI.bundleId)::Sandbox"]))
         let config = IngestConfiguration(kafka: TestServices.clientConfiguration("ingest"), uploadAuthentication: uploads, rawTopic: topics.raw)
         let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
         let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
@@ -180,7 +180,7 @@ struct VerifyPipelineTests {
                 "KAFKA_GROUP_ID": TestServices.uniqueGroup("verify-exe"), "KAFKA_SESSION_TIMEOUT_MS": "6000",
                 "KAFKA_HEARTBEAT_INTERVAL_MS": "2000", "KAFKA_FETCH_WAIT_MAX_MS": "25", "HTTP_HOST": "127.0.0.1",
                 "HTTP_PORT": String(port), "LOG_LEVEL": "info",
-                "APPSTORE_APPS": "\(TestPKI.bundleID):\(TestPKI.appAppleID):Sandbox+Production",
+                "APPSTORE_APPS": "\(TestPKI.bundleId):\(TestPKI.appAppleId):Sandbox+Production",
                 "APPSTORE_TRUSTED_ROOTS": roots.pem,
             ], logName: "verify-executable-test")
         try await LocalHTTP.waitForPort(port)

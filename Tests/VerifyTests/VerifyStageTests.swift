@@ -69,8 +69,8 @@ struct VerifyStageTests {
         #expect(body.kind == .notification)
         #expect(body.source == "apple-webhook")
         #expect(body.environment == .sandbox)
-        #expect(body.bundleId == TestPKI.bundleID)
-        #expect(body.appAppleId == TestPKI.appAppleID)
+        #expect(body.bundleId == TestPKI.bundleId)
+        #expect(body.appAppleId == TestPKI.appAppleId)
         #expect(body.notificationUUID == "uuid-1")
         #expect(body.originalTransactionId == "2000000000000001")
         #expect(body.transactionId == "20000000000000019")
@@ -106,7 +106,7 @@ struct VerifyStageTests {
         #expect(decoded.kind == .transaction)
         #expect(decoded.source == "app-upload")
         #expect(decoded.environment == .sandbox)
-        #expect(decoded.appAppleId == TestPKI.appAppleID)
+        #expect(decoded.appAppleId == TestPKI.appAppleId)
         #expect(decoded.transaction?.originalTransactionId == "2000000000000777")
         #expect(decoded.hints == AppUploadHints(appAccountToken: UUID(uuidString: "0b7e2c55-9d0e-4a53-8d55-2f1d3c6f4a10"), userId: "user-42"))
         #expect(decoded.signedTransaction == token)
@@ -124,7 +124,7 @@ struct VerifyStageTests {
             TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", signer: TestPKI.forger)), code: "verification.untrusted_root")
         await expectRejected(TestPKI.webhookBody(TestPKI.tampered(valid, payloadFrom: other)), code: "verification.invalid_signature")
         await expectRejected(
-            TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", bundleID: TestPKI.otherBundleID)),
+            TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "1", bundleId: TestPKI.otherBundleId)),
             code: "verification.wrong_bundle_id")
         // The test CA is never good enough for Production, even though the app accepts Production.
         await expectRejected(

@@ -44,7 +44,7 @@ public enum AppListParser {
                 appleID = id
             }
             let names = parts[2].split(whereSeparator: { $0 == "+" || $0 == "|" }).map(String.init)
-            apps.append(try app(bundleID: parts[0], appAppleID: appleID, environments: names))
+            apps.append(try app(bundleId: parts[0], appAppleId: appleID, environments: names))
         }
         return try unique(apps)
     }
@@ -65,7 +65,7 @@ public enum AppListParser {
         guard !entries.isEmpty else { throw ParseError(problem: "names \(path), which lists no app") }
         var apps: [AppStoreApp] = []
         for entry in entries {
-            apps.append(try app(bundleID: entry.bundleId, appAppleID: entry.appAppleId, environments: entry.environments))
+            apps.append(try app(bundleId: entry.bundleId, appAppleId: entry.appAppleId, environments: entry.environments))
         }
         return try unique(apps)
     }
@@ -79,19 +79,19 @@ public enum AppListParser {
         }
     }
 
-    private static func app(bundleID: String, appAppleID: Int64?, environments names: [String]) throws(ParseError) -> AppStoreApp {
-        guard !bundleID.isEmpty, !bundleID.contains(where: { $0.isWhitespace }) else {
+    private static func app(bundleId: String, appAppleId: Int64?, environments names: [String]) throws(ParseError) -> AppStoreApp {
+        guard !bundleId.isEmpty, !bundleId.contains(where: { $0.isWhitespace }) else {
             throw ParseError(problem: "has an empty or blank bundle ID")
         }
         var environments: Set<AppStoreEnvironment> = []
         for name in names {
             guard let environment = environment(name) else {
-                throw ParseError(problem: "has environment \"\(name.prefix(40))\" for \(bundleID); use Sandbox or Production")
+                throw ParseError(problem: "has environment \"\(name.prefix(40))\" for \(bundleId); use Sandbox or Production")
             }
             environments.insert(environment)
         }
         do {
-            return try AppStoreApp(bundleID: bundleID, appAppleID: appAppleID, environments: environments)
+            return try AppStoreApp(bundleId: bundleId, appAppleId: appAppleId, environments: environments)
         } catch {
             throw ParseError(problem: "is invalid: \(error.message)")
         }
@@ -99,8 +99,8 @@ public enum AppListParser {
 
     private static func unique(_ apps: [AppStoreApp]) throws(ParseError) -> [AppStoreApp] {
         var seen: Set<String> = []
-        for app in apps where !seen.insert(app.bundleID).inserted {
-            throw ParseError(problem: "lists bundle ID \(app.bundleID) twice")
+        for app in apps where !seen.insert(app.bundleId).inserted {
+            throw ParseError(problem: "lists bundle ID \(app.bundleId) twice")
         }
         return apps
     }

@@ -6,9 +6,9 @@ import X509
 /// token without knowing its app; the tool then says which values it assumed.
 public struct InspectOptions: Sendable {
     /// The bundle ID the token must name.
-    public var bundleID: String?
+    public var bundleId: String?
     /// The app Apple ID a Production notification or app transaction must name.
-    public var appAppleID: Int64?
+    public var appAppleId: Int64?
     /// The environment the token must name (Sandbox or Production).
     public var environment: AppStoreEnvironment?
     /// Roots trusted besides Apple Root CA - G3 (never for Production data, as in the pipeline).
@@ -17,11 +17,11 @@ public struct InspectOptions: Sendable {
     public var validationTime: SignedDataVerifier.ValidationTime
 
     public init(
-        bundleID: String? = nil, appAppleID: Int64? = nil, environment: AppStoreEnvironment? = nil,
+        bundleId: String? = nil, appAppleId: Int64? = nil, environment: AppStoreEnvironment? = nil,
         trustedRoots: [Certificate] = [], validationTime: SignedDataVerifier.ValidationTime = .signedDate
     ) {
-        self.bundleID = bundleID
-        self.appAppleID = appAppleID
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
         self.environment = environment
         self.trustedRoots = trustedRoots
         self.validationTime = validationTime

@@ -19,11 +19,11 @@ public struct InspectionPlan: Sendable {
     let options: InspectOptions
     let certificates: [Certificate?]
     let assumedNames: [String]
-    let renewalBundleID: String?
+    let renewalBundleId: String?
 
     /// A bundle ID standing in when the token names none: the verifier then rejects it for that
     /// (renewal info names no app, and is checked for its environment only).
-    static let unnamedBundleID = "(unnamed)"
+    static let unnamedBundleId = "(unnamed)"
 
     /// Reads `input` and decides the checks.
     /// - Throws: ``InspectFailure``: `verification.malformed` when the input holds no App Store JWS; usage when a
@@ -43,13 +43,13 @@ public struct InspectionPlan: Sendable {
         var notes: [String] = []
         var assumed: [String] = []
 
-        var bundleID = options.bundleID
-        if bundleID == nil, let claimed = claims.bundleID {
-            bundleID = claimed
+        var bundleId = options.bundleId
+        if bundleId == nil, let claimed = claims.bundleId {
+            bundleId = claimed
             assumed.append("bundleId")
             notes.append("assuming bundle ID \(claimed) from the token (pass --bundle-id to check it)")
         }
-        if bundleID == nil {
+        if bundleId == nil {
             notes.append(
                 kind == .renewalInfo
                     ? "renewal info names no app: only its environment is checked (pass --bundle-id to use that app's environments)"
@@ -65,19 +65,19 @@ public struct InspectionPlan: Sendable {
             environment = .sandbox
             notes.append("the token names no environment; checking against Sandbox")
         }
-        var appAppleID = options.appAppleID
-        if appAppleID == nil, let claimed = claims.appAppleID {
-            appAppleID = claimed
+        var appAppleId = options.appAppleId
+        if appAppleId == nil, let claimed = claims.appAppleId {
+            appAppleId = claimed
             assumed.append("appAppleId")
             notes.append("assuming app Apple ID \(claimed) from the token (pass --app-apple-id to check it)")
         }
-        let checksAppAppleID = kind == .notification || kind == .appTransaction
-        if environment == .production, appAppleID == nil {
-            guard !checksAppAppleID else {
+        let checksAppAppleId = kind == .notification || kind == .appTransaction
+        if environment == .production, appAppleId == nil {
+            guard !checksAppAppleId else {
                 throw .usage("--app-apple-id is required: this Production \(kind.rawValue) does not name its app Apple ID")
             }
             // Transactions and renewal info carry no app Apple ID, and the verifier compares none.
-            appAppleID = 0
+            appAppleId = 0
         }
         if !assumed.isEmpty {
             notes.append("values taken from the token prove only that Apple signed it, not that it belongs to your app")
@@ -85,7 +85,7 @@ public struct InspectionPlan: Sendable {
         let app: AppStoreApp
         do {
             app = try AppStoreApp(
-                bundleID: bundleID ?? Self.unnamedBundleID, appAppleID: appAppleID,
+                bundleId: bundleId ?? Self.unnamedBundleId, appAppleId: appAppleId,
                 environments: [environment ?? .sandbox])
         } catch {
             throw .usage(error.message)
@@ -98,7 +98,7 @@ public struct InspectionPlan: Sendable {
         self.options = options
         self.certificates = inspected.certificates
         self.assumedNames = assumed
-        self.renewalBundleID = options.bundleID
+        self.renewalBundleId = options.bundleId
     }
 
     /// Verifies the token (and every nested JWS) and decodes it.
@@ -116,8 +116,8 @@ public struct InspectionPlan: Sendable {
         var report = InspectionReport(
             kind: kind, inputField: inputField,
             checkedAgainst: .init(
-                bundleId: app.bundleID == Self.unnamedBundleID ? nil : app.bundleID,
-                appAppleId: app.appAppleID == 0 ? nil : app.appAppleID,
+                bundleId: app.bundleId == Self.unnamedBundleId ? nil : app.bundleId,
+                appAppleId: app.appAppleId == 0 ? nil : app.appAppleId,
                 environment: app.environments.first?.rawValue ?? "",
                 validationTime: ValidationTimeOption.describe(options.validationTime),
                 additionalTrustedRoots: options.trustedRoots.map { String(describing: $0.subject) },
@@ -130,7 +130,7 @@ public struct InspectionPlan: Sendable {
             case .transaction:
                 report.transaction = try await verifier.verifyTransaction(token)
             case .renewalInfo:
-                report.renewalInfo = try await verifier.verifyRenewalInfo(token, bundleID: renewalBundleID)
+                report.renewalInfo = try await verifier.verifyRenewalInfo(token, bundleId: renewalBundleId)
             case .appTransaction:
                 report.appTransaction = try await verifier.verifyAppTransaction(token)
             }

@@ -3,8 +3,8 @@ import Foundation
 /// The app identity a token claims about itself, read without verification: only to fill in what
 /// the operator did not say, never to decide trust.
 struct TokenClaims {
-    var bundleID: String?
-    var appAppleID: Int64?
+    var bundleId: String?
+    var appAppleId: Int64?
     var environment: AppStoreEnvironment?
 
     /// Reads the claims of a payload of `kind`; empty when the payload does not decode as that kind.
@@ -16,23 +16,23 @@ struct TokenClaims {
             guard let p = try? decoder.decode(ResponseBodyV2DecodedPayload.self, from: data) else { return }
             // Apple's order: data, summary, externalPurchaseToken, appData.
             if let d = p.data {
-                (bundleID, appAppleID, environment) = (d.bundleId, d.appAppleId, d.environment)
+                (bundleId, appAppleId, environment) = (d.bundleId, d.appAppleId, d.environment)
             } else if let s = p.summary {
-                (bundleID, appAppleID, environment) = (s.bundleId, s.appAppleId, s.environment)
+                (bundleId, appAppleId, environment) = (s.bundleId, s.appAppleId, s.environment)
             } else if let t = p.externalPurchaseToken {
-                (bundleID, appAppleID, environment) = (t.bundleId, t.appAppleId, t.derivedEnvironment)
+                (bundleId, appAppleId, environment) = (t.bundleId, t.appAppleId, t.derivedEnvironment)
             } else if let a = p.appData {
-                (bundleID, appAppleID, environment) = (a.bundleId, a.appAppleId, a.environment)
+                (bundleId, appAppleId, environment) = (a.bundleId, a.appAppleId, a.environment)
             }
         case .transaction:
             guard let p = try? decoder.decode(JWSTransactionDecodedPayload.self, from: data) else { return }
-            (bundleID, environment) = (p.bundleId, p.environment)
+            (bundleId, environment) = (p.bundleId, p.environment)
         case .renewalInfo:
             guard let p = try? decoder.decode(JWSRenewalInfoDecodedPayload.self, from: data) else { return }
             environment = p.environment
         case .appTransaction:
             guard let p = try? decoder.decode(AppTransaction.self, from: data) else { return }
-            (bundleID, appAppleID, environment) = (p.bundleId, p.appAppleId, p.receiptType)
+            (bundleId, appAppleId, environment) = (p.bundleId, p.appAppleId, p.receiptType)
         }
     }
 }

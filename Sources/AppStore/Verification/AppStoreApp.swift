@@ -5,30 +5,30 @@
 /// app Apple ID, exactly as Apple's libraries do, because a Production payload must name this app.
 public struct AppStoreApp: Hashable, Sendable {
     /// The bundle identifier the payload must carry.
-    public let bundleID: String
+    public let bundleId: String
     /// The app's Apple ID (App Store Connect "Apple ID"); required when Production is accepted.
-    public let appAppleID: Int64?
+    public let appAppleId: Int64?
     /// The environments accepted for this app.
     public let environments: Set<AppStoreEnvironment>
 
     /// - Throws: ``AppStoreConfigurationError`` when the bundle ID or the environments are empty, or
-    ///   Production is accepted without `appAppleID`.
+    ///   Production is accepted without `appAppleId`.
     public init(
-        bundleID: String,
-        appAppleID: Int64? = nil,
+        bundleId: String,
+        appAppleId: Int64? = nil,
         environments: Set<AppStoreEnvironment>
     ) throws(AppStoreConfigurationError) {
-        guard !bundleID.isEmpty else {
+        guard !bundleId.isEmpty else {
             throw AppStoreConfigurationError("an app needs a bundle ID")
         }
         guard !environments.isEmpty else {
-            throw AppStoreConfigurationError("app \(bundleID) accepts no environment")
+            throw AppStoreConfigurationError("app \(bundleId) accepts no environment")
         }
-        if environments.contains(.production), appAppleID == nil {
-            throw AppStoreConfigurationError("app \(bundleID): appAppleID is required when Production is accepted")
+        if environments.contains(.production), appAppleId == nil {
+            throw AppStoreConfigurationError("app \(bundleId): appAppleId is required when Production is accepted")
         }
-        self.bundleID = bundleID
-        self.appAppleID = appAppleID
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
         self.environments = environments
     }
 }

@@ -33,9 +33,9 @@ public struct AppStoreVerificationError: Error, Hashable, Sendable, CustomString
         /// The ES256 signature does not match the leaf key.
         public static let invalidSignature = Code(rawValue: "verification.invalid_signature")
         /// The bundle identifier is not one the verifier serves.
-        public static let wrongBundleID = Code(rawValue: "verification.wrong_bundle_id")
+        public static let wrongBundleId = Code(rawValue: "verification.wrong_bundle_id")
         /// The app Apple ID differs from the configured one (checked in Production).
-        public static let wrongAppAppleID = Code(rawValue: "verification.wrong_app_apple_id")
+        public static let wrongAppAppleId = Code(rawValue: "verification.wrong_app_apple_id")
         /// The environment is missing or not configured for the app.
         public static let wrongEnvironment = Code(rawValue: "verification.wrong_environment")
         /// The payload is a different kind of signed data than the caller asked for.

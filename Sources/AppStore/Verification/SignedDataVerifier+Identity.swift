@@ -5,28 +5,28 @@ import X509
 
 /// The app and environment a notification names, from its one sub-object.
 struct NotificationIdentity {
-    var bundleID: String?
-    var appAppleID: Int64?
+    var bundleId: String?
+    var appAppleId: Int64?
     var environment: AppStoreEnvironment?
 
     /// Apple's order: `data`, then `summary`, then `externalPurchaseToken`, then `appData`.
     init(_ payload: ResponseBodyV2DecodedPayload) {
         if let data = payload.data {
-            self.init(bundleID: data.bundleId, appAppleID: data.appAppleId, environment: data.environment)
+            self.init(bundleId: data.bundleId, appAppleId: data.appAppleId, environment: data.environment)
         } else if let summary = payload.summary {
-            self.init(bundleID: summary.bundleId, appAppleID: summary.appAppleId, environment: summary.environment)
+            self.init(bundleId: summary.bundleId, appAppleId: summary.appAppleId, environment: summary.environment)
         } else if let token = payload.externalPurchaseToken {
-            self.init(bundleID: token.bundleId, appAppleID: token.appAppleId, environment: token.derivedEnvironment)
+            self.init(bundleId: token.bundleId, appAppleId: token.appAppleId, environment: token.derivedEnvironment)
         } else if let appData = payload.appData {
-            self.init(bundleID: appData.bundleId, appAppleID: appData.appAppleId, environment: appData.environment)
+            self.init(bundleId: appData.bundleId, appAppleId: appData.appAppleId, environment: appData.environment)
         } else {
-            self.init(bundleID: nil, appAppleID: nil, environment: nil)
+            self.init(bundleId: nil, appAppleId: nil, environment: nil)
         }
     }
 
-    init(bundleID: String?, appAppleID: Int64?, environment: AppStoreEnvironment?) {
-        self.bundleID = bundleID
-        self.appAppleID = appAppleID
+    init(bundleId: String?, appAppleId: Int64?, environment: AppStoreEnvironment?) {
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
         self.environment = environment
     }
 }
@@ -35,25 +35,25 @@ extension SignedDataVerifier {
     /// The configured app a payload belongs to, after checking bundle ID, environment, app Apple ID
     /// (Production only, like Apple's libraries) and that Production data chains to Apple's root.
     func resolveApp(
-        bundleID: String?,
+        bundleId: String?,
         environment: AppStoreEnvironment?,
-        appAppleID: Int64?,
-        checksAppAppleID: Bool,
+        appAppleId: Int64?,
+        checksAppAppleId: Bool,
         chain: ChainCache.Entry
     ) throws(AppStoreVerificationError) -> AppStoreApp {
-        guard let bundleID else {
-            throw AppStoreVerificationError(.wrongBundleID, "the payload names no bundle ID")
+        guard let bundleId else {
+            throw AppStoreVerificationError(.wrongBundleId, "the payload names no bundle ID")
         }
-        guard let app = appsByBundleID[bundleID] else {
-            throw AppStoreVerificationError(.wrongBundleID, "bundle ID \(bundleID.prefix(200)) is not configured")
+        guard let app = appsByBundleId[bundleId] else {
+            throw AppStoreVerificationError(.wrongBundleId, "bundle ID \(bundleId.prefix(200)) is not configured")
         }
         try checkEnvironment(environment, allowed: app.environments, chain: nil)
-        if checksAppAppleID, environment == .production, appAppleID != app.appAppleID {
-            let found = appAppleID.map(String.init) ?? "none"
-            let expected = app.appAppleID.map(String.init) ?? "none"
+        if checksAppAppleId, environment == .production, appAppleId != app.appAppleId {
+            let found = appAppleId.map(String.init) ?? "none"
+            let expected = app.appAppleId.map(String.init) ?? "none"
             throw AppStoreVerificationError(
-                .wrongAppAppleID,
-                "app Apple ID \(found) is not the configured \(expected) of \(bundleID)"
+                .wrongAppAppleId,
+                "app Apple ID \(found) is not the configured \(expected) of \(bundleId)"
             )
         }
         try requireAppleRoot(forProduction: environment, chain: chain)
@@ -115,15 +115,15 @@ extension SignedDataVerifier {
 
     /// A nested JWS must name the same app and environment as its notification.
     func requireSame(
-        bundleID: String?,
+        bundleId: String?,
         environment: AppStoreEnvironment?,
         as app: AppStoreApp,
         _ expectedEnvironment: AppStoreEnvironment?
     ) throws(AppStoreVerificationError) {
-        guard bundleID == app.bundleID else {
+        guard bundleId == app.bundleId else {
             throw AppStoreVerificationError(
-                .wrongBundleID,
-                "the bundle ID differs from the notification's \(app.bundleID)"
+                .wrongBundleId,
+                "the bundle ID differs from the notification's \(app.bundleId)"
             )
         }
         if let expectedEnvironment, environment != expectedEnvironment {

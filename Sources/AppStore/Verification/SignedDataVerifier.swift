@@ -18,7 +18,7 @@ import X509
 /// share one instance across tasks.
 public final class SignedDataVerifier: Sendable {
     let configuration: Configuration
-    let appsByBundleID: [String: AppStoreApp]
+    let appsByBundleId: [String: AppStoreApp]
     let allEnvironments: Set<AppStoreEnvironment>
     let validator: AppStoreChainValidator
     let cache: Mutex<ChainCache>
@@ -39,10 +39,10 @@ public final class SignedDataVerifier: Sendable {
         }
         var apps: [String: AppStoreApp] = [:]
         for app in configuration.apps {
-            guard apps[app.bundleID] == nil else {
-                throw AppStoreConfigurationError("bundle ID \(app.bundleID) is configured twice")
+            guard apps[app.bundleId] == nil else {
+                throw AppStoreConfigurationError("bundle ID \(app.bundleId) is configured twice")
             }
-            apps[app.bundleID] = app
+            apps[app.bundleId] = app
         }
         guard configuration.trustsAppleRootCAG3 || !configuration.additionalTrustedRoots.isEmpty else {
             throw AppStoreConfigurationError("the verifier trusts no root certificate")
@@ -55,7 +55,7 @@ public final class SignedDataVerifier: Sendable {
         }
         self.configuration = configuration
         self.checksRevocation = configuration.revocationChecking != nil
-        self.appsByBundleID = apps
+        self.appsByBundleId = apps
         self.allEnvironments = configuration.apps.reduce(into: []) { $0.formUnion($1.environments) }
         self.validator = AppStoreChainValidator(
             trustedRoots: configuration.additionalTrustedRoots,
@@ -91,10 +91,10 @@ public final class SignedDataVerifier: Sendable {
         }
         let identity = NotificationIdentity(payload)
         let app = try resolveApp(
-            bundleID: identity.bundleID,
+            bundleId: identity.bundleId,
             environment: identity.environment,
-            appAppleID: identity.appAppleID,
-            checksAppAppleID: true,
+            appAppleId: identity.appAppleId,
+            checksAppAppleId: true,
             chain: outer.chain
         )
         // resolveApp has checked that the environment is present.
@@ -102,8 +102,8 @@ public final class SignedDataVerifier: Sendable {
         var result = VerifiedNotification(
             payload: payload,
             environment: environment,
-            bundleId: app.bundleID,
-            appAppleId: app.appAppleID
+            bundleId: app.bundleId,
+            appAppleId: app.appAppleId
         )
         if let signed = payload.data?.signedTransactionInfo {
             result.transaction = try await nested("data.signedTransactionInfo") {
@@ -138,17 +138,17 @@ public final class SignedDataVerifier: Sendable {
 
     /// Verifies signed renewal info.
     ///
-    /// Renewal info names no app, so its environment is checked against `bundleID`'s configured
+    /// Renewal info names no app, so its environment is checked against `bundleId`'s configured
     /// environments when given, otherwise against every configured environment.
     /// - Throws: ``AppStoreVerificationError``.
     public func verifyRenewalInfo(
         _ signedRenewalInfo: String,
-        bundleID: String? = nil
+        bundleId: String? = nil
     ) async throws(AppStoreVerificationError) -> JWSRenewalInfoDecodedPayload {
         var environments = allEnvironments
-        if let bundleID {
-            guard let app = appsByBundleID[bundleID] else {
-                throw AppStoreVerificationError(.wrongBundleID, "bundle ID \(bundleID) is not configured")
+        if let bundleId {
+            guard let app = appsByBundleId[bundleId] else {
+                throw AppStoreVerificationError(.wrongBundleId, "bundle ID \(bundleId) is not configured")
             }
             environments = app.environments
         }
@@ -230,17 +230,17 @@ public final class SignedDataVerifier: Sendable {
         let payload = verified.payload
         if let expectedApp {
             try requireSame(
-                bundleID: payload.bundleId,
+                bundleId: payload.bundleId,
                 environment: payload.environment,
                 as: expectedApp,
                 expectedEnvironment
             )
         }
         _ = try resolveApp(
-            bundleID: payload.bundleId,
+            bundleId: payload.bundleId,
             environment: payload.environment,
-            appAppleID: nil,
-            checksAppAppleID: false,
+            appAppleId: nil,
+            checksAppAppleId: false,
             chain: verified.chain
         )
         return payload
@@ -288,17 +288,17 @@ public final class SignedDataVerifier: Sendable {
         let payload = verified.payload
         if let expectedApp {
             try requireSame(
-                bundleID: payload.bundleId,
+                bundleId: payload.bundleId,
                 environment: payload.receiptType,
                 as: expectedApp,
                 expectedEnvironment
             )
         }
         _ = try resolveApp(
-            bundleID: payload.bundleId,
+            bundleId: payload.bundleId,
             environment: payload.receiptType,
-            appAppleID: payload.appAppleId,
-            checksAppAppleID: true,
+            appAppleId: payload.appAppleId,
+            checksAppAppleId: true,
             chain: verified.chain
         )
         return payload

@@ -15,7 +15,7 @@ enum SimulatorSettings {
         "SIM_STATE_DIR", default: ".local/appstore-sim",
         meaning: "where the test CA (ca/*.pem) and the App Store Connect key (api-key.p8, api-key.json) are created on first start and reused")
     static let apps = Setting<String?>.optional("SIM_APPS", meaning: "app Apple IDs to report, bundleId:appAppleId,… (optional)")
-    static let bundleID = Setting<String>.text("SIM_BUNDLE_ID", default: "com.example.entitlements", meaning: "the app lifecycle runs play")
+    static let bundleId = Setting<String>.text("SIM_BUNDLE_ID", default: "com.example.entitlements", meaning: "the app lifecycle runs play")
     static let apiKeyFile = Setting<String?>.optional(
         "SIM_API_KEY_FILE",
         meaning:
@@ -37,7 +37,7 @@ enum SimulatorSettings {
     static let httpPort = Setting<Int>.int("HTTP_PORT", default: 8090, in: 0...65535, meaning: "the port of HTTP_HOST")
 
     static let variables = [
-        stateDirectory.help, apps.help, bundleID.help, apiKeyFile.help, apiIssuerID.help, apiKeyID.help, webhookCAFile.help,
+        stateDirectory.help, apps.help, bundleId.help, apiKeyFile.help, apiIssuerID.help, apiKeyID.help, webhookCAFile.help,
         webhookURL.help, httpHost.help, httpPort.help, CommonSettings.logLevel.help, CommonSettings.logFormat.help,
     ]
 }
@@ -45,8 +45,8 @@ enum SimulatorSettings {
 /// What `appstore-sim` reads at start; each problem is one line naming its variable (exit 78).
 struct SimulatorConfiguration {
     var stateDirectory: URL
-    var appAppleIDs: [String: Int64] = [:]
-    var bundleID: String
+    var appAppleIds: [String: Int64] = [:]
+    var bundleId: String
     /// The App Store Connect key's file, issuer ID and key ID, when all three are set.
     var apiKey: (file: String, issuerID: String, keyID: String)?
     var webhookCAFile: String?
@@ -64,12 +64,12 @@ struct SimulatorConfiguration {
             guard parts.count == 2, let id = Int64(parts[1]) else {
                 throw ConfigurationError(variable: "SIM_APPS", problem: "entries are bundleId:appAppleId (got \(entry))")
             }
-            appAppleIDs[String(parts[0])] = id
+            appAppleIds[String(parts[0])] = id
         }
         logLevel = try env.logLevel()
         logFormat = try env.logFormat()
         stateDirectory = URL(fileURLWithPath: try env.read(SimulatorSettings.stateDirectory))
-        bundleID = try env.read(SimulatorSettings.bundleID)
+        bundleId = try env.read(SimulatorSettings.bundleId)
         let keyParts = (
             try env.read(SimulatorSettings.apiKeyFile), try env.read(SimulatorSettings.apiIssuerID), try env.read(SimulatorSettings.apiKeyID)
         )
@@ -122,7 +122,7 @@ if let key = configuration.apiKey {
 }
 let apple: SimulatedApple
 do {
-    apple = try SimulatedApple(stateDirectory: stateDirectory, apiKey: configuredKey, appAppleIDs: configuration.appAppleIDs)
+    apple = try SimulatedApple(stateDirectory: stateDirectory, apiKey: configuredKey, appAppleIds: configuration.appAppleIds)
 } catch {
     FileHandle.standardError.write(Data("appstore-sim: cannot load or create its state in \(stateDirectory.path): \(error)\n".utf8))
     exit(1)
@@ -144,7 +144,7 @@ if let caFile = configuration.webhookCAFile {
 }
 let router = apple.makeRouter()
 LifecycleRoutes(
-    runs: LifecycleRuns(apple: apple, defaultBundleID: configuration.bundleID, client: webhookClient)
+    runs: LifecycleRuns(apple: apple, defaultBundleId: configuration.bundleId, client: webhookClient)
 ).register(on: router)
 let app = Application(
     router: router,

@@ -73,7 +73,7 @@ struct Backfill: AsyncParsableCommand {
             if json {
                 OperatorEnvironment.printJSON(
                     Output(
-                        app: target.bundleID, environment: target.environment.rawValue, since: start, until: end, onlyFailures: onlyFailures,
+                        app: target.bundleId, environment: target.environment.rawValue, since: start, until: end, onlyFailures: onlyFailures,
                         topic: topic, fetched: report.fetched, written: report.written, undelivered: report.undelivered, byType: report.byType))
                 return
             }

@@ -22,10 +22,10 @@ struct Inspect: AsyncParsableCommand {
     var input: String
 
     @Option(name: .customLong("bundle-id"), help: "The bundle ID the data must name.")
-    var bundleID: String?
+    var bundleId: String?
 
     @Option(name: .customLong("app-apple-id"), help: "The app Apple ID Production data must name.")
-    var appAppleID: Int64?
+    var appAppleId: Int64?
 
     @Option(help: "Sandbox or Production.")
     var environment: String?
@@ -47,10 +47,10 @@ struct Inspect: AsyncParsableCommand {
         if ValidationTimeOption.parse(validationDate) == nil {
             throw ValidationError("--validation-date must be \(ValidationTimeOption.syntax) (got \(validationDate))")
         }
-        if let appAppleID, appAppleID <= 0 {
+        if let appAppleId, appAppleId <= 0 {
             throw ValidationError("--app-apple-id must be a positive number")
         }
-        if let bundleID, bundleID.isEmpty {
+        if let bundleId, bundleId.isEmpty {
             throw ValidationError("--bundle-id must not be empty")
         }
     }
@@ -58,7 +58,7 @@ struct Inspect: AsyncParsableCommand {
     func run() async throws {
         do {
             let options = InspectOptions(
-                bundleID: bundleID, appAppleID: appAppleID, environment: environment.flatMap(AppListParser.environment),
+                bundleId: bundleId, appAppleId: appAppleId, environment: environment.flatMap(AppListParser.environment),
                 trustedRoots: try loadRoots(), validationTime: ValidationTimeOption.parse(validationDate) ?? .signedDate)
             let plan = try InspectionPlan(input: try readInput(), options: options)
             for line in plan.assumptions { printError("note: \(line)") }

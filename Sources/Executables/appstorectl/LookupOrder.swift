@@ -68,7 +68,7 @@ struct LookupOrder: AsyncParsableCommand {
             let job = OrderLookupJob(client: try RecoveryEnvironment.apiClient(configuration))
             let result = try await job.lookUp(orderID, target: target)
             var output = Output(
-                orderId: orderID, app: target.bundleID, environment: target.environment.rawValue,
+                orderId: orderID, app: target.bundleId, environment: target.environment.rawValue,
                 transactions: result.transactions.map {
                     .init(
                         transactionId: $0.transactionId, originalTransactionId: $0.originalTransactionId, productId: $0.productId,

@@ -52,7 +52,7 @@ struct Reconcile: AsyncParsableCommand {
             let leeway = Duration.seconds(leewaySeconds)
             let app = self.app
             let overdue = try await RecoveryEnvironment.withDatabase { database in
-                try await SubscriptionReconciler(database: database, logger: OperatorEnvironment.logger).overdue(bundleID: app, leeway: leeway)
+                try await SubscriptionReconciler(database: database, logger: OperatorEnvironment.logger).overdue(bundleId: app, leeway: leeway)
             }
             func finish(_ items: [ReconcileItem]) {
                 guard json else { return }
@@ -80,7 +80,7 @@ struct Reconcile: AsyncParsableCommand {
             let producer = try RecoveryEnvironment.producer()
             let topic = ProcessInfo.processInfo.environment["VERIFIED_TOPIC"] ?? Topics.verified
             let items = await SubscriptionReconciler.queue(
-                overdue, client: client, producer: producer, verifiedTopic: topic, defaultBundleID: app)
+                overdue, client: client, producer: producer, verifiedTopic: topic, defaultBundleId: app)
             await producer.close()
             finish(items)
             for item in items where !json {

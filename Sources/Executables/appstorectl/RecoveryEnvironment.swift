@@ -41,19 +41,19 @@ enum RecoveryEnvironment {
 
     /// Which app and environment a command talks to Apple about: `--environment` when given, else
     /// the only environment APPSTORE_APPS lists for the app, else Production.
-    static func target(app bundleID: String, environment: String?, configuration: AppStoreAPISettings) throws -> AppStoreServerAPIClient.Target {
-        guard let app = configuration.apps.first(where: { $0.bundleID == bundleID }) else {
+    static func target(app bundleId: String, environment: String?, configuration: AppStoreAPISettings) throws -> AppStoreServerAPIClient.Target {
+        guard let app = configuration.apps.first(where: { $0.bundleId == bundleId }) else {
             throw OperationsError(
-                .unknownApp, "\(bundleID) is not in APPSTORE_APPS (\(configuration.apps.map(\.bundleID).joined(separator: ", ")))")
+                .unknownApp, "\(bundleId) is not in APPSTORE_APPS (\(configuration.apps.map(\.bundleId).joined(separator: ", ")))")
         }
         if let environment {
             guard let chosen = AppListParser.environment(environment) else {
                 throw ValidationError("--environment must be Sandbox or Production (got \(environment))")
             }
-            return .init(bundleID: bundleID, environment: chosen)
+            return .init(bundleId: bundleId, environment: chosen)
         }
         let only = app.environments.count == 1 ? app.environments.first : nil
-        return .init(bundleID: bundleID, environment: only ?? .production)
+        return .init(bundleId: bundleId, environment: only ?? .production)
     }
 
     /// Runs `body` with a Postgres client on grant's database, shut down afterwards.

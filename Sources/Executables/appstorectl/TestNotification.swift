@@ -56,7 +56,7 @@ struct TestNotification: AsyncParsableCommand {
             if json {
                 OperatorEnvironment.printJSON(
                     Output(
-                        app: target.bundleID, environment: target.environment.rawValue, topic: topic, token: trace.token,
+                        app: target.bundleId, environment: target.environment.rawValue, topic: topic, token: trace.token,
                         notificationUUID: trace.notificationUUID, sendAttempts: trace.sendAttempts, verifiedAt: trace.verifiedAt,
                         arrived: trace.arrived))
                 if !trace.arrived { throw ExitCode(1) }

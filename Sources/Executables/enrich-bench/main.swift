@@ -59,7 +59,7 @@ let kafka = KafkaClientConfiguration(bootstrapServers: options.bootstrap, client
 let apiKey = SimulatorAPIKey(issuerID: UUID().uuidString.lowercased(), keyID: "BENCHKEY01", privateKey: .init())
 let authority = try SigningAuthority(options: SigningAuthorityOptions(name: "Enrich Bench Sim"))
 let apple = try SimulatedApple(authority: authority, apiKey: apiKey)
-let bundleID = "com.example.entitlements"
+let bundleId = "com.example.entitlements"
 let (portStream, portContinuation) = AsyncStream.makeStream(of: Int.self)
 let simApp = apple.makeApplication(host: "127.0.0.1", port: 0, logger: logger) { port in portContinuation.yield(port) }
 let simGroup = ServiceGroup(services: [simApp], logger: logger)
@@ -83,7 +83,7 @@ for p in 0..<purchases {
         let purchased = AppStoreJSON.date(milliseconds: AppStoreJSON.milliseconds(since1970: t0.addingTimeInterval(Double(i) * 30 * 86_400)))
         transactions.append(
             JWSTransactionDecodedPayload(
-                originalTransactionId: original, transactionId: String(Int(original)! + i), bundleId: bundleID,
+                originalTransactionId: original, transactionId: String(Int(original)! + i), bundleId: bundleId,
                 productId: "com.example.premium.monthly", subscriptionGroupIdentifier: "21000000", purchaseDate: purchased,
                 originalPurchaseDate: t0, expiresDate: purchased.addingTimeInterval(30 * 86_400), quantity: 1, type: .autoRenewableSubscription,
                 appAccountToken: i == 0 ? UUID() : nil, inAppOwnershipType: .purchased, environment: .sandbox, transactionReason: .purchase))
@@ -93,10 +93,10 @@ for p in 0..<purchases {
         let uuid = UUID().uuidString.lowercased()
         records.append(
             VerifiedRecord(
-                kind: .notification, source: "apple-webhook", environment: .sandbox, bundleId: bundleID, originalTransactionId: original,
+                kind: .notification, source: "apple-webhook", environment: .sandbox, bundleId: bundleId, originalTransactionId: original,
                 transactionId: t.transactionId, notificationUUID: uuid,
                 notification: ResponseBodyV2DecodedPayload(
-                    notificationType: .didRenew, notificationUUID: uuid, data: NotificationData(environment: .sandbox, bundleId: bundleID),
+                    notificationType: .didRenew, notificationUUID: uuid, data: NotificationData(environment: .sandbox, bundleId: bundleId),
                     version: "2.0", signedDate: Date()),
                 transaction: t, signedPayload: "h.p.s", verifiedAt: Date()))
     }
@@ -118,12 +118,12 @@ func runMode(coalesce: Bool) async throws -> ModeResult {
 
     let client = try AppStoreServerAPIClient(
         configuration: .init(
-            credentials: [AppStoreAPICredentials(bundleID: bundleID, issuerID: apiKey.issuerID, keyID: apiKey.keyID, privateKey: apiKey.privateKey)],
+            credentials: [AppStoreAPICredentials(bundleId: bundleId, issuerID: apiKey.issuerID, keyID: apiKey.keyID, privateKey: apiKey.privateKey)],
             baseURLOverride: "http://127.0.0.1:\(simPort)", rateLimits: RateLimitPolicy(scale: 10_000)),
         httpClient: HTTPClient.shared,
         verifier: try SignedDataVerifier(
             configuration: .init(
-                apps: [try AppStoreApp(bundleID: bundleID, environments: [.sandbox])], additionalTrustedRoots: [authority.root])),
+                apps: [try AppStoreApp(bundleId: bundleId, environments: [.sandbox])], additionalTrustedRoots: [authority.root])),
         logger: logger)
     let stage = EnrichStage(lookup: PurchaseLookup(client: client), outputTopic: output, coalesce: coalesce, logger: logger)
     let consumerConfiguration = { (group: String, topic: String) in

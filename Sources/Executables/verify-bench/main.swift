@@ -43,14 +43,14 @@ struct Arguments {
 }
 
 let arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
-let bundleID = "com.example.entitlements"
-let appAppleID: Int64 = 1_234_567_890
+let bundleId = "com.example.entitlements"
+let appAppleId: Int64 = 1_234_567_890
 
 func notification(_ index: Int, signer: JWSSigner, signedDate: Date) throws -> String {
     let originalID = String(2_000_000_000_000_000 + index)
     let transaction = JWSTransactionDecodedPayload(
         originalTransactionId: originalID, transactionId: String(3_000_000_000_000_000 + index),
-        webOrderLineItemId: String(4_000_000_000_000_000 + index), bundleId: bundleID,
+        webOrderLineItemId: String(4_000_000_000_000_000 + index), bundleId: bundleId,
         productId: "com.example.premium.monthly", subscriptionGroupIdentifier: "21000000",
         purchaseDate: signedDate.addingTimeInterval(-60), originalPurchaseDate: signedDate.addingTimeInterval(-86_400),
         expiresDate: signedDate.addingTimeInterval(30 * 86_400), quantity: 1, type: .autoRenewableSubscription,
@@ -65,7 +65,7 @@ func notification(_ index: Int, signer: JWSSigner, signedDate: Date) throws -> S
     let payload = ResponseBodyV2DecodedPayload(
         notificationType: .didRenew, notificationUUID: UUID().uuidString.lowercased(),
         data: NotificationData(
-            environment: .sandbox, appAppleId: appAppleID, bundleId: bundleID, bundleVersion: "42",
+            environment: .sandbox, appAppleId: appAppleId, bundleId: bundleId, bundleVersion: "42",
             signedTransactionInfo: try signer.sign(transaction), signedRenewalInfo: try signer.sign(renewal),
             status: .active),
         version: "2.0", signedDate: signedDate)
@@ -119,7 +119,7 @@ do {
     tokens.reserveCapacity(total)
     for index in 0..<total { tokens.append(try notification(index, signer: signer, signedDate: now)) }
 
-    let app = try AppStoreApp(bundleID: bundleID, appAppleID: appAppleID, environments: [.sandbox])
+    let app = try AppStoreApp(bundleId: bundleId, appAppleId: appAppleId, environments: [.sandbox])
     func verifier(_ cache: ChainCachePolicy) throws -> SignedDataVerifier {
         try SignedDataVerifier(configuration: .init(apps: [app], additionalTrustedRoots: [authority.root], chainCache: cache))
     }

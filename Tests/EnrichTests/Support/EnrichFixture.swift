@@ -18,10 +18,10 @@ enum EnrichFixture {
     ) -> VerifiedRecord {
         let payload = ResponseBodyV2DecodedPayload(
             notificationType: type, subtype: subtype, notificationUUID: uuid,
-            data: NotificationData(environment: .sandbox, bundleId: SimFixture.bundleID, signedTransactionInfo: "h.p.s", status: .active),
+            data: NotificationData(environment: .sandbox, bundleId: SimFixture.bundleId, signedTransactionInfo: "h.p.s", status: .active),
             version: "2.0", signedDate: SimFixture.now())
         return VerifiedRecord(
-            kind: .notification, source: "apple-webhook", environment: .sandbox, bundleId: SimFixture.bundleID,
+            kind: .notification, source: "apple-webhook", environment: .sandbox, bundleId: SimFixture.bundleId,
             originalTransactionId: transaction.originalTransactionId, transactionId: transaction.transactionId, notificationUUID: uuid,
             notification: payload, transaction: transaction, signedPayload: "h.p.s", verifiedAt: SimFixture.now())
     }
@@ -29,7 +29,7 @@ enum EnrichFixture {
     /// A verified app upload of `transaction` with the app's hints.
     static func upload(_ transaction: JWSTransactionDecodedPayload, hint: UUID?) -> VerifiedRecord {
         VerifiedRecord(
-            kind: .transaction, source: "app-upload", environment: .sandbox, bundleId: SimFixture.bundleID,
+            kind: .transaction, source: "app-upload", environment: .sandbox, bundleId: SimFixture.bundleId,
             originalTransactionId: transaction.originalTransactionId, transactionId: transaction.transactionId, transaction: transaction,
             hints: AppUploadHints(appAccountToken: hint, userId: "user-1"), signedTransaction: "h.p.s", verifiedAt: SimFixture.now())
     }
@@ -38,9 +38,9 @@ enum EnrichFixture {
     static func testNotification() -> VerifiedRecord {
         let uuid = UUID().uuidString.lowercased()
         return VerifiedRecord(
-            kind: .notification, source: "apple-webhook", environment: .sandbox, bundleId: SimFixture.bundleID, notificationUUID: uuid,
+            kind: .notification, source: "apple-webhook", environment: .sandbox, bundleId: SimFixture.bundleId, notificationUUID: uuid,
             notification: ResponseBodyV2DecodedPayload(
-                notificationType: .test, notificationUUID: uuid, data: NotificationData(environment: .sandbox, bundleId: SimFixture.bundleID),
+                notificationType: .test, notificationUUID: uuid, data: NotificationData(environment: .sandbox, bundleId: SimFixture.bundleId),
                 version: "2.0", signedDate: SimFixture.now()),
             signedPayload: "h.p.s", verifiedAt: SimFixture.now())
     }

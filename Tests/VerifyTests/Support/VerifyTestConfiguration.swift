@@ -8,7 +8,7 @@ extension TestPKI {
     /// test root trusted.
     static func configuration(chainCache: ChainCachePolicy = .default) throws -> VerifyConfiguration {
         VerifyConfiguration(
-            apps: [try AppStoreApp(bundleID: bundleID, appAppleID: appAppleID, environments: [.sandbox, .production])],
+            apps: [try AppStoreApp(bundleId: bundleId, appAppleId: appAppleId, environments: [.sandbox, .production])],
             additionalTrustedRoots: [trusted.root], chainCache: chainCache)
     }
 }
