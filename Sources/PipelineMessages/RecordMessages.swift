@@ -91,7 +91,7 @@ extension PipelineHeader {
     /// of a replayed record dropped.
     public static func carried(from input: [KafkaHeader], schema: String) -> [KafkaHeader] {
         var headers = input.filter {
-            $0.key != PipelineHeader.schema && $0.key != PipelineHeader.contentType && !DeadLetterHeader.all.contains($0.key)
+            $0.key != PipelineHeader.schema && $0.key != PipelineHeader.contentType && !$0.key.hasPrefix(DeadLetterHeader.prefix)
         }
         headers.append(KafkaHeader(key: PipelineHeader.contentType, string: "application/json"))
         headers.append(KafkaHeader(key: PipelineHeader.schema, string: schema))

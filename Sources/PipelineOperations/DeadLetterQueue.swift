@@ -25,8 +25,8 @@ public struct DeadLetter: Sendable {
     /// The record as it was before it failed: key, body and headers without the `dlq-*` ones, plus
     /// `dlq-replayed-from` naming this dead letter.
     public func replayRecord(defaultTopic: String) -> KafkaOutgoingMessage {
-        var headers = message.headers.filter { !$0.key.hasPrefix("dlq-") }
-        headers.append(KafkaHeader(key: "dlq-replayed-from", string: "\(message.topic)[\(message.partition)]@\(message.offset)"))
+        var headers = message.headers.filter { !$0.key.hasPrefix(DeadLetterHeader.prefix) }
+        headers.append(KafkaHeader(key: DeadLetterHeader.replayedFrom, string: "\(message.topic)[\(message.partition)]@\(message.offset)"))
         return KafkaOutgoingMessage(
             topic: sourceTopic ?? defaultTopic, key: message.key, value: message.value, headers: headers)
     }

@@ -42,6 +42,7 @@ struct RecordMessagesTests {
             KafkaHeader(key: PipelineHeader.contentType, string: "text/plain"),
             KafkaHeader(key: DeadLetterHeader.errorCode, string: "verification.invalid_signature"),
             KafkaHeader(key: DeadLetterHeader.attempts, string: "3"),
+            KafkaHeader(key: DeadLetterHeader.replayedFrom, string: "appstore.verify.dlq.v1[0]@7"),
         ]
         let record = VerifiedRecord(
             kind: .transaction, source: "app-upload", environment: .sandbox, bundleId: "com.example", originalTransactionId: "2000",

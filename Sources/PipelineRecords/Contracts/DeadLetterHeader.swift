@@ -12,8 +12,15 @@ public enum DeadLetterHeader {
     public static let attempts = "dlq-attempts"
     public static let firstFailureAt = "dlq-first-failure-at"
     public static let lastFailureAt = "dlq-last-failure-at"
+    /// On a record `appstorectl dlq replay` sent back: `<dlq topic>[<partition>]@<offset>` of the
+    /// dead letter it came from. Kept when it fails again.
+    public static let replayedFrom = "dlq-replayed-from"
 
-    /// Every dead-letter header: a stage drops them from a replayed record's output.
+    /// What every dead-letter header's name starts with (also `dlq-replayed-from`, which a
+    /// replayed record carries): a stage drops them all from its output.
+    public static let prefix = "dlq-"
+
+    /// The headers a dead letter gets; a record that fails again has them replaced.
     public static let all: Set<String> = [
         errorCode, errorMessage, stage, sourceTopic, sourcePartition, sourceOffset, attempts, firstFailureAt, lastFailureAt,
     ]
