@@ -44,9 +44,7 @@ public struct GrantStage: PipelineStage {
         var positions: [Int] = []
         for (i, message) in batch.enumerated() {
             do {
-                // AppStore's own decoder: a replay decodes a record per event, and Foundation's
-                // JSONDecoder had been half of grant's CPU.
-                let record = try AppStoreJSON.decode(EnrichedRecord.self, from: message.value)
+                let record = try EnrichedRecord.decode(message.value)
                 var event = try GrantEvent(record)
                 event.receivedAt = message.headers.string(PipelineHeader.receivedAt).flatMap(Self.parseTimestamp)
                 events.append(event)

@@ -29,9 +29,10 @@ public struct EnrichedRecord: Codable, Hashable, Sendable {
         try StreamingJSONEncoder.encode(self)
     }
 
-    /// Decodes a published body.
+    /// Decodes a published body with the project's decoder (strict RFC 8259, direct readers for
+    /// Apple's models inside), which costs a fraction of Foundation's on every record a stage reads.
     public static func decode(_ bytes: some Collection<UInt8>) throws -> EnrichedRecord {
-        try AppStoreJSON.decoder.decode(EnrichedRecord.self, from: Data(bytes))
+        try AppStoreJSON.decode(EnrichedRecord.self, from: Array(bytes))
     }
 }
 

@@ -108,8 +108,9 @@ public struct VerifiedRecord: Codable, Hashable, Sendable {
         try StreamingJSONEncoder.encode(self)
     }
 
-    /// Decodes a published body.
+    /// Decodes a published body with the project's decoder (strict RFC 8259, direct readers for
+    /// Apple's models inside), which costs a fraction of Foundation's on every record a stage reads.
     public static func decode(_ bytes: some Collection<UInt8>) throws -> VerifiedRecord {
-        try AppStoreJSON.decoder.decode(VerifiedRecord.self, from: Data(bytes))
+        try AppStoreJSON.decode(VerifiedRecord.self, from: Array(bytes))
     }
 }
