@@ -199,7 +199,7 @@ let package = Package(
             dependencies: [
                 "PipelineRecords",
                 "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting,
-                asyncHTTPClient, nioCore, nioHTTP1, hummingbird, jwtKit, crypto, logging,
+                asyncHTTPClient, nioCore, nioHTTP1, hummingbird, jwtKit, crypto, logging, metrics, prometheus,
             ],
             swiftSettings: swiftSettings
         ),

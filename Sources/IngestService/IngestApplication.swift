@@ -1,11 +1,9 @@
-import CoreMetrics
 import EnvironmentSettings
 import Foundation
 import HTTPTypes
 import Hummingbird
 import KafkaClient
 import Logging
-import Metrics
 import NIOCore
 import PipelineMessages
 import PipelineRecords
@@ -30,15 +28,19 @@ public enum IngestApplication {
         let authenticator = authenticator ?? UploadAuthenticator(settings: configuration.uploadAuthentication, logger: logger)
         let limit = configuration.maxJWSBytes
         let router = Router()
-        router.post("/v2/notifications") { request, context in
-            try await handler.accept(request, route: "/v2/notifications") { body in
+        // Hummingbird's metrics per route, method and answered status (a thrown `IngestError`
+        // counts under its own status, and in `hb_request_errors`), on the two ingest routes only:
+        // scrapes and probes are not webhook traffic.
+        let ingestRoutes = router.group().add(middleware: MetricsMiddleware())
+        ingestRoutes.post("/v2/notifications") { request, context in
+            try await handler.accept(request) { body in
                 let accepted = try RequestValidation.notification(body, maxJWSBytes: limit)
                 return IngestHandler.Record(
                     source: PipelineHeader.Source.appleWebhook, body: RawRecord.notificationBody(signedPayload: accepted.signedPayload))
             }
         }
-        router.post("/v1/transactions") { request, context in
-            try await handler.accept(request, route: "/v1/transactions") { body in
+        ingestRoutes.post("/v1/transactions") { request, context in
+            try await handler.accept(request) { body in
                 // Credentials first: an unauthenticated client learns nothing about its body.
                 let credential = try await authenticator.authenticate(headers: request.headers, body: body)
                 let accepted = try RequestValidation.transaction(body, maxJWSBytes: limit)
@@ -93,16 +95,12 @@ final class IngestHandler: Sendable {
     }
 
     func accept(
-        _ request: Request, route: String, prepare: ([UInt8]) async throws -> Record
+        _ request: Request, prepare: ([UInt8]) async throws -> Record
     ) async throws -> Response {
-        let started = ContinuousClock.now
         let requestID = RequestID.accepted(request.headers[.requestID])
         do {
-            let response = try await store(request, requestID: requestID, prepare: prepare)
-            record(route: route, status: 200, since: started)
-            return response
+            return try await store(request, requestID: requestID, prepare: prepare)
         } catch let error as IngestError {
-            record(route: route, status: Int(error.status.code), since: started)
             if error.status == .serviceUnavailable {
                 logger.warning("request not stored", metadata: [LogKey.requestID: "\(requestID)", LogKey.errorCode: "\(error.code)"])
             } else {
@@ -163,27 +161,6 @@ final class IngestHandler: Sendable {
             logger.warning("no acknowledgement within the deadline", metadata: [LogKey.httpTimeout: "\(timeout)"])
             throw IngestError.brokerUnavailable()
         }
-    }
-
-    private let counters = Mutex<[String: CoreMetrics.Counter]>([:])
-    private let timers = Mutex<[String: CoreMetrics.Timer]>([:])
-
-    private func record(route: String, status: Int, since: ContinuousClock.Instant) {
-        let counter = counters.withLock { c in
-            let key = "\(route) \(status)"
-            if let existing = c[key] { return existing }
-            let made = CoreMetrics.Counter(label: "ingest_requests_total", dimensions: [("route", route), ("status", String(status))])
-            c[key] = made
-            return made
-        }
-        counter.increment()
-        let timer = timers.withLock { t in
-            if let existing = t[route] { return existing }
-            let made = CoreMetrics.Timer(label: "ingest_request_duration_seconds", dimensions: [("route", route)], preferredDisplayUnit: .seconds)
-            t[route] = made
-            return made
-        }
-        timer.recordNanoseconds((ContinuousClock.now - since).nanoseconds)
     }
 
     /// W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`); anything else is not carried.

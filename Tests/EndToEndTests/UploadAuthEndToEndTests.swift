@@ -97,7 +97,7 @@ struct UploadAuthEndToEndTests {
             #expect(try await externalUserId(pipeline, customer) == "alice@idp")
 
             // Nothing the refused uploads carried reached grant: only the two accepted uploads are recorded.
-            #expect(await pipeline.metric(.ingest, "ingest_requests_total", labelContains: "status=\"401\"") == 4)
+            #expect(await pipeline.metric(.ingest, "hb_requests", labelContains: "http_response_status_code=\"401\"") == 4)
             #expect(await pipeline.metric(.verify, "pipeline_messages_processed_total") == 2)
             #expect(try await pipeline.loggedEvents() == 2)
         }

@@ -4,8 +4,10 @@ import Hummingbird
 import HummingbirdTesting
 import IngestService
 import KafkaClient
+import Metrics
 import NIOCore
 import PipelineRecords
+import Prometheus
 import StageRuntime
 import TestSupport
 import Testing
@@ -38,16 +40,60 @@ func expectError(
 struct IngestRouteTests {
     func withIngest(
         ackTimeout: Duration = .seconds(5), bootstrap: String = TestServices.bootstrapServers,
-        _ body: @Sendable (String, any TestClientProtocol) async throws -> Void
+        registry: PrometheusCollectorRegistry? = nil, _ body: @Sendable (String, any TestClientProtocol) async throws -> Void
     ) async throws {
         let topic = try await TestServices.makeTopic("raw")
         let config = IngestConfiguration(
             kafka: KafkaClientConfiguration(bootstrapServers: bootstrap), uploadAuthentication: try TestUploads.open(), rawTopic: topic,
             ackTimeout: ackTimeout)
         let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
-        let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
+        let app = IngestApplication.build(configuration: config, producer: producer, registry: registry, logger: TestServices.logger)
         try await app.test(.router) { client in try await body(topic, client) }
         await producer.close()
+    }
+
+    @Test("/metrics counts the answers per route and answered status, refusals included; scrapes and probes are not counted")
+    func requestMetrics() async throws {
+        let registry = PrometheusCollectorRegistry()
+        try await withMetricsFactory(ProcessBootstrap.metricsFactory(registry: registry)) {
+            try await withIngest(registry: registry) { _, client in
+                let json: HTTPFields = [.contentType: "application/json"]
+                let posts: [(String, HTTPFields, String, HTTPResponse.Status)] = [
+                    ("/v2/notifications", json, #"{"signedPayload":"\#(fakeJWS())"}"#, .ok),
+                    ("/v2/notifications", json, #"{"signedPayload":"\#(fakeJWS())"}"#, .ok),
+                    ("/v2/notifications", [.contentType: "text/plain"], #"{"signedPayload":"a.b.c"}"#, .unsupportedMediaType),
+                    ("/v1/transactions", json, uploadBody(), .ok),
+                    ("/v1/transactions", json, "not json", .badRequest),
+                ]
+                for (uri, headers, body, status) in posts {
+                    try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(string: body)) {
+                        #expect($0.status == status, "\(uri) \(body)")
+                    }
+                }
+                try await client.execute(uri: "/ready", method: .get) { #expect($0.status == .ok) }
+                // Scraped twice: the second would show the first if scrapes were counted.
+                try await client.execute(uri: "/metrics", method: .get) { _ in }
+                let scraped = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+                func count(_ name: String, _ labels: [String: String]) -> Double? {
+                    let wanted = labels.map { #"\#($0.key)="\#($0.value)""# }
+                    let lines = scraped.split(separator: "\n").filter { line in
+                        line.hasPrefix(name + "{") && wanted.allSatisfy { line.contains($0) }
+                    }
+                    return lines.count == 1 ? Double(lines[0].split(separator: " ").last ?? "") : nil
+                }
+                func requests(_ route: String, _ status: Int) -> Double? {
+                    count("hb_requests", ["http_route": route, "http_request_method": "POST", "http_response_status_code": "\(status)"])
+                }
+                #expect(requests("/v2/notifications", 200) == 2, "\(scraped)")
+                #expect(requests("/v2/notifications", 415) == 1)
+                #expect(requests("/v1/transactions", 200) == 1)
+                #expect(requests("/v1/transactions", 400) == 1)
+                #expect(requests("/v1/transactions", 415) == nil)
+                #expect(count("hb_request_errors", ["http_route": "/v1/transactions", "error_type": "400"]) == 1)
+                #expect(count("http_server_request_duration_count", ["http_route": "/v2/notifications", "http_response_status_code": "200"]) == 2)
+                #expect(!scraped.contains(#"http_route="/metrics""#) && !scraped.contains(#"http_route="/ready""#))
+            }
+        }
     }
 
     @Test("a notification is stored byte for byte with its headers before 200")

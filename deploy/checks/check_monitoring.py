@@ -96,12 +96,30 @@ def check_compose_config():
 
 def exported_metrics():
     """Metric names the sources register (swift-metrics labels), plus the histogram series."""
-    names = set()
+    names, uses_middleware = set(), False
     for root, _, files in os.walk(os.path.join(REPO, "Sources")):
         for f in files:
             if f.endswith(".swift"):
-                names.update(re.findall(r'(?:label|metricName):\s*"([a-z][a-z0-9_]*)"', open(os.path.join(root, f)).read()))
+                text = open(os.path.join(root, f)).read()
+                names.update(re.findall(r'(?:label|metricName):\s*"([a-z][a-z0-9_]*)"', text))
+                uses_middleware = uses_middleware or "MetricsMiddleware(" in text
+    if uses_middleware:
+        names |= hummingbird_metrics()
     return names
+
+
+# Hummingbird's MetricsMiddleware (ingest's routes) names its metrics itself; this is what 2.x registers,
+# read from the resolved checkout when there is one, so that a renaming upgrade fails here.
+HUMMINGBIRD_MIDDLEWARE = os.path.join(REPO, ".build/checkouts/hummingbird/Sources/Hummingbird/Middleware/MetricsMiddleware.swift")
+HUMMINGBIRD_METRICS = {"hb.requests", "hb.request.errors", "http.server.request.duration", "http.server.active_requests"}
+
+
+def hummingbird_metrics():
+    """The middleware's metric names as exported: ProcessBootstrap.metricsFactory turns `.` into `_`."""
+    labels = HUMMINGBIRD_METRICS
+    if os.path.exists(HUMMINGBIRD_MIDDLEWARE):
+        labels = set(re.findall(r'label:\s*"([a-z][a-z0-9_.]*)"', open(HUMMINGBIRD_MIDDLEWARE).read()))
+    return {label.replace(".", "_") for label in labels}
 
 
 FUNCS_AND_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "offset",

@@ -125,7 +125,7 @@ error_code() {
 }
 # ingest_notifications: how many requests ingest has answered on /v2/notifications (its metrics).
 ingest_notifications() {
-  curl -fsS "http://127.0.0.1:$ingest_port/metrics" | awk 'index($0, "ingest_requests_total{") == 1 && index($0, "route=\"/v2/notifications\"") { s += $NF } END { print s + 0 }'
+  curl -fsS "http://127.0.0.1:$ingest_port/metrics" | awk 'index($0, "hb_requests{") == 1 && index($0, "http_route=\"/v2/notifications\"") { s += $NF } END { print s + 0 }'
 }
 # recorded_xff: the X-Forwarded-For the recording upstream got with its last request.
 recorded_xff() { tail -1 "$tmp/recorded.jsonl" 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["x_forwarded_for"])' 2>/dev/null || echo none; }

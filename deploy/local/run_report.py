@@ -27,7 +27,7 @@ def metrics(port):
         if not m:
             continue
         name, labels, value = m.group(1), m.group(2) or "", float(m.group(3))
-        if name == "ingest_requests_total" and 'status="200"' in labels:
+        if name == "hb_requests" and 'http_response_status_code="200"' in labels:
             name = "ingest_ok"
         sums[name] = sums.get(name, 0) + value
     return sums
