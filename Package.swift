@@ -169,7 +169,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "KafkaClient", "StageRuntime", "AppStore", "AppStoreSigning", "AppStoreServerAPI", "AppStoreSimulator",
-                serviceLifecycle, logging, jwtKit, crypto, cryptoExtras, asyncHTTPClient, hummingbird, x509,
+                "SimulatedCustomers", serviceLifecycle, logging, jwtKit, crypto, cryptoExtras, asyncHTTPClient, hummingbird, x509,
                 swiftASN1,
             ],
             path: "Tests/TestSupport",
@@ -208,7 +208,7 @@ let package = Package(
             name: "ResilienceTests",
             dependencies: [
                 "EnvironmentSettings", "IngestService", "KafkaClient", "TestSupport", "GrantService", "EntitlementStore",
-                "GrantDecision", "GrantTestSupport", "PipelineRecords", "StageRuntime", serviceLifecycle,
+                "GrantDecision", "GrantTestSupport", "GrantWorkload", "PipelineRecords", "StageRuntime", serviceLifecycle,
                 hummingbirdTesting, asyncHTTPClient,
             ],
             swiftSettings: swiftSettings
@@ -296,7 +296,7 @@ let package = Package(
             dependencies: [
                 "RecoveryJobs", "ConsumptionResponder", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
                 "AppStoreSigning", "PipelineRecords", "KafkaClient", "StageRuntime", "TestSupport", "GrantTestSupport",
-                "EntitlementStore", asyncHTTPClient, crypto, postgresNIO, serviceLifecycle, logging,
+                "GrantWorkload", "EntitlementStore", asyncHTTPClient, crypto, postgresNIO, serviceLifecycle, logging,
             ],
             swiftSettings: swiftSettings
         ),
@@ -426,13 +426,20 @@ let package = Package(
             path: "Sources/Executables/grant",
             swiftSettings: swiftSettings
         ),
-        // Grant's test helpers: simulated Apple purchases, the lifecycle stream generator, an
-        // in-memory ledger, a scratch Postgres database per suite. Shared by tests and grant-bench.
+        // The enriched events grant is measured and tested with: simulated Apple purchases and
+        // deterministic customer lifecycles. Under Sources so grant-bench may import it; above every
+        // stage (check_layers.py) so no stage can.
+        .target(
+            name: "GrantWorkload",
+            dependencies: ["AppStore", "GrantDecision", "PipelineRecords", "SimulatedCustomers"],
+            swiftSettings: swiftSettings
+        ),
+        // Grant's test helpers: an in-memory ledger, a scratch Postgres database per suite.
         .target(
             name: "GrantTestSupport",
             dependencies: [
-                "GrantDecision", "EntitlementStore", "AppStore", "PipelineRecords", "StageRuntime", "TestSupport",
-                postgresNIO, logging,
+                "GrantDecision", "EntitlementStore", "AppStore", "PipelineRecords", "SimulatedCustomers", "StageRuntime",
+                "TestSupport", postgresNIO, logging,
             ],
             path: "Tests/GrantTestSupport",
             swiftSettings: swiftSettings
@@ -443,7 +450,7 @@ let package = Package(
             name: "grant-bench",
             dependencies: [
                 "PipelineMessages",
-                "EnvironmentSettings", "EntitlementStore", "GrantDecision", "GrantTestSupport", "PipelineRecords", "StageRuntime",
+                "EnvironmentSettings", "EntitlementStore", "GrantDecision", "GrantWorkload", "PipelineRecords", "StageRuntime",
                 "KafkaClient", "AppStore", postgresNIO, logging,
             ],
             path: "Sources/Executables/grant-bench",
@@ -451,7 +458,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GrantDecisionTests",
-            dependencies: ["GrantDecision", "GrantTestSupport", "AppStore", "PipelineRecords"],
+            dependencies: ["GrantDecision", "GrantTestSupport", "GrantWorkload", "AppStore", "PipelineRecords"],
             swiftSettings: swiftSettings
         ),
         // Against the local Postgres (deploy/local/up): migrations, idempotency, order, refunds,
@@ -459,7 +466,7 @@ let package = Package(
         .testTarget(
             name: "GrantStoreTests",
             dependencies: [
-                "EnvironmentSettings", "GrantService", "EntitlementStore", "GrantDecision", "GrantTestSupport", "AppStore",
+                "EnvironmentSettings", "GrantService", "EntitlementStore", "GrantDecision", "GrantTestSupport", "GrantWorkload", "AppStore",
                 "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport", postgresNIO, logging,
                 serviceLifecycle, metrics, prometheus,
             ],
@@ -472,7 +479,7 @@ let package = Package(
             dependencies: [
                 "PipelineRecords",
                 "AppStore", "AppStoreSigning", "AppStoreSimulator", "SimulatorLifecycleRoutes", "SimulatedCustomers",
-                "SimulatedDelivery", "EntitlementStore", "GrantTestSupport", "KafkaClient", "StageRuntime",
+                "SimulatedDelivery", "EntitlementStore", "GrantTestSupport", "GrantWorkload", "KafkaClient", "StageRuntime",
                 "TestSupport", "PipelineOperations", asyncHTTPClient, postgresNIO, nioCore, nioHTTP1, logging,
             ],
             swiftSettings: swiftSettings

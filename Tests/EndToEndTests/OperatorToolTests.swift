@@ -5,6 +5,7 @@ import EntitlementStore
 import Foundation
 import GrantDecision
 import GrantTestSupport
+import GrantWorkload
 import KafkaClient
 import NIOCore
 import NIOHTTP1

@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import GrantDecision
 import GrantTestSupport
+import GrantWorkload
 import PipelineRecords
 import Testing
 

@@ -1,7 +1,7 @@
 import AppStore
 import Foundation
 import GrantDecision
-import GrantTestSupport
+import GrantWorkload
 import PipelineRecords
 
 let alice = UUID(uuidString: "A11CE000-0000-4000-8000-000000000001")!

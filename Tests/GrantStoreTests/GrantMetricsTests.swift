@@ -4,6 +4,7 @@ import Foundation
 import GrantDecision
 import GrantService
 import GrantTestSupport
+import GrantWorkload
 import KafkaClient
 import Logging
 import Metrics

@@ -1,6 +1,7 @@
 import Foundation
 import GrantDecision
 import GrantTestSupport
+import GrantWorkload
 import PipelineRecords
 import PostgresNIO
 import Testing

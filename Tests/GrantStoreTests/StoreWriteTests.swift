@@ -3,6 +3,7 @@ import EntitlementStore
 import Foundation
 import GrantDecision
 import GrantTestSupport
+import GrantWorkload
 import PipelineRecords
 import PostgresNIO
 import Testing

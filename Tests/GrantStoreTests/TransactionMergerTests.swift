@@ -2,6 +2,7 @@ import EntitlementStore
 import Foundation
 import GrantDecision
 import GrantTestSupport
+import GrantWorkload
 import Testing
 
 /// Group commit: the batches of many partition workers, handed in at once, share transactions and

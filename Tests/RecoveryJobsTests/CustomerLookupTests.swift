@@ -3,6 +3,7 @@ import EntitlementStore
 import Foundation
 import GrantDecision
 import GrantTestSupport
+import GrantWorkload
 import KafkaClient
 import PipelineOperations
 import PipelineRecords

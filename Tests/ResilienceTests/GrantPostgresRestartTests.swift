@@ -3,6 +3,7 @@ import Foundation
 import GrantDecision
 import GrantService
 import GrantTestSupport
+import GrantWorkload
 import KafkaClient
 import PipelineRecords
 import ServiceLifecycle

@@ -2,7 +2,7 @@ import EntitlementStore
 import EnvironmentSettings
 import Foundation
 import GrantDecision
-import GrantTestSupport
+import GrantWorkload
 import Logging
 import PipelineRecords
 import StageRuntime
@@ -56,11 +56,11 @@ struct GrantBench {
         )
     }
 
-    /// A scratch database on the configured server, with one connection per lane.
+    /// A fresh database on the configured server, with one connection per lane.
     func withDatabase<T: Sendable>(_ body: @Sendable (EntitlementStore) async throws -> T) async throws -> T {
         var server = base
         server.maximumConnections = max(2, concurrency)
-        return try await ScratchDatabase.with(on: server) { try await body($0.store) }
+        return try await BenchDatabase.with(on: server, logger: logger, body)
     }
 
     /// Applies `events` split by purchase into `concurrency` lanes (as the stage's partitions would

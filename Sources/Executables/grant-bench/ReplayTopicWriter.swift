@@ -1,7 +1,7 @@
 import AppStore
 import EnvironmentSettings
 import Foundation
-import GrantTestSupport
+import GrantWorkload
 import KafkaClient
 import Logging
 import PipelineMessages

@@ -2,13 +2,14 @@ import AppStore
 import Foundation
 import GrantDecision
 import PipelineRecords
-import TestSupport
+
+import struct SimulatedCustomers.SplitMix64
 
 /// Realistic per-customer streams of enriched events: purchase, renewals, upgrade, downgrade,
 /// crossgrade at renewal, auto-renew off/on, billing retry with and without grace, recovery,
 /// expiry with each reason, refund and reversal, price increase, offers, extensions, consumables
 /// and their refunds, a lifetime purchase. Deterministic for a seed; used by the store tests, the
-/// resilience test and `grant-bench`.
+/// resilience test and `grant-bench` (so it lives under Sources, where a benchmark may import it).
 public struct LifecycleGenerator: Sendable {
     public static let monthly = "premium.monthly"
     public static let yearly = "premium.yearly"
@@ -39,7 +40,7 @@ public struct LifecycleGenerator: Sendable {
 
     /// The customer of lifecycle `index`.
     public func customer(_ index: Int) -> UUID {
-        var rng = SeededGenerator(seed: seed ^ UInt64(index) &* 0x9E37_79B9)
+        var rng = SplitMix64(seed: seed ^ UInt64(index) &* 0x9E37_79B9)
         let a = rng.next()
         let b = rng.next()
         return UUID(
@@ -62,7 +63,7 @@ public struct LifecycleGenerator: Sendable {
 
     /// One customer's events, in the order Apple signed them.
     public func lifecycle(_ index: Int) -> [EnrichedRecord] {
-        var rng = SeededGenerator(seed: seed &+ UInt64(index) &* 0x2545_F491_4F6C_DD1D)
+        var rng = SplitMix64(seed: seed &+ UInt64(index) &* 0x2545_F491_4F6C_DD1D)
         let token = customer(index)
         let begin = start.addingTimeInterval(Double(rng.next() % 86_400_000) / 1000)
         var sub = SimulatedPurchase(
@@ -174,7 +175,7 @@ public struct LifecycleGenerator: Sendable {
         }
     }
 
-    private func failToRenew(_ sub: inout SimulatedPurchase, _ events: inout [EnrichedRecord], grace: Bool, rng: inout SeededGenerator) {
+    private func failToRenew(_ sub: inout SimulatedPurchase, _ events: inout [EnrichedRecord], grace: Bool, rng: inout SplitMix64) {
         guard sub.autoRenew, let expires = sub.latest?.expiresDate else { return }
         if sub.now < expires { sub.now = expires.addingTimeInterval(60) }
         sub.billingRetry = true
