@@ -431,15 +431,15 @@ let package = Package(
         // stage (check_layers.py) so no stage can.
         .target(
             name: "GrantWorkload",
-            dependencies: ["AppStore", "GrantDecision", "PipelineRecords", "SimulatedCustomers"],
+            dependencies: ["AppStore", "GrantDecision", "EntitlementStore", "PipelineRecords", "SimulatedCustomers", postgresNIO, logging],
             swiftSettings: swiftSettings
         ),
         // Grant's test helpers: an in-memory ledger, a scratch Postgres database per suite.
         .target(
             name: "GrantTestSupport",
             dependencies: [
-                "GrantDecision", "EntitlementStore", "AppStore", "PipelineRecords", "SimulatedCustomers", "StageRuntime",
-                "TestSupport", postgresNIO, logging,
+                "GrantDecision", "GrantWorkload", "EntitlementStore", "AppStore", "PipelineRecords", "SimulatedCustomers",
+                "StageRuntime", "TestSupport", postgresNIO, logging,
             ],
             path: "Tests/GrantTestSupport",
             swiftSettings: swiftSettings

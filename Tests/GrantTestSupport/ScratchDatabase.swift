@@ -1,6 +1,7 @@
 import EntitlementStore
 import Foundation
 import GrantDecision
+import GrantWorkload
 import Logging
 import PostgresNIO
 import TestSupport
@@ -41,37 +42,15 @@ public struct ScratchDatabase: Sendable {
         on server: StoreConfiguration = configuration(database: "postgres"), migrate: Bool = true,
         _ body: @Sendable (ScratchDatabase) async throws -> T
     ) async throws -> T {
-        let name = "grant_scratch_\(UUID().uuidString.prefix(8).lowercased())"
-        try await admin("CREATE DATABASE \(name)", on: server)
-        var configuration = server
-        configuration.database = name
-        let database = configuration
-        let result: Result<T, any Error>
-        do {
-            result = .success(
-                try await database.withTemporaryClient(logger: logger) { client in
-                    if migrate {
-                        let directory = try Migration.locateDirectory(explicit: database.migrationsDirectory)
-                        try await Migrator(migrations: try Migration.load(directory: directory)).migrate(client: client, logger: logger)
-                    }
-                    return try await body(
-                        ScratchDatabase(
-                            name: name, configuration: database, client: client, store: EntitlementStore(client: client, logger: logger)))
-                })
-        } catch {
-            result = .failure(error)
+        try await TemporaryDatabase.with(on: server, prefix: "grant_scratch", migrate: migrate, logger: logger) { name, database, client in
+            try await body(
+                ScratchDatabase(name: name, configuration: database, client: client, store: EntitlementStore(client: client, logger: logger)))
         }
-        try? await admin("DROP DATABASE IF EXISTS \(name) WITH (FORCE)", on: server)
-        return try result.get()
     }
 
     /// Runs one statement on `server`'s `postgres` database.
     public static func admin(_ sql: String, on server: StoreConfiguration = configuration(database: "postgres")) async throws {
-        var maintenance = server
-        maintenance.database = "postgres"
-        try await maintenance.withTemporaryClient(logger: logger) { client in
-            _ = try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger)
-        }
+        try await TemporaryDatabase.admin(sql, on: server, logger: logger)
     }
 
     /// Every row of `tables` (all columns unless given), as sorted text: equal dumps mean equal data.

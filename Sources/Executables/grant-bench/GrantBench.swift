@@ -60,7 +60,9 @@ struct GrantBench {
     func withDatabase<T: Sendable>(_ body: @Sendable (EntitlementStore) async throws -> T) async throws -> T {
         var server = base
         server.maximumConnections = max(2, concurrency)
-        return try await BenchDatabase.with(on: server, logger: logger, body)
+        return try await TemporaryDatabase.with(on: server, prefix: "grant_bench", logger: logger) { _, _, client in
+            try await body(EntitlementStore(client: client, logger: logger))
+        }
     }
 
     /// Applies `events` split by purchase into `concurrency` lanes (as the stage's partitions would
