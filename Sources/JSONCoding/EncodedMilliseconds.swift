@@ -18,3 +18,15 @@ public enum EncodedMilliseconds: Equatable, Sendable {
         }
     }
 }
+
+extension EncodedMilliseconds {
+    /// Foundation's `JSONEncoder` writing dates by this rule, so its output matches
+    /// ``StreamingJSONEncoder``'s (the App Store coder pair and the encoder's tests use it).
+    public static let foundationDateStrategy: JSONEncoder.DateEncodingStrategy = .custom { date, encoder in
+        var container = encoder.singleValueContainer()
+        switch EncodedMilliseconds(date) {
+        case .whole(let milliseconds): try container.encode(milliseconds)
+        case .fractional(let milliseconds): try container.encode(milliseconds)
+        }
+    }
+}

@@ -13,13 +13,7 @@ struct StreamingJSONEncoderTests {
     static let foundationEncoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            switch EncodedMilliseconds(date) {
-            case .whole(let milliseconds): try container.encode(milliseconds)
-            case .fractional(let milliseconds): try container.encode(milliseconds)
-            }
-        }
+        encoder.dateEncodingStrategy = EncodedMilliseconds.foundationDateStrategy
         return encoder
     }()
 
