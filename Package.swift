@@ -108,7 +108,7 @@ let package = Package(
         // `appstorectl inspect`.
         .target(
             name: "AppStore",
-            dependencies: ["JSONCoding", x509, swiftASN1, crypto, cryptoExtras],
+            dependencies: ["JSONCoding", "EnvironmentSettings", x509, swiftASN1, crypto, cryptoExtras],
             swiftSettings: swiftSettings
         ),
         // A local App Store signing authority: creates a test CA (root and intermediate P-384, leaf

@@ -17,11 +17,6 @@ public struct AppStoreAPISettings: Sendable {
     /// Most answer JWS remembered as verified, byte for byte (0: every JWS verified every time).
     public var verifiedJWSCacheEntries: Int
 
-    public static let appsSetting = Setting<String?>.optional(
-        "APPSTORE_APPS", shown: "(required)", meaning: "apps accepted: \(AppListParser.syntax)")
-    public static let trustedRoots = Setting<String?>.optional(
-        "APPSTORE_TRUSTED_ROOTS",
-        meaning: "comma-separated DER/PEM roots trusted besides Apple Root CA - G3 for API answers (the simulator's); never for Production")
     /// Names key files or variables holding keys, not the keys: the PEM itself is read as a secret.
     public static let credentialsSetting = Setting<String>.required(
         "APPSTORE_API_CREDENTIALS",
@@ -39,7 +34,8 @@ public struct AppStoreAPISettings: Sendable {
 
     /// The variables, for `--help`.
     public static let variables = [
-        appsSetting.help, trustedRoots.help, credentialsSetting.help, baseURL.help, timeout.help, rateScale.help, rateBurst.help,
+        AppStoreTrustSettings.appsSetting.help, AppStoreTrustSettings.trustedRootsSetting.help, credentialsSetting.help, baseURL.help, timeout.help,
+        rateScale.help, rateBurst.help,
     ]
 
     public init(
@@ -56,15 +52,9 @@ public struct AppStoreAPISettings: Sendable {
     /// (never the key material).
     public init(environment env: EnvironmentReader, verifiedJWSCacheEntries: Int = 0) throws(ConfigurationError) {
         self.verifiedJWSCacheEntries = verifiedJWSCacheEntries
-        let appList = try env.read(Self.appsSetting)
-        let rootList = try env.read(Self.trustedRoots)
-        do {
-            let trust = try AppStoreTrustSettings.read(apps: appList, trustedRoots: rootList)
-            apps = trust.apps
-            additionalTrustedRoots = trust.additionalTrustedRoots
-        } catch {
-            throw ConfigurationError(variable: error.variable, problem: error.problem)
-        }
+        let trust = try AppStoreTrustSettings(environment: env)
+        apps = trust.apps
+        additionalTrustedRoots = trust.additionalTrustedRoots
         let credentialList = try env.read(Self.credentialsSetting)
         let credentials: [AppStoreAPICredentials]
         do {
@@ -94,11 +84,7 @@ public struct AppStoreAPISettings: Sendable {
             credentials: credentials, baseURLOverride: baseURL,
             requestTimeout: try env.read(Self.timeout),
             rateLimits: RateLimitPolicy(scale: scale, burst: .seconds(burst)))
-        do {
-            _ = try SignedDataVerifier(configuration: verifierConfiguration)
-        } catch {
-            throw ConfigurationError(variable: "APPSTORE_APPS", problem: "is not usable: \(error.message)")
-        }
+        try AppStoreTrustSettings.checkAtStart(verifierConfiguration)
     }
 
     /// The verifier of the API's answers: Apple Root CA - G3 plus the configured roots (Sandbox only),

@@ -79,13 +79,11 @@ public enum UploadAuthSettings: Sendable, CustomStringConvertible {
         meaning: "file holding the shared secret (at least 32 bytes; a trailing newline is dropped)")
     public static let hmacWindow = Setting<Int>.int(
         "INGEST_UPLOAD_HMAC_WINDOW_S", default: 300, in: 1...3600, meaning: "X-Upload-Timestamp accepted this far from now, either way")
-    public static let openApps = Setting<String?>.optional(
-        "APPSTORE_APPS", shown: "(none: required)", meaning: "the apps, all Sandbox-only, for which uploads may be open")
 
     /// The variables, for `--help`.
     public static let variables = [
         modeSetting.help, jwks.help, issuer.help, audience.help, userClaim.help, leeway.help, jwksRefresh.help, jwksRefetchMinimum.help,
-        hmacSecretFile.help, hmacWindow.help, openApps.help,
+        hmacSecretFile.help, hmacWindow.help, AppStoreTrustSettings.appsSetting.help,
     ]
 
     /// Reads `INGEST_UPLOAD_AUTH` and the variables its mode needs; each problem is one line
@@ -127,7 +125,7 @@ public enum UploadAuthSettings: Sendable, CustomStringConvertible {
                 HMACUploadSettings(
                     secret: secret, window: .seconds(try env.read(hmacWindow))))
         case .none:
-            let appList = try env.read(openApps)
+            let appList = try env.read(AppStoreTrustSettings.appsSetting)
             let settings: AppStoreTrustSettings
             do {
                 settings = try AppStoreTrustSettings.read(apps: appList, trustedRoots: nil)

@@ -20,11 +20,6 @@ public struct VerifyConfiguration: Sendable {
     /// Largest JWS accepted, in bytes.
     public var maximumJWSBytes: Int
 
-    public static let appsSetting = Setting<String?>.optional(
-        "APPSTORE_APPS", shown: "(required)", meaning: "apps accepted: \(AppListParser.syntax)")
-    public static let trustedRoots = Setting<String?>.optional(
-        "APPSTORE_TRUSTED_ROOTS",
-        meaning: "comma-separated DER/PEM root files trusted besides Apple Root CA - G3 (test CA, simulator); never used for Production data")
     public static let validationTimeSetting = Setting<SignedDataVerifier.ValidationTime>(
         name: "APPSTORE_VALIDATION_TIME", defaultText: "signed-date", meaning: "when certificates must be valid: \(ValidationTimeOption.syntax)"
     ) { env throws(ConfigurationError) in
@@ -44,7 +39,8 @@ public struct VerifyConfiguration: Sendable {
 
     /// The variables, for `--help`.
     public static let variables = [
-        appsSetting.help, trustedRoots.help, validationTimeSetting.help, chainCacheSetting.help, chainCacheMaxAge.help, maxJWSBytes.help,
+        AppStoreTrustSettings.appsSetting.help, AppStoreTrustSettings.trustedRootsSetting.help, validationTimeSetting.help, chainCacheSetting.help,
+        chainCacheMaxAge.help, maxJWSBytes.help,
     ]
 
     public init(
@@ -60,26 +56,15 @@ public struct VerifyConfiguration: Sendable {
     }
 
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
-        let appList = try env.read(Self.appsSetting)
-        let rootList = try env.read(Self.trustedRoots)
-        do {
-            let trust = try AppStoreTrustSettings.read(apps: appList, trustedRoots: rootList)
-            apps = trust.apps
-            additionalTrustedRoots = trust.additionalTrustedRoots
-        } catch {
-            throw ConfigurationError(variable: error.variable, problem: error.problem)
-        }
+        let trust = try AppStoreTrustSettings(environment: env)
+        apps = trust.apps
+        additionalTrustedRoots = trust.additionalTrustedRoots
         validationTime = try env.read(Self.validationTimeSetting)
         let cacheOn = try env.read(Self.chainCacheSetting)
         let maximumAge = try env.read(Self.chainCacheMaxAge)
         chainCache = ChainCachePolicy(isEnabled: cacheOn, maximumAge: Double(maximumAge))
         maximumJWSBytes = try env.read(Self.maxJWSBytes)
-        // The verifier's own rules (a root to trust, unique bundle IDs…) surface here, at start.
-        do {
-            _ = try SignedDataVerifier(configuration: verifierConfiguration)
-        } catch {
-            throw ConfigurationError(variable: "APPSTORE_APPS", problem: "is not usable: \(error.message)")
-        }
+        try AppStoreTrustSettings.checkAtStart(verifierConfiguration)
     }
 
     /// The verifier configuration: Apple Root CA - G3 always trusted, no online revocation checks.

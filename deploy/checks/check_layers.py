@@ -12,10 +12,11 @@ from checklib import REPO, Checks
 
 # Lowest first. A target may depend on targets of a strictly lower layer only.
 LAYERS = [
-    # The JSON reader and writer and strict base64, which Apple's models are read and written with.
-    {"JSONCoding"},
-    # Foundations: librdkafka's C API; Apple's signed data; reading configuration.
-    {"CRdKafka", "AppStore", "EnvironmentSettings"},
+    # The JSON reader and writer and strict base64, which Apple's models are read and written with;
+    # reading configuration.
+    {"JSONCoding", "EnvironmentSettings"},
+    # Foundations: librdkafka's C API; Apple's signed data (and the settings that say which apps).
+    {"CRdKafka", "AppStore"},
     # Typed wrappers and contracts: the Kafka client, signing, the App Store Server API client, the
     # records between stages, simulated customers.
     {"KafkaClient", "AppStoreSigning", "AppStoreServerAPI", "PipelineRecords", "SimulatedCustomers"},
