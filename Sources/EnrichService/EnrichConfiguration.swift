@@ -42,7 +42,10 @@ public struct EnrichConfiguration: Sendable {
             verifiedJWSCacheSize.help,
         ]
 
-    public init(api: AppStoreAPISettings, coalesce: Bool = true, concurrency: Int = 8, caches: EnrichStage.Caches = EnrichStage.Caches()) {
+    public init(
+        api: AppStoreAPISettings, coalesce: Bool = coalesceSetting.defaultValue, concurrency: Int = concurrencySetting.defaultValue,
+        caches: EnrichStage.Caches = EnrichStage.Caches()
+    ) {
         self.api = api
         self.coalesce = coalesce
         self.concurrency = concurrency

@@ -34,7 +34,11 @@ public struct EnrichStage: PipelineStage {
         /// Most purchases whose answer is remembered.
         public var lookupEntries: Int
 
-        public init(replayEntries: Int = 100_000, lookupTimeToLive: Duration = .milliseconds(2000), lookupEntries: Int = 10_000) {
+        public init(
+            replayEntries: Int = EnrichConfiguration.replayCacheSize.defaultValue,
+            lookupTimeToLive: Duration = EnrichConfiguration.lookupCacheTTL.defaultValue,
+            lookupEntries: Int = EnrichConfiguration.lookupCacheSize.defaultValue
+        ) {
             self.replayEntries = replayEntries
             self.lookupTimeToLive = lookupTimeToLive
             self.lookupEntries = lookupEntries

@@ -50,9 +50,10 @@ public struct StoreConfiguration: Sendable, CustomStringConvertible {
     ]
 
     public init(
-        host: String = "127.0.0.1", port: Int = 5432, username: String = "postgres", password: String? = nil,
-        database: String = "entitlements", tls: TLSMode = .disable, maximumConnections: Int = 8,
-        migrate: Bool = true, migrationsDirectory: String? = nil
+        host: String = hostSetting.defaultValue, port: Int = portSetting.defaultValue, username: String = userSetting.defaultValue,
+        password: String? = nil,
+        database: String = databaseSetting.defaultValue, tls: TLSMode = .disable, maximumConnections: Int = maxConnections.defaultValue,
+        migrate: Bool = migrateSetting.defaultValue, migrationsDirectory: String? = nil
     ) {
         self.host = host
         self.port = port

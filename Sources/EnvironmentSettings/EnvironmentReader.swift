@@ -56,6 +56,17 @@ public struct Setting<Value: Sendable>: Sendable {
         self.read = read
     }
 
+    /// What the setting reads when its variable is unset: for code that builds a configuration
+    /// without an environment (tests, tools), so each default is still written once, here.
+    /// A setting with no default (a required one) must not be asked.
+    public var defaultValue: Value {
+        do {
+            return try read(EnvironmentReader([:]))
+        } catch {
+            preconditionFailure("\(name) has no default: \(error)")
+        }
+    }
+
     /// The line `--help` prints for this variable.
     public var help: SettingDescription {
         SettingDescription(name: name, defaultText: defaultText, meaning: meaning, isSecret: isSecret)

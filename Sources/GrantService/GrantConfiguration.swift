@@ -43,7 +43,8 @@ public struct GrantConfiguration: Sendable {
 
     public init(
         store: StoreConfiguration, policy: GrantPolicy, productsFile: String? = nil,
-        outboxPollInterval: Duration = .milliseconds(500), outboxBatchSize: Int = 500, concurrentTransactions: Int = 2
+        outboxPollInterval: Duration = outboxPoll.defaultValue, outboxBatchSize: Int = outboxBatch.defaultValue,
+        concurrentTransactions: Int = concurrentTransactionsSetting.defaultValue
     ) {
         self.store = store
         self.policy = policy

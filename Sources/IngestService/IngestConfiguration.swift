@@ -47,11 +47,12 @@ public struct IngestConfiguration: Sendable {
     /// - Parameter uploadAuthentication: no default, as in the environment: open uploads are a
     ///   decision (``OpenUploadSettings``), never an omission.
     public init(
-        kafka: KafkaClientConfiguration, uploadAuthentication: UploadAuthSettings, rawTopic: String = Topics.raw,
+        kafka: KafkaClientConfiguration, uploadAuthentication: UploadAuthSettings, rawTopic: String = rawTopicSetting.defaultValue,
         httpHost: String = "127.0.0.1", httpPort: Int = 0,
-        ackTimeout: Duration = .seconds(5), maxBodyBytes: Int = 128 << 10, maxJWSBytes: Int = 64 << 10,
-        linger: Duration = .milliseconds(5), logLevel: Logger.Level = .info, logFormat: LogFormat = .text,
-        shutdownTimeout: Duration = .seconds(25)
+        ackTimeout: Duration = ackTimeoutSetting.defaultValue, maxBodyBytes: Int = maxBodyBytesSetting.defaultValue,
+        maxJWSBytes: Int = maxJWSBytesSetting.defaultValue,
+        linger: Duration = lingerSetting.defaultValue, logLevel: Logger.Level = .info, logFormat: LogFormat = .text,
+        shutdownTimeout: Duration = StageConfiguration.shutdownTimeout.defaultValue
     ) {
         self.kafka = kafka
         self.uploadAuthentication = uploadAuthentication
