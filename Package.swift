@@ -138,7 +138,8 @@ let package = Package(
             dependencies: [
                 "PipelineMessages",
                 "PipelineRecords",
-                "EnvironmentSettings", "AppStore", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient, nioHTTP1, logging,
+                "EnvironmentSettings", "AppStore", "JSONCoding", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient,
+                nioHTTP1, logging,
             ],
             swiftSettings: swiftSettings
         ),
