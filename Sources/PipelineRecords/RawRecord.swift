@@ -30,7 +30,7 @@ public enum RawRecord: Hashable, Sendable {
     public static func parse(_ body: [UInt8], source: String?) throws(ReadError) -> RawRecord {
         let envelope: Envelope
         do {
-            envelope = try JSONDecoder().decode(Envelope.self, from: Data(body))
+            envelope = try AppStoreJSON.decode(Envelope.self, from: body)
         } catch {
             throw ReadError(message: "the raw body is not a JSON object with string signedPayload or signedTransaction")
         }
