@@ -231,10 +231,8 @@ public struct EnrichStage: PipelineStage {
     /// Ingest's `received-at` header, when present and readable.
     static func receivedAt(_ message: KafkaMessage) -> Date? {
         guard let text = message.headers.string(PipelineHeader.receivedAt) else { return nil }
-        return (try? withFraction.parse(text)) ?? (try? withoutFraction.parse(text))
+        return Timestamp.parse(text)
     }
-    private static let withFraction = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
-    private static let withoutFraction = Date.ISO8601FormatStyle()
 
     /// Runs the lookups, ``concurrency`` at a time (in waves). Plain tasks awaited in order rather
     /// than a task group: the task-group form crashed in release builds of this toolchain.

@@ -46,7 +46,7 @@ public struct GrantStage: PipelineStage {
             do {
                 let record = try EnrichedRecord.decode(message.value)
                 var event = try GrantEvent(record)
-                event.receivedAt = message.headers.string(PipelineHeader.receivedAt).flatMap(Self.parseTimestamp)
+                event.receivedAt = message.headers.string(PipelineHeader.receivedAt).flatMap(Timestamp.parse)
                 events.append(event)
                 positions.append(i)
             } catch let rejection as GrantRejection {
@@ -72,12 +72,6 @@ public struct GrantStage: PipelineStage {
     }
 
     /// ISO 8601 with or without fractional seconds, as `Timestamp.iso8601` writes it.
-    static func parseTimestamp(_ text: String) -> Date? {
-        (try? withFraction.parse(text)) ?? (try? withoutFraction.parse(text))
-    }
-    private static let withFraction = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
-    private static let withoutFraction = Date.ISO8601FormatStyle()
-
     private func log(_ d: GrantDecision, _ message: KafkaMessage) {
         guard logger.logLevel <= .debug || !d.changes.isEmpty || !d.refusedClaims.isEmpty else { return }
         var metadata: Logger.Metadata = [

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineRecords
 
 /// The one way `appstorectl` reads a point in time (`replay --from`, `backfill --since/--until`):
 /// an ISO 8601 time, or an age before now.
@@ -8,11 +9,7 @@ public enum OperatorTime {
     /// An ISO 8601 time (with or without fractional seconds), or a duration before `now`: a
     /// non-negative number followed by `s`, `m`, `h` or `d` (`90m`, `36h`, `7d`, `1.5h`).
     public static func parse(_ text: String, now: Date = Date()) -> Date? {
-        if let date = (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text))
-            ?? (try? Date.ISO8601FormatStyle().parse(text))
-        {
-            return date
-        }
+        if let date = Timestamp.parse(text) { return date }
         guard let unit = text.last, let amount = Double(text.dropLast()), amount >= 0, amount.isFinite else { return nil }
         let seconds: Double
         switch unit {
