@@ -102,10 +102,6 @@ public struct StoreConfiguration: Sendable, CustomStringConvertible {
         var config = PostgresClient.Configuration(host: host, port: port, username: username, password: password, database: database, tls: tlsSetting)
         config.options.maximumConnections = maximumConnections
         config.options.connectTimeout = .seconds(5)
-        // The store's statements are prepared once per connection (``PreparedBatch``), and planned
-        // for every execution: a generic plan made while a table is empty or tiny picks any index
-        // that leads with the environment, and would be kept however much the table grows.
-        config.options.additionalStartupParameters = [("plan_cache_mode", "force_custom_plan")]
         return config
     }
 

@@ -3,7 +3,7 @@
 /// batch's purchases and returns everything the decisions read, `grant_write` writes the rows they
 /// changed. Inside, `batch_rows` (migration 0003) unpacks each array, estimated as one row so every
 /// row is found through its key's index. A batch of any size is four round trips: BEGIN, load,
-/// write, COMMIT.
+/// write, COMMIT. Their statements are planned once per connection (migration 0008).
 enum StoreStatements {
     /// `r` is one element of the `$1` array.
     private static let rows = "FROM batch_rows($1::text::jsonb) AS r"
