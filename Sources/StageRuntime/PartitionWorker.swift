@@ -36,6 +36,8 @@ final class PartitionWorker: Sendable {
     let partition: KafkaTopicPartition
     private let context: Context
     private let state = Mutex(State())
+    /// Whether the consumer was last told to pause this partition (see ``applyPaused()``).
+    private let consumerPaused = Mutex(false)
     private let task = Mutex<Task<Void, Never>?>(nil)
 
     init(partition: KafkaTopicPartition, context: Context) {
@@ -60,7 +62,7 @@ final class PartitionWorker: Sendable {
             defer { s.waiter = nil }
             return (s.waiter, !wasPaused && s.isPaused)
         }
-        if pause { setPaused(true) }
+        if pause { applyPaused() }
         waiter?.resume()
     }
 
@@ -129,7 +131,7 @@ final class PartitionWorker: Sendable {
             switch step {
             case .stop: return nil
             case .batch(let batch, let resume):
-                if resume { setPaused(false) }
+                if resume { applyPaused() }
                 return batch
             case .wait:
                 await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
@@ -273,7 +275,7 @@ final class PartitionWorker: Sendable {
             s.pausedForRetry = true
             return !was
         }
-        if pause { setPaused(true) }
+        if pause { applyPaused() }
         let delay = context.configuration.retry.delay(afterAttempt: attempt, retryAfter: failure.retryAfter)
         context.logger.info(
             "transient failure; retrying in place",
@@ -293,14 +295,25 @@ final class PartitionWorker: Sendable {
             s.pausedForRetry = false
             return was && !s.isPaused
         }
-        if resume { setPaused(false) }
+        if resume { applyPaused() }
     }
 
-    private func setPaused(_ paused: Bool) {
-        do {
-            if paused { try context.consumer.pause([partition]) } else { try context.consumer.resume([partition]) }
-        } catch {
-            context.logger.debug("pause/resume failed", error: error, metadata: [LogKey.partition: "\(partition)"])
+    /// Tells the consumer whether to fetch this partition, as the state says now. The consumer's
+    /// thread (a full buffer) and the worker's task (a drained buffer, a retry) change the state
+    /// concurrently; each then calls this, and the consumer is told under `consumerPaused`'s lock,
+    /// so the last call applies the newest state. Had each told the consumer what it decided under
+    /// the state's lock, a pause could reach the consumer after the resume that undid it, and the
+    /// partition would stay paused with nothing left to resume it.
+    private func applyPaused() {
+        consumerPaused.withLock { applied in
+            let wanted = state.withLock { $0.isPaused }
+            guard wanted != applied else { return }
+            do {
+                if wanted { try context.consumer.pause([partition]) } else { try context.consumer.resume([partition]) }
+                applied = wanted
+            } catch {
+                context.logger.warning("pause/resume failed", error: error, metadata: [LogKey.partition: "\(partition)"])
+            }
         }
     }
 
