@@ -187,7 +187,7 @@ public final class AppStoreServerAPIClient: Sendable {
     /// Decodes a 2xx body.
     func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8], endpoint: AppStoreAPIEndpoint) throws(AppStoreAPIError) -> T {
         do {
-            return try AppStoreJSON.decoder.decode(T.self, from: Data(bytes))
+            return try AppStoreJSON.decode(T.self, from: bytes)
         } catch {
             throw AppStoreAPIError(
                 .invalidResponse, "\(endpoint.rawValue) answered with a body that does not decode as \(T.self)", endpoint: endpoint.rawValue)
