@@ -1,4 +1,4 @@
-/// The SQL of the store. A batch is applied by two server-side functions (migrations 0004, 0005, 0007), each
+/// The SQL of the store. A batch is applied by two server-side functions (migrations 0004, 0005, 0007, 0009), each
 /// taking one `jsonb` object (``StoreRows/Load``, ``StoreRows/Write``): `grant_load` locks the
 /// batch's purchases and returns everything the decisions read, `grant_write` writes the rows they
 /// changed. Inside, `batch_rows` (migration 0003) unpacks each array, estimated as one row so every
