@@ -32,7 +32,10 @@ public enum GrantBootstrap {
         let publisher = OutboxPublisher(
             store: store, producer: outboxProducer, topic: config.outputTopic,
             pollInterval: grant.outboxPollInterval, batchSize: grant.outboxBatchSize, logger: logger)
-        let stage = GrantStage(store: store, policy: grant.policy, concurrentTransactions: grant.concurrentTransactions, logger: logger) {
+        let stage = GrantStage(
+            store: store, policy: grant.policy, concurrentTransactions: grant.concurrentTransactions, gatherWindow: grant.gatherWindow,
+            logger: logger
+        ) {
             publisher.notify()
         }
         return Parts(stage: stage, store: store, services: [client, outboxProducer, publisher])

@@ -18,6 +18,8 @@ public struct GrantConfiguration: Sendable {
     /// How many transactions apply batches at once; batches arriving meanwhile share the next one
     /// (``TransactionMerger``).
     public var concurrentTransactions: Int
+    /// How long a transaction starting on an idle store waits for the batches arriving with it.
+    public var gatherWindow: Duration
 
     public static let productsFileSetting = Setting<String?>.optional(
         "ENTITLEMENTS_PRODUCTS_FILE",
@@ -33,18 +35,21 @@ public struct GrantConfiguration: Sendable {
     public static let concurrentTransactionsSetting = Setting<Int>.int(
         "GRANT_CONCURRENT_TRANSACTIONS", default: 2, in: 1...64,
         meaning: "transactions applying batches at once; batches arriving meanwhile share the next one")
+    public static let gatherWindowSetting = Setting<Duration>.milliseconds(
+        "GRANT_GATHER_MS", default: .milliseconds(5), in: 0...1_000,
+        meaning: "how long a transaction starting on an idle store waits for the batches arriving with it")
 
     /// The variables, for `--help`.
     public static let variables =
         StoreConfiguration.variables + [
             productsFileSetting.help, expiryLeeway.help, transferPolicy.help, outboxPoll.help, outboxBatch.help,
-            concurrentTransactionsSetting.help,
+            concurrentTransactionsSetting.help, gatherWindowSetting.help,
         ]
 
     public init(
         store: StoreConfiguration, policy: GrantPolicy, productsFile: String? = nil,
         outboxPollInterval: Duration = outboxPoll.defaultValue, outboxBatchSize: Int = outboxBatch.defaultValue,
-        concurrentTransactions: Int = concurrentTransactionsSetting.defaultValue
+        concurrentTransactions: Int = concurrentTransactionsSetting.defaultValue, gatherWindow: Duration = gatherWindowSetting.defaultValue
     ) {
         self.store = store
         self.policy = policy
@@ -52,6 +57,7 @@ public struct GrantConfiguration: Sendable {
         self.outboxPollInterval = outboxPollInterval
         self.outboxBatchSize = outboxBatchSize
         self.concurrentTransactions = concurrentTransactions
+        self.gatherWindow = gatherWindow
     }
 
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
@@ -74,5 +80,6 @@ public struct GrantConfiguration: Sendable {
         outboxPollInterval = try env.read(Self.outboxPoll)
         outboxBatchSize = try env.read(Self.outboxBatch)
         concurrentTransactions = try env.read(Self.concurrentTransactionsSetting)
+        gatherWindow = try env.read(Self.gatherWindowSetting)
     }
 }

@@ -22,12 +22,13 @@ public struct GrantStage: PipelineStage {
 
     /// - Parameters:
     ///   - concurrentTransactions: how many transactions apply batches at once.
+    ///   - gatherWindow: how long a transaction starting on an idle store waits for company.
     ///   - committed: called after every commit that may have written outbox rows (wakes the publisher).
     public init(
-        store: EntitlementStore, policy: GrantPolicy, concurrentTransactions: Int = 2, logger: Logger,
+        store: EntitlementStore, policy: GrantPolicy, concurrentTransactions: Int = 2, gatherWindow: Duration = .zero, logger: Logger,
         committed: @escaping @Sendable () -> Void = {}
     ) {
-        self.merger = TransactionMerger(store: store, maximumConcurrentTransactions: concurrentTransactions)
+        self.merger = TransactionMerger(store: store, maximumConcurrentTransactions: concurrentTransactions, gatherWindow: gatherWindow)
         self.policy = policy
         self.logger = logger
         self.committed = committed

@@ -56,6 +56,34 @@ struct TransactionMergerTests {
         }
     }
 
+    /// Eight one-event batches handed in within a few milliseconds, as one fetch hands eight
+    /// partitions their records: with a gather window they share one transaction; without one the
+    /// first two start transactions of their own at once.
+    @Test("on an idle store, the batches arriving within the gather window share the first transaction")
+    func gatherWindow() async throws {
+        let generator = LifecycleGenerator(seed: 41)
+        let batches = try (0..<8).map { [try GrantEvent(generator.lifecycle($0)[0])] }
+        func transactions(window: Duration) async throws -> Int {
+            try await ScratchDatabase.with { db in
+                try await db.store.syncProducts(LifecycleGenerator.catalog)
+                let merger = TransactionMerger(store: db.store, maximumConcurrentTransactions: 2, gatherWindow: window)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (index, batch) in batches.enumerated() {
+                        group.addTask {
+                            try await Task.sleep(for: .milliseconds(index))
+                            #expect(try await merger.apply(batch, policy: generatorPolicy).allSatisfy { (try? $0.get()) != nil })
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                #expect(try await db.count("SELECT count(*) FROM notifications") == batches.count)
+                return merger.transactionCount
+            }
+        }
+        #expect(try await transactions(window: .milliseconds(100)) == 1)
+        #expect(try await transactions(window: .zero) >= 2)
+    }
+
     @Test("a batch that Postgres refuses fails alone; the batches it shared a transaction with are applied")
     func poisonFailsAlone() async throws {
         let generator = LifecycleGenerator(seed: 29)
