@@ -18,7 +18,7 @@ public struct OutboxEntry: Hashable, Sendable {
 
 extension EntitlementStore {
     /// An arbitrary constant naming the publisher lock ("grant-outbox").
-    static let outboxLockKey: Int64 = 0x6f75_7462_6f78_0001
+    public static let outboxLockKey: Int64 = 0x6f75_7462_6f78_0001
 
     /// Hands the oldest unpublished outbox rows (per customer in sequence order) to `publish`, and
     /// marks them published when it returns; if it throws, nothing is marked and they are handed
@@ -37,19 +37,26 @@ extension EntitlementStore {
 
     private func publishOutboxRound(limit: Int, _ publish: @Sendable ([OutboxEntry]) async throws -> Void) async throws -> Int? {
         try await client.withTransaction(logger: logger) { connection -> Int? in
-            let rows = try await connection.query("SELECT pg_try_advisory_xact_lock(\(Self.outboxLockKey))", logger: logger)
-            var locked = false
-            for try await value in rows.decode(Bool.self) { locked = value }
-            guard locked else { return nil }
-            var entries: [OutboxEntry] = []
+            // The lock and the rows in one statement: one row with nulls when the lock is taken
+            // elsewhere (locked false) or nothing waits.
             let pending = try await connection.query(
                 """
-                SELECT environment, customer_id, seq, body::text FROM outbox WHERE published_at IS NULL
-                ORDER BY environment, customer_id, seq LIMIT \(limit)
+                SELECT l.locked, o.environment, o.customer_id, o.seq, o.body::text
+                FROM (SELECT pg_try_advisory_xact_lock(\(Self.outboxLockKey)) AS locked) AS l
+                LEFT JOIN LATERAL (
+                    SELECT environment, customer_id, seq, body FROM outbox WHERE l.locked AND published_at IS NULL
+                    ORDER BY environment, customer_id, seq LIMIT \(limit)
+                ) AS o ON true
                 """, logger: logger)
-            for try await (env, customer, seq, body) in pending.decode((String, UUID, Int64, String).self) {
-                entries.append(OutboxEntry(environment: env, customerId: customer, seq: seq, body: body))
+            var locked = false
+            var entries: [OutboxEntry] = []
+            for try await (held, env, customer, seq, body) in pending.decode((Bool, String?, UUID?, Int64?, String?).self) {
+                locked = held
+                if let env, let customer, let seq, let body {
+                    entries.append(OutboxEntry(environment: env, customerId: customer, seq: seq, body: body))
+                }
             }
+            guard locked else { return nil }
             guard !entries.isEmpty else { return 0 }
             try await publish(entries)
             let keys = try StoreRows.json(

@@ -13,9 +13,9 @@ import Synchronization
 /// applied in the order they arrived, so each partition's order holds.
 ///
 /// A fetch hands records of several partitions to their workers at the same moment, and the first
-/// worker to arrive would start a transaction with its own record alone. So a transaction that
-/// starts while none runs first waits ``gatherWindow`` for the batches arriving with it (at 100
-/// notifications/s, about 1.5 events a transaction without the wait).
+/// worker to arrive would start a transaction with its own record alone. So a transaction started
+/// by an arriving batch first waits ``gatherWindow`` for the batches arriving with it (at 100
+/// notifications/s, about 1.5 events a transaction without the wait, 3.3 with 5 ms).
 ///
 /// A merged transaction that fails with a transient error fails every batch in it (each is retried
 /// by its worker, as it would have been alone). One that fails otherwise is run again batch by batch,
@@ -43,7 +43,7 @@ public final class TransactionMerger: Sendable {
     public let maximumEvents: Int
     /// A batch at least this large starts its own transaction however many are running.
     public let soloBatchSize: Int
-    /// How long a transaction starting on an idle store waits for the batches arriving with it.
+    /// How long a transaction started by an arriving batch waits for the batches arriving with it.
     public let gatherWindow: Duration
     private let state = Mutex(State())
     private let transactions = Atomic<Int>(0)
@@ -77,7 +77,7 @@ public final class TransactionMerger: Sendable {
                 }
                 guard state.running < maximumConcurrentTransactions, !state.gathering else { return .join }
                 state.running += 1
-                guard state.running == 1, gatherWindow > .zero else { return .lead }
+                guard gatherWindow > .zero else { return .lead }
                 state.gathering = true
                 return .gather
             }

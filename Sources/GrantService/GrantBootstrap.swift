@@ -31,7 +31,8 @@ public enum GrantBootstrap {
         let outboxProducer = try KafkaProducer(configuration: config.producer, logger: logger)
         let publisher = OutboxPublisher(
             store: store, producer: outboxProducer, topic: config.outputTopic,
-            pollInterval: grant.outboxPollInterval, batchSize: grant.outboxBatchSize, logger: logger)
+            pollInterval: grant.outboxPollInterval, gatherWindow: grant.outboxGatherWindow, batchSize: grant.outboxBatchSize,
+            logger: logger)
         let stage = GrantStage(
             store: store, policy: grant.policy, concurrentTransactions: grant.concurrentTransactions, gatherWindow: grant.gatherWindow,
             logger: logger

@@ -13,12 +13,14 @@ public struct GrantConfiguration: Sendable {
     public var productsFile: String?
     /// How often the outbox publisher looks for unpublished changes when nothing woke it.
     public var outboxPollInterval: Duration
+    /// How long an outbox round woken by a commit waits for the commits that follow it.
+    public var outboxGatherWindow: Duration
     /// How many outbox rows one publish round takes.
     public var outboxBatchSize: Int
     /// How many transactions apply batches at once; batches arriving meanwhile share the next one
     /// (``TransactionMerger``).
     public var concurrentTransactions: Int
-    /// How long a transaction starting on an idle store waits for the batches arriving with it.
+    /// How long a transaction started by an arriving batch waits for the batches arriving with it.
     public var gatherWindow: Duration
 
     public static let productsFileSetting = Setting<String?>.optional(
@@ -32,23 +34,27 @@ public struct GrantConfiguration: Sendable {
     public static let outboxPoll = Setting<Duration>.milliseconds(
         "OUTBOX_POLL_MS", default: .milliseconds(500), in: 10...60_000, meaning: "outbox publisher poll interval")
     public static let outboxBatch = Setting<Int>.int("OUTBOX_BATCH_SIZE", default: 500, in: 1...10_000, meaning: "changes published per round")
+    public static let outboxGather = Setting<Duration>.milliseconds(
+        "OUTBOX_GATHER_MS", default: .milliseconds(20), in: 0...1_000,
+        meaning: "how long an outbox round woken by a commit waits for the commits that follow it")
     public static let concurrentTransactionsSetting = Setting<Int>.int(
         "GRANT_CONCURRENT_TRANSACTIONS", default: 2, in: 1...64,
         meaning: "transactions applying batches at once; batches arriving meanwhile share the next one")
     public static let gatherWindowSetting = Setting<Duration>.milliseconds(
         "GRANT_GATHER_MS", default: .milliseconds(5), in: 0...1_000,
-        meaning: "how long a transaction starting on an idle store waits for the batches arriving with it")
+        meaning: "how long a transaction started by an arriving batch waits for the batches arriving with it")
 
     /// The variables, for `--help`.
     public static let variables =
         StoreConfiguration.variables + [
-            productsFileSetting.help, expiryLeeway.help, transferPolicy.help, outboxPoll.help, outboxBatch.help,
+            productsFileSetting.help, expiryLeeway.help, transferPolicy.help, outboxPoll.help, outboxBatch.help, outboxGather.help,
             concurrentTransactionsSetting.help, gatherWindowSetting.help,
         ]
 
     public init(
         store: StoreConfiguration, policy: GrantPolicy, productsFile: String? = nil,
         outboxPollInterval: Duration = outboxPoll.defaultValue, outboxBatchSize: Int = outboxBatch.defaultValue,
+        outboxGatherWindow: Duration = outboxGather.defaultValue,
         concurrentTransactions: Int = concurrentTransactionsSetting.defaultValue, gatherWindow: Duration = gatherWindowSetting.defaultValue
     ) {
         self.store = store
@@ -56,6 +62,7 @@ public struct GrantConfiguration: Sendable {
         self.productsFile = productsFile
         self.outboxPollInterval = outboxPollInterval
         self.outboxBatchSize = outboxBatchSize
+        self.outboxGatherWindow = outboxGatherWindow
         self.concurrentTransactions = concurrentTransactions
         self.gatherWindow = gatherWindow
     }
@@ -79,6 +86,7 @@ public struct GrantConfiguration: Sendable {
         policy = GrantPolicy(catalog: catalog, expiryLeeway: TimeInterval(leeway), transferPolicy: transfer)
         outboxPollInterval = try env.read(Self.outboxPoll)
         outboxBatchSize = try env.read(Self.outboxBatch)
+        outboxGatherWindow = try env.read(Self.outboxGather)
         concurrentTransactions = try env.read(Self.concurrentTransactionsSetting)
         gatherWindow = try env.read(Self.gatherWindowSetting)
     }

@@ -22,7 +22,7 @@ public struct GrantStage: PipelineStage {
 
     /// - Parameters:
     ///   - concurrentTransactions: how many transactions apply batches at once.
-    ///   - gatherWindow: how long a transaction starting on an idle store waits for company.
+    ///   - gatherWindow: how long a transaction started by an arriving batch waits for company.
     ///   - committed: called after every commit that may have written outbox rows (wakes the publisher).
     public init(
         store: EntitlementStore, policy: GrantPolicy, concurrentTransactions: Int = 2, gatherWindow: Duration = .zero, logger: Logger,

@@ -17,17 +17,23 @@ public final class OutboxPublisher: Service, Sendable {
     let producer: KafkaProducer
     let topic: String
     let pollInterval: Duration
+    /// How long a round woken by a commit waits for the commits that follow it.
+    let gatherWindow: Duration
     let batchSize: Int
     let logger: Logger
     private let wake = Mutex<CheckedContinuation<Void, Never>?>(nil)
     private let pending = Atomic<Bool>(false)
     private let published = Atomic<Int>(0)
 
-    public init(store: EntitlementStore, producer: KafkaProducer, topic: String, pollInterval: Duration, batchSize: Int, logger: Logger) {
+    public init(
+        store: EntitlementStore, producer: KafkaProducer, topic: String, pollInterval: Duration, gatherWindow: Duration = .zero,
+        batchSize: Int, logger: Logger
+    ) {
         self.store = store
         self.producer = producer
         self.topic = topic
         self.pollInterval = pollInterval
+        self.gatherWindow = gatherWindow
         self.batchSize = batchSize
         self.logger = logger
     }
@@ -93,6 +99,9 @@ public final class OutboxPublisher: Service, Sendable {
                 backlogReadAt = .now
             }
             await waitForWork()
+            // A round per commit cost five round trips to Postgres and a produce each: the commits
+            // of the next few milliseconds share this one.
+            if gatherWindow > .zero { try? await Task.sleep(for: gatherWindow) }
         }
     }
 

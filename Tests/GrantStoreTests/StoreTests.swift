@@ -181,8 +181,16 @@ struct StoreTests {
                 try await db.count(
                     "SELECT count(*) FROM customers c WHERE next_seq <> 1 + (SELECT count(*) FROM outbox o WHERE o.customer_id = c.customer_id)") == 0
             )
+            // While another publisher (a replica) holds the lock, a round hands out nothing.
+            let held = try await db.client.withTransaction(logger: ScratchDatabase.logger) { connection in
+                _ = try await connection.query("SELECT pg_advisory_xact_lock(\(EntitlementStore.outboxLockKey))", logger: ScratchDatabase.logger)
+                    .collect()
+                return try await db.store.publishOutbox(limit: 333) { _ in Issue.record("rows handed out under another's lock") }
+            }
+            #expect(held == nil)
             let box = Mutex<[OutboxEntry]>([])
             while let n = try await db.store.publishOutbox(limit: 333, { entries in box.withLock { $0 += entries } }), n > 0 {}
+            #expect(try await db.store.publishOutbox(limit: 333) { _ in Issue.record("an empty outbox handed out rows") } == 0)
             let published = box.withLock { $0 }
             #expect(published.count == (try await db.count("SELECT count(*) FROM outbox")))
             #expect(try await db.count("SELECT count(*) FROM outbox WHERE published_at IS NULL") == 0)
