@@ -61,6 +61,9 @@ public final class OutboxPublisher: Service, Sendable {
         var backlogReadAt: ContinuousClock.Instant?
         while !Task.isCancelled {
             var roundFoundNothing = false
+            // The commits that woke us before this round are published by it: only those after
+            // it began call for another (without this, every round was followed by an empty one).
+            pending.store(false, ordering: .relaxed)
             do {
                 let count = try await store.publishOutbox(limit: batchSize) { entries in
                     _ = try await self.producer.sendAll(entries.map(self.message))
