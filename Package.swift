@@ -178,7 +178,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PipelineRecordsTests",
-            dependencies: ["AppStore", "PipelineRecords", "PipelineMessages", "KafkaClient", crypto],
+            dependencies: ["AppStore", "JSONCoding", "PipelineRecords", "PipelineMessages", "KafkaClient", "GrantWorkload", "TestSupport", crypto],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -39,6 +39,41 @@ extension JSONParser {
         return try T.read(from: &self, depth: depth + 1)
     }
 
+    /// An array of nested models (no `null` elements) as the value of a member of an object at `depth`.
+    @inlinable
+    public mutating func readModels<T: DirectJSONDecodable>(_ type: T.Type, depth: Int) throws(Miss) -> [T]? {
+        if try readNull() { return nil }
+        guard depth + 1 <= JSONTree.maximumDepth, buffer[index] == UInt8(ascii: "[") else { throw Miss() }
+        index += 1
+        var models: [T] = []
+        skipWhitespace()
+        if index < buffer.count, buffer[index] == UInt8(ascii: "]") {
+            index += 1
+            return models
+        }
+        while true {
+            models.append(try T.read(from: &self, depth: depth + 2))
+            skipWhitespace()
+            guard index < buffer.count else { throw Miss() }
+            switch buffer[index] {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "]"):
+                index += 1
+                return models
+            default: throw Miss()
+            }
+        }
+    }
+
+    /// A string naming a case of a strict enumeration: an unknown value fails its `Decodable`, so
+    /// it takes the general path, which reports it.
+    @inlinable
+    public mutating func readCase<T: RawRepresentable>(_ type: T.Type) throws(Miss) -> T? where T.RawValue == String {
+        guard let text = try readString() else { return nil }
+        guard let value = T(rawValue: text) else { throw Miss() }
+        return value
+    }
+
     /// Reads the members of the object whose `{` is next: `member` is called with the field number of
     /// each first occurrence of a known key and must read its value; repeated and unknown keys are
     /// skipped (and so validated), as ``JSONTreeDecoder`` ignores them.

@@ -8,12 +8,12 @@ import JSONCoding
 
 extension JSONParser {
     /// One of Apple's string enumerations; an unknown value is kept verbatim, as its `Decodable` does.
-    mutating func readEnum<T: AppStoreStringEnumeration>(_ type: T.Type) throws(Miss) -> T? {
+    public mutating func readEnum<T: AppStoreStringEnumeration>(_ type: T.Type) throws(Miss) -> T? {
         try readString().map(T.init(rawValue:))
     }
 
     /// One of Apple's integer enumerations; an unknown value is kept verbatim, as its `Decodable` does.
-    mutating func readEnum<T: AppStoreIntegerEnumeration>(_ type: T.Type) throws(Miss) -> T? {
+    public mutating func readEnum<T: AppStoreIntegerEnumeration>(_ type: T.Type) throws(Miss) -> T? {
         try readInt64().map { T(rawValue: Int($0)) }
     }
 }
