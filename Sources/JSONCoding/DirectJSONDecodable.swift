@@ -42,27 +42,7 @@ extension JSONParser {
     /// An array of nested models (no `null` elements) as the value of a member of an object at `depth`.
     @inlinable
     public mutating func readModels<T: DirectJSONDecodable>(_ type: T.Type, depth: Int) throws(Miss) -> [T]? {
-        if try readNull() { return nil }
-        guard depth + 1 <= JSONTree.maximumDepth, buffer[index] == UInt8(ascii: "[") else { throw Miss() }
-        index += 1
-        var models: [T] = []
-        skipWhitespace()
-        if index < buffer.count, buffer[index] == UInt8(ascii: "]") {
-            index += 1
-            return models
-        }
-        while true {
-            models.append(try T.read(from: &self, depth: depth + 2))
-            skipWhitespace()
-            guard index < buffer.count else { throw Miss() }
-            switch buffer[index] {
-            case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "]"):
-                index += 1
-                return models
-            default: throw Miss()
-            }
-        }
+        try readArray(depth: depth) { (parser) throws(Miss) -> T in try T.read(from: &parser, depth: depth + 2) }
     }
 
     /// A string naming a case of a strict enumeration: an unknown value fails its `Decodable`, so

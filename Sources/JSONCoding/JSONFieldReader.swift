@@ -228,31 +228,43 @@ extension JSONParser {
         }
     }
 
-    /// An array of strings (no `null` elements), inside an object at `depth`.
+    /// An array (or `null`) as the value of a member of an object at `depth`, each element read by
+    /// `element` (which must consume it; an element it cannot read throws).
     @inlinable
-    public mutating func readStrings(depth: Int) throws(Miss) -> [String]? {
+    public mutating func readArray<Element>(
+        depth: Int, _ element: (inout JSONParser) throws(Miss) -> Element
+    ) throws(Miss) -> [Element]? {
         if try readNull() { return nil }
         guard depth + 1 <= JSONTree.maximumDepth, buffer[index] == UInt8(ascii: "[") else { throw Miss() }
         index += 1
-        var strings: [String] = []
+        var elements: [Element] = []
         skipWhitespace()
         if index < buffer.count, buffer[index] == UInt8(ascii: "]") {
             index += 1
-            return strings
+            return elements
         }
         while true {
             skipWhitespace()
-            guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { throw Miss() }
-            do { strings.append(try string()) } catch { throw Miss() }
+            guard index < buffer.count else { throw Miss() }
+            elements.append(try element(&self))
             skipWhitespace()
             guard index < buffer.count else { throw Miss() }
             switch buffer[index] {
             case UInt8(ascii: ","): index += 1
             case UInt8(ascii: "]"):
                 index += 1
-                return strings
+                return elements
             default: throw Miss()
             }
+        }
+    }
+
+    /// An array of strings (no `null` elements), inside an object at `depth`.
+    @inlinable
+    public mutating func readStrings(depth: Int) throws(Miss) -> [String]? {
+        try readArray(depth: depth) { (parser) throws(Miss) -> String in
+            guard parser.buffer[parser.index] == UInt8(ascii: "\"") else { throw Miss() }
+            do { return try parser.string() } catch { throw Miss() }
         }
     }
 
