@@ -407,7 +407,7 @@ let package = Package(
         .target(
             name: "GrantService",
             dependencies: [
-                "EnvironmentSettings", "EntitlementStore", "GrantDecision", "PipelineRecords", "StageRuntime", "KafkaClient",
+                "EnvironmentSettings", "EntitlementStore", "GrantDecision", "PipelineMessages", "PipelineRecords", "StageRuntime", "KafkaClient",
                 postgresNIO, logging, serviceLifecycle,
             ],
             swiftSettings: swiftSettings

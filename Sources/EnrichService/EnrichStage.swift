@@ -136,7 +136,7 @@ public struct EnrichStage: PipelineStage {
         var carriedHere: [String: PurchaseLookupResult?] = [:]
         for (index, item) in planned.enumerated() {
             guard case .enrich(let record, .history(let key)) = item else { continue }
-            let arrival = LookupCache.arrival(receivedAt: Self.receivedAt(batch[index]), verifiedAt: record.verifiedAt)
+            let arrival = LookupCache.arrival(receivedAt: batch[index].receivedAt, verifiedAt: record.verifiedAt)
             let purchase = key.coalescingKey
             if carriedHere[purchase] == nil { carriedHere[purchase] = .some(carried.take(purchase, now: startedAt)) }
             if let kept = carriedHere[purchase] ?? nil, LookupCache.serves(kept, fetchedFor: key, record: key, arrivedBy: arrival) {
@@ -227,12 +227,6 @@ public struct EnrichStage: PipelineStage {
     static let replaysDroppedMetric = Counter(label: "enrich_replays_dropped_total")
     /// Records enriched from an earlier batch's answer: `enrich_lookup_cache_hits_total`.
     static let lookupCacheHitsMetric = Counter(label: "enrich_lookup_cache_hits_total")
-
-    /// Ingest's `received-at` header, when present and readable.
-    static func receivedAt(_ message: KafkaMessage) -> Date? {
-        guard let text = message.headers.string(PipelineHeader.receivedAt) else { return nil }
-        return Timestamp.parse(text)
-    }
 
     /// Runs the lookups, ``concurrency`` at a time (in waves). Plain tasks awaited in order rather
     /// than a task group: the task-group form crashed in release builds of this toolchain.

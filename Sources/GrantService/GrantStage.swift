@@ -5,6 +5,7 @@ import Foundation
 import GrantDecision
 import KafkaClient
 import Logging
+import PipelineMessages
 import PipelineRecords
 import StageRuntime
 
@@ -47,7 +48,7 @@ public struct GrantStage: PipelineStage {
             do {
                 let record = try EnrichedRecord.decode(message.value)
                 var event = try GrantEvent(record)
-                event.receivedAt = message.headers.string(PipelineHeader.receivedAt).flatMap(Timestamp.parse)
+                event.receivedAt = message.receivedAt
                 events.append(event)
                 positions.append(i)
             } catch let rejection as GrantRejection {
@@ -72,7 +73,6 @@ public struct GrantStage: PipelineStage {
         return results.map { $0 ?? .success([]) }
     }
 
-    /// ISO 8601 with or without fractional seconds, as `Timestamp.iso8601` writes it.
     private func log(_ d: GrantDecision, _ message: KafkaMessage) {
         guard logger.logLevel <= .debug || !d.changes.isEmpty || !d.refusedClaims.isEmpty else { return }
         var metadata: Logger.Metadata = [

@@ -98,3 +98,11 @@ extension PipelineHeader {
         return headers
     }
 }
+
+extension KafkaMessage {
+    /// Ingest's `received-at` header (written by ``RawMessage`` and carried on), when present and
+    /// readable: when the notification reached the pipeline.
+    public var receivedAt: Date? {
+        headers.string(PipelineHeader.receivedAt).flatMap(Timestamp.parse)
+    }
+}
