@@ -125,10 +125,9 @@ public enum UploadAuthSettings: Sendable, CustomStringConvertible {
                 HMACUploadSettings(
                     secret: secret, window: .seconds(try env.read(hmacWindow))))
         case .none:
-            let appList = try env.read(AppStoreTrustSettings.appsSetting)
             let settings: AppStoreTrustSettings
             do {
-                settings = try AppStoreTrustSettings.read(apps: appList, trustedRoots: nil)
+                settings = try AppStoreTrustSettings(environment: env, readingTrustedRoots: false)
             } catch {
                 throw ConfigurationError(
                     variable: error.variable,
