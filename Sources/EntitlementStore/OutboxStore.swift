@@ -18,7 +18,7 @@ public struct OutboxEntry: Hashable, Sendable {
 
 extension EntitlementStore {
     /// An arbitrary constant naming the publisher lock ("grant-outbox").
-    public static let outboxLockKey: Int64 = 0x6f75_7462_6f78_0001
+    static let outboxLockKey: Int64 = 0x6f75_7462_6f78_0001
 
     /// Hands the oldest unpublished outbox rows (per customer in sequence order) to `publish`, and
     /// marks them published when it returns; if it throws, nothing is marked and they are handed

@@ -1,5 +1,4 @@
 import AppStore
-import EntitlementStore
 import Foundation
 import GrantDecision
 import GrantTestSupport
@@ -8,6 +7,8 @@ import PipelineRecords
 import PostgresNIO
 import Synchronization
 import Testing
+
+@testable import EntitlementStore
 
 /// Applies records through the store in batches of `batchSize`; returns every decision.
 @discardableResult
