@@ -19,37 +19,46 @@ extension VerifiedRecord: DirectJSONDecodable {
     public static func read(from parser: inout JSONParser, depth: Int) throws(DirectDecodingMiss) -> Self {
         var kind: Kind?
         var source: String?
-        var environment: AppStoreEnvironment?
         var bundleId: String?
+        var originalTransactionId: String?
+        var transactionId: String?
+        var notificationUUID: String?
+        var signedPayload: String?
+        var signedTransaction: String?
+        var environment: AppStoreEnvironment?
+        var appAppleId: Int64?
+        var notification: ResponseBodyV2DecodedPayload?
+        var transaction: JWSTransactionDecodedPayload?
+        var renewalInfo: JWSRenewalInfoDecodedPayload?
+        var appTransaction: AppTransaction?
+        var hints: AppUploadHints?
         var verifiedAt: Date?
-        var value = Self(kind: .notification, source: "", environment: .sandbox, bundleId: "", verifiedAt: Date(timeIntervalSince1970: 0))
         try parser.readMembers(depth: depth, names: names) { (parser, field) throws(DirectDecodingMiss) in
             switch Field(rawValue: field)! {
             case .kind: kind = try parser.readCase(Kind.self)
             case .source: source = try parser.readString()
             case .environment: environment = try parser.readEnum(AppStoreEnvironment.self)
             case .bundleId: bundleId = try parser.readString()
-            case .appAppleId: value.appAppleId = try parser.readInt64()
-            case .originalTransactionId: value.originalTransactionId = try parser.readString()
-            case .transactionId: value.transactionId = try parser.readString()
-            case .notificationUUID: value.notificationUUID = try parser.readString()
-            case .notification: value.notification = try parser.readModel(ResponseBodyV2DecodedPayload.self, depth: depth)
-            case .transaction: value.transaction = try parser.readModel(JWSTransactionDecodedPayload.self, depth: depth)
-            case .renewalInfo: value.renewalInfo = try parser.readModel(JWSRenewalInfoDecodedPayload.self, depth: depth)
-            case .appTransaction: value.appTransaction = try parser.readDecodable(AppTransaction.self, depth: depth)
-            case .hints: value.hints = try parser.readDecodable(AppUploadHints.self, depth: depth)
-            case .signedPayload: value.signedPayload = try parser.readString()
-            case .signedTransaction: value.signedTransaction = try parser.readString()
+            case .appAppleId: appAppleId = try parser.readInt64()
+            case .originalTransactionId: originalTransactionId = try parser.readString()
+            case .transactionId: transactionId = try parser.readString()
+            case .notificationUUID: notificationUUID = try parser.readString()
+            case .notification: notification = try parser.readModel(ResponseBodyV2DecodedPayload.self, depth: depth)
+            case .transaction: transaction = try parser.readModel(JWSTransactionDecodedPayload.self, depth: depth)
+            case .renewalInfo: renewalInfo = try parser.readModel(JWSRenewalInfoDecodedPayload.self, depth: depth)
+            case .appTransaction: appTransaction = try parser.readDecodable(AppTransaction.self, depth: depth)
+            case .hints: hints = try parser.readDecodable(AppUploadHints.self, depth: depth)
+            case .signedPayload: signedPayload = try parser.readString()
+            case .signedTransaction: signedTransaction = try parser.readString()
             case .verifiedAt: verifiedAt = try parser.readDate()
             }
         }
         guard let kind, let source, let environment, let bundleId, let verifiedAt else { throw DirectDecodingMiss() }
-        value.kind = kind
-        value.source = source
-        value.environment = environment
-        value.bundleId = bundleId
-        value.verifiedAt = verifiedAt
-        return value
+        return Self(
+            kind: kind, source: source, environment: environment, bundleId: bundleId, appAppleId: appAppleId,
+            originalTransactionId: originalTransactionId, transactionId: transactionId, notificationUUID: notificationUUID,
+            notification: notification, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction,
+            hints: hints, signedPayload: signedPayload, signedTransaction: signedTransaction, verifiedAt: verifiedAt)
     }
 }
 
@@ -82,24 +91,26 @@ extension Enrichment: DirectJSONDecodable {
     public static func read(from parser: inout JSONParser, depth: Int) throws(DirectDecodingMiss) -> Self {
         var lookup: Lookup?
         var history: [JWSTransactionDecodedPayload]?
+        var inForceTransactionId: String?
+        var subscriptionStatus: SubscriptionStatusSnapshot?
+        var appAccountToken: UUID?
+        var appAccountTokenSource: AppAccountTokenSource?
         var fetchedAt: Date?
-        var value = Self(lookup: .none, fetchedAt: Date(timeIntervalSince1970: 0))
         try parser.readMembers(depth: depth, names: names) { (parser, field) throws(DirectDecodingMiss) in
             switch Field(rawValue: field)! {
             case .lookup: lookup = try parser.readCase(Lookup.self)
             case .history: history = try parser.readModels(JWSTransactionDecodedPayload.self, depth: depth)
-            case .inForceTransactionId: value.inForceTransactionId = try parser.readString()
-            case .subscriptionStatus: value.subscriptionStatus = try parser.readModel(SubscriptionStatusSnapshot.self, depth: depth)
-            case .appAccountToken: value.appAccountToken = try parser.readUUID()
-            case .appAccountTokenSource: value.appAccountTokenSource = try parser.readCase(AppAccountTokenSource.self)
+            case .inForceTransactionId: inForceTransactionId = try parser.readString()
+            case .subscriptionStatus: subscriptionStatus = try parser.readModel(SubscriptionStatusSnapshot.self, depth: depth)
+            case .appAccountToken: appAccountToken = try parser.readUUID()
+            case .appAccountTokenSource: appAccountTokenSource = try parser.readCase(AppAccountTokenSource.self)
             case .fetchedAt: fetchedAt = try parser.readDate()
             }
         }
         guard let lookup, let history, let fetchedAt else { throw DirectDecodingMiss() }
-        value.lookup = lookup
-        value.history = history
-        value.fetchedAt = fetchedAt
-        return value
+        return Self(
+            lookup: lookup, history: history, inForceTransactionId: inForceTransactionId, subscriptionStatus: subscriptionStatus,
+            appAccountToken: appAccountToken, appAccountTokenSource: appAccountTokenSource, fetchedAt: fetchedAt)
     }
 }
 
@@ -110,18 +121,19 @@ extension SubscriptionStatusSnapshot: DirectJSONDecodable {
     private static let names = Field.names()
 
     public static func read(from parser: inout JSONParser, depth: Int) throws(DirectDecodingMiss) -> Self {
+        var subscriptionGroupIdentifier: String?
         var status: SubscriptionStatus?
-        var value = Self(status: SubscriptionStatus(rawValue: 0))
+        var transaction: JWSTransactionDecodedPayload?
+        var renewalInfo: JWSRenewalInfoDecodedPayload?
         try parser.readMembers(depth: depth, names: names) { (parser, field) throws(DirectDecodingMiss) in
             switch Field(rawValue: field)! {
-            case .subscriptionGroupIdentifier: value.subscriptionGroupIdentifier = try parser.readString()
+            case .subscriptionGroupIdentifier: subscriptionGroupIdentifier = try parser.readString()
             case .status: status = try parser.readEnum(SubscriptionStatus.self)
-            case .transaction: value.transaction = try parser.readModel(JWSTransactionDecodedPayload.self, depth: depth)
-            case .renewalInfo: value.renewalInfo = try parser.readModel(JWSRenewalInfoDecodedPayload.self, depth: depth)
+            case .transaction: transaction = try parser.readModel(JWSTransactionDecodedPayload.self, depth: depth)
+            case .renewalInfo: renewalInfo = try parser.readModel(JWSRenewalInfoDecodedPayload.self, depth: depth)
             }
         }
         guard let status else { throw DirectDecodingMiss() }
-        value.status = status
-        return value
+        return Self(subscriptionGroupIdentifier: subscriptionGroupIdentifier, status: status, transaction: transaction, renewalInfo: renewalInfo)
     }
 }
