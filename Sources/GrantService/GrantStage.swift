@@ -26,7 +26,9 @@ public struct GrantStage: PipelineStage {
     ///   - gatherWindow: how long a transaction started by an arriving batch waits for company.
     ///   - committed: called after every commit that may have written outbox rows (wakes the publisher).
     public init(
-        store: EntitlementStore, policy: GrantPolicy, concurrentTransactions: Int = 2, gatherWindow: Duration = .zero, logger: Logger,
+        store: EntitlementStore, policy: GrantPolicy,
+        concurrentTransactions: Int = GrantConfiguration.concurrentTransactionsSetting.defaultValue,
+        gatherWindow: Duration = GrantConfiguration.gatherWindowSetting.defaultValue, logger: Logger,
         committed: @escaping @Sendable () -> Void = {}
     ) {
         self.merger = TransactionMerger(store: store, maximumConcurrentTransactions: concurrentTransactions, gatherWindow: gatherWindow)

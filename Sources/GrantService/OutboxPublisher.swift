@@ -17,7 +17,7 @@ public final class OutboxPublisher: Service, Sendable {
     let producer: KafkaProducer
     let topic: String
     let pollInterval: Duration
-    /// How long a round woken by a commit waits for the commits that follow it.
+    /// How long a round waits, once woken, for the commits that follow the one that woke it.
     let gatherWindow: Duration
     let batchSize: Int
     let logger: Logger
@@ -26,7 +26,8 @@ public final class OutboxPublisher: Service, Sendable {
     private let published = Atomic<Int>(0)
 
     public init(
-        store: EntitlementStore, producer: KafkaProducer, topic: String, pollInterval: Duration, gatherWindow: Duration = .zero,
+        store: EntitlementStore, producer: KafkaProducer, topic: String, pollInterval: Duration,
+        gatherWindow: Duration = GrantConfiguration.outboxGather.defaultValue,
         batchSize: Int, logger: Logger
     ) {
         self.store = store
@@ -102,8 +103,8 @@ public final class OutboxPublisher: Service, Sendable {
                 backlogReadAt = .now
             }
             await waitForWork()
-            // A round per commit cost five round trips to Postgres and a produce each: the commits
-            // of the next few milliseconds share this one.
+            // Woken by a commit (or the poll interval): a round per commit cost four round trips to
+            // Postgres and a produce each, so the commits of the next few milliseconds share this one.
             if gatherWindow > .zero { try? await Task.sleep(for: gatherWindow) }
         }
     }
