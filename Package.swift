@@ -20,6 +20,7 @@ let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
 let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
 let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio")
+let nioPosix: Target.Dependency = .product(name: "NIOPosix", package: "swift-nio")
 let nioSSL: Target.Dependency = .product(name: "NIOSSL", package: "swift-nio-ssl")
 let postgresNIO: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
 let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
@@ -69,6 +70,9 @@ let package = Package(
             pkgConfig: "rdkafka",
             providers: [.apt(["librdkafka-dev"])]
         ),
+        // The Swift runtime's global-enqueue hook, so the stage runtime can run tasks on NIO's event
+        // loops; the only place that hook is visible.
+        .target(name: "CTaskExecutorHook"),
         // Swift wrapper over librdkafka: producer, consumer, admin.
         .target(
             name: "KafkaClient",
@@ -88,8 +92,8 @@ let package = Package(
         .target(
             name: "StageRuntime",
             dependencies: [
-                "EnvironmentSettings", "KafkaClient", "PipelineRecords", dequeModule, logging, metrics, prometheus, serviceLifecycle, unixSignals,
-                hummingbird,
+                "CTaskExecutorHook", "EnvironmentSettings", "KafkaClient", "PipelineRecords", dequeModule, logging, metrics, prometheus,
+                serviceLifecycle, unixSignals, hummingbird, nioCore, nioPosix,
             ],
             swiftSettings: swiftSettings
         ),

@@ -17,6 +17,9 @@ public enum CommonSettings {
         "LOG_LEVEL", default: .info, ignoringCase: true, meaning: "trace, debug, info, notice, warning, error, critical")
     public static let logFormat = Setting<LogFormat>.choice(
         "LOG_FORMAT", default: .text, ignoringCase: true, meaning: "text, or json: one JSON object per line on stderr")
+    public static let tasksOnEventLoops = Setting<Bool>.flag(
+        "TASKS_ON_EVENT_LOOPS", default: true, shown: "on",
+        meaning: "run Swift tasks on NIO's event loops, sparing a thread switch at each hop (on or off)")
     /// A family of variables rather than one: read by ``EnvironmentReader/kafkaProperties()``. Its
     /// values may be SASL credentials, so they are secret.
     public static let kafkaPropertyPattern = SettingDescription(
@@ -25,7 +28,10 @@ public enum CommonSettings {
 
     /// The common variables for `--help` of the process called `name`.
     public static func variables(clientID name: String) -> [SettingDescription] {
-        [bootstrapServers.help, kafkaPropertyPattern, propertiesFile.help, clientID(default: name).help, logLevel.help, logFormat.help]
+        [
+            bootstrapServers.help, kafkaPropertyPattern, propertiesFile.help, clientID(default: name).help, logLevel.help, logFormat.help,
+            tasksOnEventLoops.help,
+        ]
     }
 }
 

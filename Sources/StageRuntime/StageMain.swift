@@ -38,6 +38,7 @@ public enum StageMain {
                 "starting",
                 metadata: [
                     LogKey.inputTopic: "\(config.inputTopic)", LogKey.group: "\(config.groupID)", LogKey.httpPort: "\(config.httpPort)",
+                    LogKey.tasksOnEventLoops: "\(ProcessBootstrap.tasksRunOnEventLoops)",
                 ])
             await ProcessBootstrap.run(
                 [probes] + extra + [producer, runner.consumer, runner], shutdownTimeout: config.shutdownTimeout, logger: logger)

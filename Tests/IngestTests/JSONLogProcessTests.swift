@@ -9,7 +9,8 @@ import TestSupport
 import Testing
 
 /// Started as processes with `LOG_FORMAT=json`, ingest and verify write nothing to stderr but JSON
-/// objects, one per line, each with the stable keys; `/metrics` reports them ready.
+/// objects, one per line, each with the stable keys; `/metrics` reports them ready; their tasks run
+/// on the event loops.
 @Suite("processes write JSON logs", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(4)))
 struct JSONLogProcessTests {
     /// Every line of `text` parsed as a JSON object; a line that is not one fails the test.
@@ -110,6 +111,12 @@ struct JSONLogProcessTests {
         #expect(refused.contains { ($0[LogKey.requestID] as? String).flatMap(UUID.init(uuidString:)) != nil })
         #expect(ingestLines.allSatisfy { $0[LogKey.stage] as? String == "ingest" })
         #expect(verifyMessages.contains("starting") && verifyMessages.contains("stage started"))
+        // Both ran (served, consumed, shut down cleanly) with their tasks on NIO's event loops, the
+        // default: the executor hook was there to take.
+        for (process, lines) in [("ingest", ingestLines), ("verify", verifyLines)] {
+            let starting = lines.first { $0["message"] as? String == "starting" }
+            #expect(starting?[LogKey.tasksOnEventLoops] as? String == "true", "\(process): \(String(describing: starting))")
+        }
         let deadLettered = verifyLines.filter { $0["message"] as? String == "record dead-lettered" }
         #expect(deadLettered.count >= 3)
         #expect(deadLettered.allSatisfy { $0[LogKey.partition] != nil && $0[LogKey.offset] != nil && $0[LogKey.stage] as? String == "verify" })

@@ -8,6 +8,8 @@ import NIOSSL
 import SimulatorLifecycleRoutes
 import StageRuntime
 
+ProcessBootstrap.runTasksOnEventLoops()
+
 /// `appstore-sim`: a simulated App Store Server API (Sandbox data only) for local runs and tests.
 /// Each variable is declared once: read below, listed by `--help`.
 enum SimulatorSettings {
@@ -39,6 +41,7 @@ enum SimulatorSettings {
     static let variables = [
         stateDirectory.help, apps.help, bundleId.help, apiKeyFile.help, apiIssuerID.help, apiKeyID.help, webhookCAFile.help,
         webhookURL.help, httpHost.help, httpPort.help, CommonSettings.logLevel.help, CommonSettings.logFormat.help,
+        CommonSettings.tasksOnEventLoops.help,
     ]
 }
 
@@ -135,6 +138,7 @@ logger.info(
     metadata: [
         LogKey.simStateDirectory: "\(stateDirectory.path)", LogKey.simKeyID: "\(apple.apiKey.keyID)", LogKey.simIssuerID: "\(apple.apiKey.issuerID)",
         LogKey.httpPort: "\(configuration.httpPort)",
+        LogKey.tasksOnEventLoops: "\(ProcessBootstrap.tasksRunOnEventLoops)",
     ])
 var webhookClient = HTTPClient.shared
 if let caFile = configuration.webhookCAFile {

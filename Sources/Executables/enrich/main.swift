@@ -2,6 +2,8 @@ import EnrichService
 import PipelineRecords
 import StageRuntime
 
+ProcessBootstrap.runTasksOnEventLoops()
+
 /// The enrich stage: verified topic → enriched topic (or the enrich DLQ with Apple's error code).
 await StageMain.run(
     name: "enrich",

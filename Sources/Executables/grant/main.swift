@@ -3,6 +3,8 @@ import GrantService
 import PipelineRecords
 import StageRuntime
 
+ProcessBootstrap.runTasksOnEventLoops()
+
 /// The grant stage: enriched topic → entitlements in Postgres; changes published from the outbox;
 /// Apple's consumption requests answered for the apps that opted in.
 await StageMain.run(

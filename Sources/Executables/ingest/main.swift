@@ -6,6 +6,8 @@ import KafkaClient
 import Logging
 import StageRuntime
 
+ProcessBootstrap.runTasksOnEventLoops()
+
 ProcessBootstrap.handleHelp(
     ProcessBootstrap.usage(
         name: "ingest",
@@ -31,6 +33,7 @@ do {
         metadata: [
             LogKey.httpPort: "\(configuration.httpPort)", LogKey.topic: "\(configuration.rawTopic)",
             LogKey.uploadAuth: "\(configuration.uploadAuthentication)",
+            LogKey.tasksOnEventLoops: "\(ProcessBootstrap.tasksRunOnEventLoops)",
         ])
     // Shutdown runs in reverse: the server stops taking requests first, then the producer flushes.
     await ProcessBootstrap.run([producer, app], shutdownTimeout: configuration.shutdownTimeout, logger: logger)

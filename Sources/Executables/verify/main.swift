@@ -2,6 +2,8 @@ import PipelineRecords
 import StageRuntime
 import VerifyService
 
+ProcessBootstrap.runTasksOnEventLoops()
+
 /// The verify stage: raw topic → verified topic (or the verify DLQ with the verifier's error code).
 await StageMain.run(
     name: "verify",
