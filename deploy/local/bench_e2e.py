@@ -301,11 +301,17 @@ def cpu_phase(args, psql, processes, first_index):
     sender.start()
     time.sleep(args.cpu_warmup)
     backends = database_backends(psql)
+    # Optionally a whole-machine profile of the window (perf's own cost then inflates the figures).
+    perf = subprocess.Popen(["perf", "record", "-a", "-g", "-F", "499", "-o", args.perf_output],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if args.perf_output else None
     window_start = time.time()
     before, backends_before = processes.sample(backends)
     time.sleep(args.cpu_seconds)
     after, backends_after = processes.sample(backends)
     window_end = time.time()
+    if perf:
+        perf.send_signal(signal.SIGINT)
+        perf.wait()
     sender.stop()
     if sender.failures:
         raise SystemExit(f"cpu: ingest refused {len(sender.failures)} requests, e.g. {sender.failures[:3]}")
@@ -425,6 +431,7 @@ def main():
     r.add_argument("--cpu-rate", type=float, default=100)
     r.add_argument("--cpu-seconds", type=float, default=30)
     r.add_argument("--cpu-warmup", type=float, default=5)
+    r.add_argument("--perf-output", default="", help="record a perf profile of the whole machine over the CPU window here")
     r.add_argument("--timeout", type=float, default=900)
     i = sub.choices["idle"]
     i.add_argument("--seconds", type=float, default=20)
