@@ -266,7 +266,8 @@ public struct EnrichStage: PipelineStage {
     }
 
     func output(for message: KafkaMessage, record: VerifiedRecord, enrichment: Enrichment) throws -> KafkaOutgoingMessage {
-        let body = try EnrichedRecord(verified: record, enrichment: enrichment).encoded()
+        // `record` is `message.value` decoded and unchanged: its bytes go out as they came.
+        let body = try EnrichedRecord.encoded(verifiedBody: message.value, enrichment: enrichment)
         logger.debug(
             "enriched",
             metadata: [

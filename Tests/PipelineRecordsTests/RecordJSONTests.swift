@@ -44,6 +44,18 @@ struct RecordJSONTests {
         #expect(Set(Self.records.map(\.enrichment.lookup)).isSuperset(of: [.history, .transactionOnly]))
     }
 
+    @Test("an enriched body around the verified record's published bytes is the record's own encoding")
+    func enrichedAroundVerifiedBytes() throws {
+        for record in Self.records {
+            let verified = try record.verified.encoded()
+            #expect(try EnrichedRecord.encoded(verifiedBody: verified, enrichment: record.enrichment) == record.encoded())
+            // Bytes as another writer laid them out (spaces, a newline) are kept, and read the same.
+            let spaced = Array(" \n".utf8) + verified + Array(" ".utf8)
+            let body = try EnrichedRecord.encoded(verifiedBody: spaced, enrichment: record.enrichment)
+            #expect(try EnrichedRecord.decode(body) == EnrichedRecord.decode(record.encoded()))
+        }
+    }
+
     @Test("20,000 mutations of generated records decode alike directly and generally")
     func mutations() throws {
         let originals = try Self.records.prefix(200).flatMap { [try $0.encoded(), try $0.verified.encoded()] }
