@@ -19,6 +19,7 @@ public struct IngestConfiguration: Sendable {
     /// Larger JWS strings are refused with 400.
     public var maxJWSBytes: Int
     public var linger: Duration
+    public var compression: KafkaCompression
     public var logLevel: Logger.Level
     public var logFormat: LogFormat
     public var shutdownTimeout: Duration
@@ -41,7 +42,7 @@ public struct IngestConfiguration: Sendable {
     public static let variables =
         CommonSettings.variables(clientID: "ingest") + [
             rawTopicSetting.help, httpHostSetting.help, httpPortSetting.help, ackTimeoutSetting.help, maxBodyBytesSetting.help,
-            maxJWSBytesSetting.help, lingerSetting.help, StageConfiguration.shutdownTimeout.help,
+            maxJWSBytesSetting.help, lingerSetting.help, StageConfiguration.compression.help, StageConfiguration.shutdownTimeout.help,
         ] + UploadAuthSettings.variables
 
     /// - Parameter uploadAuthentication: no default, as in the environment: open uploads are a
@@ -51,7 +52,8 @@ public struct IngestConfiguration: Sendable {
         httpHost: String = "127.0.0.1", httpPort: Int = 0,
         ackTimeout: Duration = ackTimeoutSetting.defaultValue, maxBodyBytes: Int = maxBodyBytesSetting.defaultValue,
         maxJWSBytes: Int = maxJWSBytesSetting.defaultValue,
-        linger: Duration = lingerSetting.defaultValue, logLevel: Logger.Level = .info, logFormat: LogFormat = .text,
+        linger: Duration = lingerSetting.defaultValue, compression: KafkaCompression = StageConfiguration.compression.defaultValue,
+        logLevel: Logger.Level = .info, logFormat: LogFormat = .text,
         shutdownTimeout: Duration = StageConfiguration.shutdownTimeout.defaultValue
     ) {
         self.kafka = kafka
@@ -63,6 +65,7 @@ public struct IngestConfiguration: Sendable {
         self.maxBodyBytes = maxBodyBytes
         self.maxJWSBytes = maxJWSBytes
         self.linger = linger
+        self.compression = compression
         self.logLevel = logLevel
         self.logFormat = logFormat
         self.shutdownTimeout = shutdownTimeout
@@ -79,6 +82,7 @@ public struct IngestConfiguration: Sendable {
             maxBodyBytes: try env.read(Self.maxBodyBytesSetting),
             maxJWSBytes: try env.read(Self.maxJWSBytesSetting),
             linger: try env.read(Self.lingerSetting),
+            compression: try env.read(StageConfiguration.compression),
             logLevel: try env.logLevel(),
             logFormat: try env.logFormat(),
             shutdownTimeout: try env.read(StageConfiguration.shutdownTimeout))
@@ -87,6 +91,6 @@ public struct IngestConfiguration: Sendable {
     /// The producer ingest writes with: a record not acknowledged within the request's deadline
     /// is failed by librdkafka too, so nothing is written long after the client was told 503.
     public var producer: KafkaProducerConfiguration {
-        KafkaProducerConfiguration(client: kafka, deliveryTimeout: ackTimeout, linger: linger)
+        KafkaProducerConfiguration(client: kafka, deliveryTimeout: ackTimeout, linger: linger, compression: compression)
     }
 }

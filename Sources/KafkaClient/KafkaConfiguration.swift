@@ -20,6 +20,12 @@ public struct KafkaClientConfiguration: Sendable {
     }
 }
 
+/// `compression.type`: how a producer compresses its record batches. The broker keeps and serves
+/// them compressed; consumers decompress.
+public enum KafkaCompression: String, Sendable, CaseIterable {
+    case none, gzip, snappy, lz4, zstd
+}
+
 /// Producer settings. Idempotence and `acks=all` are always on: a record is only reported
 /// delivered once every in-sync replica has it, and retries never duplicate or reorder it.
 public struct KafkaProducerConfiguration: Sendable {
@@ -33,19 +39,25 @@ public struct KafkaProducerConfiguration: Sendable {
     public var maxQueuedMessages: Int
     /// `message.max.bytes`: records larger than this are refused locally.
     public var maxMessageBytes: Int
+    /// `compression.type`. lz4 by default: the records are JSON around JWS, and a batch of them
+    /// shrinks to about half for a few microseconds of CPU per record, which the broker, the
+    /// network and the disk all save (on the local broker, a third of its CPU per notification).
+    public var compression: KafkaCompression
 
     public init(
         client: KafkaClientConfiguration,
         deliveryTimeout: Duration = .seconds(30),
         linger: Duration = .milliseconds(2),
         maxQueuedMessages: Int = 100_000,
-        maxMessageBytes: Int = 1_000_000
+        maxMessageBytes: Int = 1_000_000,
+        compression: KafkaCompression = .lz4
     ) {
         self.client = client
         self.deliveryTimeout = deliveryTimeout
         self.linger = linger
         self.maxQueuedMessages = maxQueuedMessages
         self.maxMessageBytes = maxMessageBytes
+        self.compression = compression
     }
 
     var librdkafkaProperties: [String: String] {
@@ -56,6 +68,7 @@ public struct KafkaProducerConfiguration: Sendable {
         p["linger.ms"] = String(linger.milliseconds)
         p["queue.buffering.max.messages"] = String(maxQueuedMessages)
         p["message.max.bytes"] = String(maxMessageBytes)
+        p["compression.type"] = compression.rawValue
         p["log.queue"] = "true"
         return p.merging(client.properties) { _, override in override }
     }

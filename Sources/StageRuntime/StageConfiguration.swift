@@ -75,6 +75,8 @@ public struct StageConfiguration: Sendable {
         "KAFKA_DELIVERY_TIMEOUT_MS", default: .seconds(30), in: 100...3_600_000, meaning: "how long a produce may take before it fails")
     public static let linger = Setting<Duration>.milliseconds(
         "KAFKA_LINGER_MS", default: .milliseconds(2), in: 0...10_000, meaning: "producer batching delay")
+    public static let compression = Setting<KafkaCompression>.choice(
+        "KAFKA_COMPRESSION", default: .lz4, ignoringCase: true, meaning: "how produced batches are compressed: none, gzip, snappy, lz4, zstd")
     public static let retryInitial = Setting<Duration>.milliseconds(
         "RETRY_INITIAL_MS", default: .milliseconds(100), in: 1...600_000, meaning: "first backoff for transient failures")
     public static let retryMax = Setting<Duration>.milliseconds(
@@ -93,7 +95,7 @@ public struct StageConfiguration: Sendable {
         return CommonSettings.variables(clientID: stage) + [
             settings.groupID.help, settings.inputTopic.help, settings.outputTopic.help, settings.deadLetterTopic.help,
             assignor.help, sessionTimeout.help, heartbeatInterval.help, fetchWaitMax.help, commitInterval.help,
-            deliveryTimeout.help, linger.help, retryInitial.help, retryMax.help, settings.batchSize.help,
+            deliveryTimeout.help, linger.help, compression.help, retryInitial.help, retryMax.help, settings.batchSize.help,
             maxBufferedPerPartition.help, drainTimeout.help, shutdownTimeout.help, httpHost.help, settings.httpPort.help,
         ]
     }
@@ -131,7 +133,8 @@ public struct StageConfiguration: Sendable {
             fetchWaitMax: try env.read(Self.fetchWaitMax),
             commitInterval: try env.read(Self.commitInterval))
         producer = KafkaProducerConfiguration(
-            client: kafka, deliveryTimeout: try env.read(Self.deliveryTimeout), linger: try env.read(Self.linger))
+            client: kafka, deliveryTimeout: try env.read(Self.deliveryTimeout), linger: try env.read(Self.linger),
+            compression: try env.read(Self.compression))
         let retry = RetryPolicy(initialDelay: try env.read(Self.retryInitial), maximumDelay: try env.read(Self.retryMax))
         runner = StageRunnerConfiguration(
             deadLetterTopic: deadLetterTopic, retry: retry,

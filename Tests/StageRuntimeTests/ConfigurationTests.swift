@@ -25,12 +25,14 @@ struct ConfigurationTests {
         #expect(config.runner.maxBatchSize == 32)
         #expect(config.consumer.assignor == .cooperativeSticky)
         #expect(config.logFormat == .text)
+        #expect(config.producer.compression == .lz4)
         let json = try StageConfiguration(
             stage: "verify", defaults: defaults,
             environment: EnvironmentReader([
-                "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092", "LOG_FORMAT": "JSON",
+                "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092", "LOG_FORMAT": "JSON", "KAFKA_COMPRESSION": "ZSTD",
             ]))
         #expect(json.logFormat == .json)
+        #expect(json.producer.compression == .zstd)
         #expect(StageConfiguration.variables(stage: "verify", defaults: defaults).contains { $0.name == "LOG_FORMAT" })
     }
 
@@ -98,12 +100,24 @@ struct ConfigurationTests {
             (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "KAFKA_PROPERTIES_FILE": "/nonexistent"], "KAFKA_PROPERTIES_FILE names a file"),
             (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "HTTP_PORT": "70000"], "HTTP_PORT must be a whole number from 0 to 65535 (got \"70000\")"),
             (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "KAFKA_LINGER_MS": "1.5"], "KAFKA_LINGER_MS must be a whole number from 0 to 10000"),
+            (["KAFKA_BOOTSTRAP_SERVERS": "x:1", "KAFKA_COMPRESSION": "brotli"], "KAFKA_COMPRESSION must be one of none, gzip"),
         ])
     func invalid(environment: [String: String], expected: String) {
         #expect {
             _ = try StageConfiguration(stage: "verify", defaults: defaults, environment: EnvironmentReader(environment))
         } throws: { error in
             "\(error)".hasPrefix("configuration error: \(expected)")
+        }
+    }
+
+    @Test("TASKS_ON_EVENT_LOOPS is on unless set off, and a bad value names the variable")
+    func tasksOnEventLoopsSetting() throws {
+        #expect(try EnvironmentReader([:]).read(CommonSettings.tasksOnEventLoops))
+        #expect(try !EnvironmentReader(["TASKS_ON_EVENT_LOOPS": "off"]).read(CommonSettings.tasksOnEventLoops))
+        #expect {
+            _ = try EnvironmentReader(["TASKS_ON_EVENT_LOOPS": "maybe"]).read(CommonSettings.tasksOnEventLoops)
+        } throws: { error in
+            "\(error)".hasPrefix("configuration error: TASKS_ON_EVENT_LOOPS must be true or false")
         }
     }
 
