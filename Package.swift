@@ -140,8 +140,7 @@ let package = Package(
         .target(
             name: "IngestService",
             dependencies: [
-                "PipelineMessages",
-                "PipelineRecords",
+                "PipelineMessages", "PipelineRecords",
                 "EnvironmentSettings", "AppStore", "JSONCoding", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient,
                 nioHTTP1, logging,
             ],
@@ -174,8 +173,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "KafkaClient", "StageRuntime", "AppStore", "AppStoreSigning", "AppStoreServerAPI", "AppStoreSimulator",
-                "SimulatedCustomers", serviceLifecycle, logging, jwtKit, crypto, cryptoExtras, asyncHTTPClient, hummingbird, x509,
-                swiftASN1,
+                "SimulatedCustomers", serviceLifecycle, logging, jwtKit, crypto, cryptoExtras, asyncHTTPClient, hummingbird, x509, swiftASN1,
             ],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
@@ -194,16 +192,14 @@ let package = Package(
             name: "StageRuntimeTests",
             dependencies: [
                 "PipelineRecords",
-                "EnvironmentSettings", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting, serviceLifecycle, prometheus,
-                metrics,
+                "EnvironmentSettings", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting, serviceLifecycle, prometheus, metrics,
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "IngestTests",
             dependencies: [
-                "PipelineRecords",
-                "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting,
+                "PipelineRecords", "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting,
                 asyncHTTPClient, nioCore, nioHTTP1, hummingbird, jwtKit, crypto, logging, metrics, prometheus,
             ],
             swiftSettings: swiftSettings
@@ -290,8 +286,7 @@ let package = Package(
         .target(
             name: "RecoveryJobs",
             dependencies: [
-                "PipelineMessages",
-                "AppStore", "AppStoreServerAPI", "PipelineOperations", "PipelineRecords", "KafkaClient", postgresNIO, crypto,
+                "PipelineMessages", "AppStore", "AppStoreServerAPI", "PipelineOperations", "PipelineRecords", "KafkaClient", postgresNIO, crypto,
                 logging,
             ],
             swiftSettings: swiftSettings
@@ -310,8 +305,7 @@ let package = Package(
         .executableTarget(
             name: "appstorectl",
             dependencies: [
-                "PipelineRecords",
-                "EnvironmentSettings", "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
+                "PipelineRecords", "EnvironmentSettings", "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
                 "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
                 "EntitlementStore", "StageRuntime", argumentParser, logging,
             ],
@@ -357,8 +351,7 @@ let package = Package(
         .target(
             name: "EnrichService",
             dependencies: [
-                "PipelineMessages",
-                "EnvironmentSettings", "AppStore", "AppStoreServerAPI", "PipelineRecords", "StageRuntime", "KafkaClient",
+                "PipelineMessages", "EnvironmentSettings", "AppStore", "AppStoreServerAPI", "PipelineRecords", "StageRuntime", "KafkaClient",
                 asyncHTTPClient, nioCore, logging, metrics, serviceLifecycle,
             ],
             swiftSettings: swiftSettings
@@ -375,8 +368,7 @@ let package = Package(
             name: "enrich-bench",
             dependencies: [
                 "EnrichService", "AppStoreSimulator", "AppStoreServerAPI", "AppStoreSigning", "AppStore",
-                "PipelineRecords", "StageRuntime", "KafkaClient", asyncHTTPClient, crypto, serviceLifecycle,
-                logging,
+                "PipelineRecords", "StageRuntime", "KafkaClient", asyncHTTPClient, crypto, serviceLifecycle, logging,
             ],
             path: "Sources/Executables/enrich-bench",
             swiftSettings: swiftSettings
@@ -454,8 +446,7 @@ let package = Package(
         .executableTarget(
             name: "grant-bench",
             dependencies: [
-                "PipelineMessages",
-                "EnvironmentSettings", "EntitlementStore", "GrantDecision", "GrantWorkload", "PipelineRecords", "StageRuntime",
+                "PipelineMessages", "EnvironmentSettings", "EntitlementStore", "GrantDecision", "GrantWorkload", "PipelineRecords", "StageRuntime",
                 "KafkaClient", "AppStore", postgresNIO, logging,
             ],
             path: "Sources/Executables/grant-bench",
@@ -482,8 +473,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "PipelineRecords",
-                "AppStore", "AppStoreSigning", "AppStoreSimulator", "SimulatorLifecycleRoutes", "SimulatedCustomers",
+                "PipelineRecords", "AppStore", "AppStoreSigning", "AppStoreSimulator", "SimulatorLifecycleRoutes", "SimulatedCustomers",
                 "SimulatedDelivery", "EntitlementStore", "GrantTestSupport", "GrantWorkload", "KafkaClient", "StageRuntime",
                 "TestSupport", "PipelineOperations", asyncHTTPClient, postgresNIO, nioCore, nioHTTP1, logging,
             ],
@@ -493,8 +483,7 @@ let package = Package(
             name: "VerifyTests",
             dependencies: [
                 "EnvironmentSettings", "VerifyService", "PipelineRecords", "AppStore", "AppStoreSigning", "StageRuntime",
-                "KafkaClient", "TestSupport", "IngestService", x509, swiftASN1, crypto, hummingbirdTesting,
-                serviceLifecycle,
+                "KafkaClient", "TestSupport", "IngestService", x509, swiftASN1, crypto, hummingbirdTesting, serviceLifecycle,
             ],
             swiftSettings: swiftSettings
         ),
