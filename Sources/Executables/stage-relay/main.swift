@@ -1,6 +1,8 @@
 import KafkaClient
 import StageRuntime
 
+ProcessBootstrap.runTasksOnEventLoops()
+
 /// Copies every record of its input topic to its output topic through the stage runtime, keeping
 /// key, body and headers. Proves a cluster end to end, and serves the crash and throughput tests.
 struct RelayStage: PipelineStage {
