@@ -39,9 +39,9 @@ public struct KafkaProducerConfiguration: Sendable {
     public var maxQueuedMessages: Int
     /// `message.max.bytes`: records larger than this are refused locally.
     public var maxMessageBytes: Int
-    /// `compression.type`. lz4 by default: the records are JSON around JWS, and a batch of them
-    /// shrinks to about half for a few microseconds of CPU per record, which the broker, the
-    /// network and the disk all save (on the local broker, a third of its CPU per notification).
+    /// `compression.type`. lz4 by default: the records are JSON around JWS, which compress well, so
+    /// the broker, the network and the disk handle fewer bytes (on the local broker, its CPU per
+    /// notification while unpaced fell from 2.04–2.07 ms to 1.21–1.67 ms; the stages spent no more).
     public var compression: KafkaCompression
 
     public init(
