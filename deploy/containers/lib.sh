@@ -12,6 +12,8 @@ export IMAGE_TAG="${IMAGE_TAG:-local}"
 image_products=(ingest verify enrich grant appstorectl appstore-sim)
 # Local stand-ins for the upstream images no registry can give us here.
 support_images=(tansu postgres gateway)
+# The label deploy/containers/images puts on every image it builds (docker and podman prune by it).
+built_by_label="org.appstore-entitlements.built-by=deploy/containers/images"
 
 docker() { "$DOCKER" "$@"; }
 
