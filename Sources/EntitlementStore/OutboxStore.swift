@@ -21,8 +21,8 @@ extension EntitlementStore {
     static let outboxLockKey: Int64 = 0x6f75_7462_6f78_0001
 
     /// Hands the oldest unpublished outbox rows (per customer in sequence order) to `publish`, and
-    /// marks them published when it returns; if it throws, nothing is marked and they are handed
-    /// out again. One publisher at a time across every replica (a transaction-scoped advisory lock),
+    /// deletes them when it returns (the outbox keeps only what waits; `entitlement_changes` keeps
+    /// the history); if it throws, nothing is deleted and they are handed out again. One publisher at a time across every replica (a transaction-scoped advisory lock),
     /// so a customer's events are never published out of order. Returns how many were published,
     /// or nil when another replica holds the lock.
     public func publishOutbox(limit: Int, _ publish: @Sendable @escaping ([OutboxEntry]) async throws -> Void) async throws(StoreError) -> Int? {
@@ -61,13 +61,13 @@ extension EntitlementStore {
             try await publish(entries)
             let keys = try StoreRows.json(
                 entries.map { StoreRows.SeqAllocation(environment: $0.environment, customerId: $0.customerId, nextSeq: $0.seq) })
-            for try await _ in try await connection.execute(StoreStatements.MarkPublished.self, keys, logger: logger) {}
+            for try await _ in try await connection.execute(StoreStatements.DeletePublished.self, keys, logger: logger) {}
             return entries.count
         }
     }
 
-    /// The outbox backlog: unpublished rows and the age of the oldest (one query over the partial
-    /// index `outbox_unpublished`).
+    /// The outbox backlog: unpublished rows and the age of the oldest (the outbox holds nothing
+    /// else, migration 0010).
     public func outboxBacklog() async throws(StoreError) -> PendingOutbox {
         do {
             return try await StoreDeadline.run(operationTimeout, "reading the outbox backlog") {

@@ -41,5 +41,5 @@ extension PostgresConnection {
 extension StoreStatements {
     enum Load: BatchStatement { static var sql: String { load } }
     enum Write: BatchStatement { static var sql: String { write } }
-    enum MarkPublished: BatchStatement { static var sql: String { markPublished } }
+    enum DeletePublished: BatchStatement { static var sql: String { deletePublished } }
 }

@@ -15,9 +15,10 @@ enum StoreStatements {
     /// One row: how many changes were numbered and written.
     static let write = "SELECT grant_write($1::text::jsonb)"
 
-    /// Marks published outbox rows (``StoreRows/SeqAllocation`` rows: customer and `seq`).
-    static let markPublished = """
-        UPDATE outbox o SET published_at = now() \(rows)
+    /// Deletes published outbox rows (``StoreRows/SeqAllocation`` rows: customer and `seq`): the
+    /// outbox keeps only what waits (migration 0010); the history is `entitlement_changes`.
+    static let deletePublished = """
+        DELETE FROM outbox o USING batch_rows($1::text::jsonb) AS r
         WHERE o.environment = r->>'environment' AND o.customer_id = (r->>'customerId')::uuid AND o.seq = (r->>'nextSeq')::bigint
         """
 

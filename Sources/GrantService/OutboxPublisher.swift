@@ -9,8 +9,8 @@ import StageRuntime
 import Synchronization
 
 /// Publishes committed entitlement changes from the outbox to the changes topic, keyed by customer,
-/// with the customer's sequence number in the body and the `seq` header, and marks them published
-/// only after the broker acknowledged them. A crash in between republishes them: consumers see
+/// with the customer's sequence number in the body and the `seq` header, and deletes them from the
+/// outbox only after the broker acknowledged them. A crash in between republishes them: consumers see
 /// every change at least once and drop repeats by (customer, seq).
 public final class OutboxPublisher: Service, Sendable {
     let store: EntitlementStore

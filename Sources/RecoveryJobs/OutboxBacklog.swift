@@ -4,7 +4,7 @@ import PipelineOperations
 /// The change events grant committed and has not yet published to the changes topic, as
 /// `appstorectl status` shows it (read by `EntitlementStore.outboxBacklog()`, grant's own query).
 public struct OutboxBacklog: Sendable, Hashable, OperatorJSONObject {
-    /// Rows with `published_at` NULL.
+    /// Rows waiting in the outbox (published ones are deleted).
     public var unpublished: Int64
     /// When the oldest of them was written.
     public var oldestCreatedAt: Date?

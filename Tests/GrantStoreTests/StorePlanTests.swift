@@ -118,8 +118,8 @@ struct StorePlanTests {
             let (again, readAgain, _) = try await Self.scansOfBatch(late, db)
             #expect(again.isEmpty && readAgain == ["notifications"], "a batch of applied events read \(readAgain), scanned \(again)")
 
-            let plan = try await Self.plan(StoreStatements.markPublished, db)
-            #expect(!plan.contains("Seq Scan") && plan.contains("Index") && plan.contains("outbox"), "markPublished:\n\(plan)")
+            let plan = try await Self.plan(StoreStatements.deletePublished, db)
+            #expect(!plan.contains("Seq Scan") && plan.contains("Index") && plan.contains("outbox"), "deletePublished:\n\(plan)")
         }
     }
 
