@@ -31,10 +31,31 @@ public final class KafkaConsumer: Service, Sendable {
     private let state = Mutex(PollState())
 
     private struct PollState {
-        var buffered: [KafkaMessage] = []
+        /// Records taken from librdkafka and not yet handed out, in the order they came.
+        var buffered = RecordBuffer()
+        /// Records of paused partitions taken before the pause, handed out after ``resume(_:)``.
+        var held: [KafkaTopicPartition: [KafkaMessage]] = [:]
+        var paused: Set<KafkaTopicPartition> = []
         var assignment: Set<KafkaTopicPartition> = []
         var lastCommit: ContinuousClock.Instant = .now
         var closed = false
+        var pollRounds = 0
+
+        /// Records of paused partitions wait in `held`, so nothing of theirs is handed out.
+        mutating func add(_ records: [KafkaMessage]) {
+            for record in records {
+                if paused.contains(record.topicPartition) {
+                    held[record.topicPartition, default: []].append(record)
+                } else {
+                    buffered.append(record)
+                }
+            }
+        }
+
+        mutating func drop(_ partitions: Set<KafkaTopicPartition>) {
+            buffered.removeAll { partitions.contains($0.topicPartition) }
+            for p in partitions { held[p] = nil }
+        }
     }
 
     public init(
@@ -101,21 +122,39 @@ public final class KafkaConsumer: Service, Sendable {
         }
     }
 
-    /// Stops fetching from these partitions until ``resume(_:)``; the position is kept.
+    /// Stops handing out and fetching records of these partitions until ``resume(_:)``; the
+    /// position is kept. Records already taken from librdkafka are held back, in order, until then.
     public func pause(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
         try ensureOpen()
+        state.withLock { s in
+            let pausing = Set(partitions)
+            s.paused.formUnion(pausing)
+            for record in s.buffered.removeAll(where: { pausing.contains($0.topicPartition) }) {
+                s.held[record.topicPartition, default: []].append(record)
+            }
+        }
         let list = TopicPartitionList.of(partitions)
         let err = rd_kafka_pause_partitions(rk.pointer, list.pointer)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(.configuration, err, context: "pause") }
     }
 
-    /// Resumes fetching from paused partitions.
+    /// Resumes paused partitions: the records held back come first, then what is fetched anew.
     public func resume(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
         try ensureOpen()
         let list = TopicPartitionList.of(partitions)
         let err = rd_kafka_resume_partitions(rk.pointer, list.pointer)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(.configuration, err, context: "resume") }
+        state.withLock { s in
+            for p in partitions {
+                s.paused.remove(p)
+                for record in s.held.removeValue(forKey: p) ?? [] { s.buffered.append(record) }
+            }
+        }
     }
+
+    /// How many times this consumer went to librdkafka for records: each trip takes every record
+    /// already fetched (up to ``drainLimit``), so a backlog costs one trip per batch, not per record.
+    public var pollRounds: Int { state.withLock { $0.pollRounds } }
 
     /// Records between this member's position and the partition's end, per assigned partition,
     /// from librdkafka's cached watermarks (no broker round trip). Partitions with no position yet
@@ -177,10 +216,15 @@ public final class KafkaConsumer: Service, Sendable {
     /// Returns the next record, polling for at most `timeout`; `nil` when none arrived or closed.
     /// ``messages`` is the usual way in; this serves loops that need their own deadline.
     public func poll(timeout: Duration) async -> KafkaMessage? {
-        await withCheckedContinuation { continuation in
+        // Records already taken from librdkafka are handed out here, without a hop to the poll queue.
+        if let next = takeBuffered() { return next }
+        return await withCheckedContinuation { continuation in
             pollQueue.async { [self] in continuation.resume(returning: pollOnPollQueue(timeoutMs: Int32(timeout.milliseconds))) }
         }
     }
+
+    /// The most events one trip to librdkafka takes without waiting, after the first.
+    public static let drainLimit = 500
 
     var isClosed: Bool { state.withLock { $0.closed } }
 
@@ -192,14 +236,23 @@ public final class KafkaConsumer: Service, Sendable {
         if let next = takeBuffered() { return next }
         guard !isClosed else { return nil }
         commitIfDue()
+        state.withLock { $0.pollRounds += 1 }
         guard let event = rd_kafka_queue_poll(queue.pointer, timeoutMs) else { return nil }
         handle(event)
         rd_kafka_event_destroy(event)
+        // librdkafka hands out one record per event: take the ones already fetched now, without
+        // waiting, so that the caller gets them from the buffer instead of a trip here each.
+        var taken = 0
+        while taken < Self.drainLimit, let more = rd_kafka_queue_poll(queue.pointer, 0) {
+            handle(more)
+            rd_kafka_event_destroy(more)
+            taken += 1
+        }
         return takeBuffered()
     }
 
     private func takeBuffered() -> KafkaMessage? {
-        state.withLock { s in s.buffered.isEmpty ? nil : s.buffered.removeFirst() }
+        state.withLock { $0.buffered.popFirst() }
     }
 
     private func commitIfDue() {
@@ -222,7 +275,7 @@ public final class KafkaConsumer: Service, Sendable {
                 }
                 batch.append(RDKafkaEvents.message(UnsafeMutablePointer(mutating: m)))
             }
-            state.withLock { $0.buffered.append(contentsOf: batch) }
+            state.withLock { $0.add(batch) }
         case RD_KAFKA_EVENT_REBALANCE:
             rebalance(event)
         case RD_KAFKA_EVENT_ERROR:
@@ -258,7 +311,10 @@ public final class KafkaConsumer: Service, Sendable {
             }
             // A partition paused under an earlier assignment would stay paused: start it fetching.
             _ = rd_kafka_resume_partitions(rk.pointer, list.pointer)
-            state.withLock { $0.assignment.formUnion(partitions) }
+            state.withLock { s in
+                s.assignment.formUnion(partitions)
+                s.paused.subtract(partitions)
+            }
             logger.info("partitions assigned", metadata: [LogKey.partitions: "\(partitions.map(\.description))"])
             listener?.partitionsAssigned(partitions)
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
@@ -275,7 +331,8 @@ public final class KafkaConsumer: Service, Sendable {
     private func revoke(_ partitions: [KafkaTopicPartition], list: TopicPartitionList, cooperative: Bool) {
         let revoked = Set(partitions)
         state.withLock { s in
-            s.buffered.removeAll { revoked.contains($0.topicPartition) }
+            s.drop(revoked)
+            s.paused.subtract(revoked)
             s.assignment.subtract(revoked)
         }
         listener?.partitionsWillBeRevoked(partitions)
@@ -320,13 +377,46 @@ public final class KafkaConsumer: Service, Sendable {
             }
             rd_kafka_event_destroy(event)
         }
-        state.withLock {
-            $0.buffered.removeAll()
-            $0.assignment.removeAll()
+        state.withLock { s in
+            s.buffered = RecordBuffer()
+            s.held.removeAll()
+            s.paused.removeAll()
+            s.assignment.removeAll()
         }
         rd_kafka_queue_destroy(queue.pointer)
         rd_kafka_destroy(rk.pointer)
         logger.debug("consumer closed")
+    }
+}
+
+/// A FIFO of records: appended at the back, taken from the front in O(1).
+struct RecordBuffer {
+    private var records: [KafkaMessage] = []
+    private var head = 0
+
+    mutating func append(_ record: KafkaMessage) { records.append(record) }
+
+    mutating func popFirst() -> KafkaMessage? {
+        guard head < records.count else { return nil }
+        defer {
+            head += 1
+            if head == records.count {
+                records.removeAll(keepingCapacity: true)
+                head = 0
+            }
+        }
+        return records[head]
+    }
+
+    /// Removes the waiting records that match, keeping the others in order; returns the removed, in order.
+    @discardableResult
+    mutating func removeAll(where matches: (KafkaMessage) -> Bool) -> [KafkaMessage] {
+        let waiting = records[head...]
+        let removed = waiting.filter(matches)
+        guard !removed.isEmpty else { return [] }
+        records = waiting.filter { !matches($0) }
+        head = 0
+        return removed
     }
 }
 

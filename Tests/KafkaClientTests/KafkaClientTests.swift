@@ -168,6 +168,62 @@ struct KafkaClientTests {
         await consumer.close()
     }
 
+    @Test("a backlog is taken from librdkafka in batches, not one trip per record, and handed out in order")
+    func backlogInBatches() async throws {
+        let topic = try await TestServices.makeTopic("backlog")
+        let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
+        for i in 0..<300 { _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: Array("\(i)".utf8))) }
+        await producer.close()
+        let consumer = try KafkaConsumer(
+            configuration: TestServices.consumerConfiguration(group: TestServices.uniqueGroup("backlog"), topics: [topic]), logger: logger)
+        var offsets: [Int64] = []
+        var roundsAtFirst = 0
+        for await message in consumer.messages {
+            if offsets.isEmpty { roundsAtFirst = consumer.pollRounds }
+            offsets.append(message.offset)
+            if offsets.count == 300 { break }
+        }
+        let rounds = consumer.pollRounds - roundsAtFirst
+        await consumer.close()
+        #expect(offsets == Array(0..<300))
+        // One trip per record would be 299; each trip takes whatever librdkafka has already fetched.
+        #expect(rounds < 30, "\(rounds) trips to librdkafka for 299 records")
+    }
+
+    @Test("records taken from librdkafka before a pause are held back until the resume, then come first, in order")
+    func pauseHoldsTakenRecords() async throws {
+        let topic = try await TestServices.makeTopic("pause-held", partitions: 2)
+        let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
+        for i in 0..<20 { _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [UInt8(i)], partition: 0)) }
+        let consumer = try KafkaConsumer(
+            configuration: TestServices.consumerConfiguration(group: TestServices.uniqueGroup("pause-held"), topics: [topic]), logger: logger)
+        var first: KafkaMessage?
+        for await m in consumer.messages {
+            first = m
+            break
+        }
+        #expect(first?.value == [0])
+        let p0 = KafkaTopicPartition(topic: topic, partition: 0)
+        try consumer.pause([p0])
+        _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [99], partition: 1))
+        var whilePaused: [[UInt8]] = []
+        let until = ContinuousClock.now + .seconds(2)
+        while ContinuousClock.now < until {
+            if let m = await consumer.poll(timeout: .milliseconds(100)) { whilePaused.append(m.value) }
+        }
+        #expect(whilePaused == [[99]], "only the unpaused partition delivers")
+        for i in 20..<25 { _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [UInt8(i)], partition: 0)) }
+        try consumer.resume([p0])
+        var afterResume: [UInt8] = []
+        for await m in consumer.messages {
+            afterResume.append(m.value[0])
+            if afterResume.count == 24 { break }
+        }
+        #expect(afterResume == Array(1..<25).map(UInt8.init))
+        await producer.close()
+        await consumer.close()
+    }
+
     @Test("topic creation is idempotent and created topics are listed with their partitions")
     func admin() async throws {
         let admin = KafkaAdmin(configuration: TestServices.clientConfiguration())
