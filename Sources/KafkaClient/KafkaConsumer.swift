@@ -16,9 +16,10 @@ public protocol KafkaRebalanceListener: Sendable {
 
 /// A consumer-group member with at-least-once offsets.
 ///
-/// Records come from ``messages``, a pull-based `AsyncSequence`: nothing is fetched into Swift
-/// until it is asked for, and every blocking librdkafka call runs on the consumer's own serial
-/// dispatch queue, never on the cooperative thread pool. After finishing a record, call
+/// Records come from ``messages``, a pull-based `AsyncSequence`: nothing is taken into Swift until a
+/// record is asked for, and then every record librdkafka has already fetched comes along (up to
+/// ``drainLimit``), so a backlog costs a trip per batch. Every blocking librdkafka call runs on the
+/// consumer's own serial dispatch queue, never on the cooperative thread pool. After finishing a record, call
 /// ``storeOffset(_:)``; stored offsets are committed every `commitInterval`, synchronously before
 /// partitions are revoked, and on ``close()``. Nothing that was not stored is ever committed.
 public final class KafkaConsumer: Service, Sendable {
