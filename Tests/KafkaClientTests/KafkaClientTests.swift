@@ -141,29 +141,14 @@ struct KafkaClientTests {
         let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
         _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [0], partition: 0))
         // Wait for the assignment and the first record.
-        var first: KafkaMessage?
-        for await m in consumer.messages {
-            first = m
-            break
-        }
-        #expect(first?.value == [0])
+        #expect(await Self.firstBytes(of: 1, from: consumer) == [0])
         let p0 = KafkaTopicPartition(topic: topic, partition: 0)
         try consumer.pause([p0])
         for i in 1...5 { _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [UInt8(i)], partition: 0)) }
         _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [99], partition: 1))
-        var whilePaused: [KafkaMessage] = []
-        let until = ContinuousClock.now + .seconds(2)
-        while ContinuousClock.now < until {
-            if let m = await consumer.poll(timeout: .milliseconds(100)) { whilePaused.append(m) }
-        }
-        #expect(whilePaused.map(\.value) == [[99]], "only the unpaused partition delivers")
+        #expect(await Self.valuesPolled(for: .seconds(2), from: consumer) == [[99]], "only the unpaused partition delivers")
         try consumer.resume([p0])
-        var afterResume: [UInt8] = []
-        for await m in consumer.messages {
-            afterResume.append(m.value[0])
-            if afterResume.count == 5 { break }
-        }
-        #expect(afterResume == [1, 2, 3, 4, 5])
+        #expect(await Self.firstBytes(of: 5, from: consumer) == [1, 2, 3, 4, 5])
         await producer.close()
         await consumer.close()
     }
@@ -197,31 +182,36 @@ struct KafkaClientTests {
         for i in 0..<20 { _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [UInt8(i)], partition: 0)) }
         let consumer = try KafkaConsumer(
             configuration: TestServices.consumerConfiguration(group: TestServices.uniqueGroup("pause-held"), topics: [topic]), logger: logger)
-        var first: KafkaMessage?
-        for await m in consumer.messages {
-            first = m
-            break
-        }
-        #expect(first?.value == [0])
+        #expect(await Self.firstBytes(of: 1, from: consumer) == [0])
         let p0 = KafkaTopicPartition(topic: topic, partition: 0)
         try consumer.pause([p0])
         _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [99], partition: 1))
-        var whilePaused: [[UInt8]] = []
-        let until = ContinuousClock.now + .seconds(2)
-        while ContinuousClock.now < until {
-            if let m = await consumer.poll(timeout: .milliseconds(100)) { whilePaused.append(m.value) }
-        }
-        #expect(whilePaused == [[99]], "only the unpaused partition delivers")
+        #expect(await Self.valuesPolled(for: .seconds(2), from: consumer) == [[99]], "only the unpaused partition delivers")
         for i in 20..<25 { _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: [UInt8(i)], partition: 0)) }
         try consumer.resume([p0])
-        var afterResume: [UInt8] = []
-        for await m in consumer.messages {
-            afterResume.append(m.value[0])
-            if afterResume.count == 24 { break }
-        }
-        #expect(afterResume == Array(1..<25).map(UInt8.init))
+        #expect(await Self.firstBytes(of: 24, from: consumer) == Array(1..<25).map(UInt8.init))
         await producer.close()
         await consumer.close()
+    }
+
+    /// The first byte of each of the next `count` records the consumer hands out.
+    private static func firstBytes(of count: Int, from consumer: KafkaConsumer) async -> [UInt8] {
+        var bytes: [UInt8] = []
+        for await m in consumer.messages {
+            bytes.append(m.value[0])
+            if bytes.count == count { break }
+        }
+        return bytes
+    }
+
+    /// Every record's value handed out while polling for `duration`.
+    private static func valuesPolled(for duration: Duration, from consumer: KafkaConsumer) async -> [[UInt8]] {
+        var values: [[UInt8]] = []
+        let until = ContinuousClock.now + duration
+        while ContinuousClock.now < until {
+            if let m = await consumer.poll(timeout: .milliseconds(100)) { values.append(m.value) }
+        }
+        return values
     }
 
     @Test("topic creation is idempotent and created topics are listed with their partitions")
