@@ -1,10 +1,8 @@
-import AppStore
 import EntitlementStore
 import Foundation
 import GrantDecision
 import GrantTestSupport
 import GrantWorkload
-import PipelineRecords
 import PostgresNIO
 import Testing
 
@@ -30,11 +28,7 @@ struct MigrationTests {
     @Test("a database written before migration 0011 keeps its history and dedupe across it, and ends as one created after it")
     func keysDroppedMidHistory() async throws {
         let migrations = try migrations
-        let generator = LifecycleGenerator(seed: 11)
-        let records = (0..<60).flatMap { generator.lifecycle($0) }.sorted {
-            ($0.verified.notification?.signedDate ?? .distantPast, $0.verified.notificationUUID ?? "")
-                < ($1.verified.notification?.signedDate ?? .distantPast, $1.verified.notificationUUID ?? "")
-        }
+        let records = LifecycleGenerator(seed: 11).stream(customers: 60)
         let (early, late) = (Array(records.prefix(records.count / 2)), Array(records.suffix(from: records.count / 2)))
         let history: [(table: String, columns: String)] = [("entitlement_changes", "environment, customer_id, seq, entitlement_key, change")]
         let expected = try await ScratchDatabase.with { db in
