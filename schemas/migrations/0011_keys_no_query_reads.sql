@@ -11,8 +11,9 @@
 -- The unique key (environment, customer_id, seq) is now the table's replica identity, as the primary
 -- key was.
 --
--- The previous release's grant writes neither column by name, so it keeps working during a rolling
--- update. Dropping a column and an index rewrites nothing.
+-- The previous release's grant never names change_id and looks nothing up through the UUID index (it
+-- calls the same grant_write), so it keeps working during a rolling update. Dropping a column and an
+-- index rewrites nothing.
 DROP INDEX notifications_uuid;
 ALTER TABLE entitlement_changes REPLICA IDENTITY USING INDEX entitlement_changes_environment_customer_id_seq_key;
 ALTER TABLE entitlement_changes DROP COLUMN change_id;
