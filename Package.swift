@@ -73,10 +73,17 @@ let package = Package(
         // The Swift runtime's global-enqueue hook, so the stage runtime can run tasks on NIO's event
         // loops; the only place that hook is visible.
         .target(name: "CTaskExecutorHook"),
+        // Timers on NIO's event loops, for the hot path's deadlines and gather windows (Task.sleep's
+        // are Dispatch's, and wake a thread of their own).
+        .target(
+            name: "EventLoopTimers",
+            dependencies: [nioCore, nioPosix],
+            swiftSettings: swiftSettings
+        ),
         // Swift wrapper over librdkafka: producer, consumer, admin.
         .target(
             name: "KafkaClient",
-            dependencies: ["CRdKafka", "EnvironmentSettings", logging, serviceLifecycle],
+            dependencies: ["CRdKafka", "EnvironmentSettings", "EventLoopTimers", logging, serviceLifecycle],
             swiftSettings: swiftSettings
         ),
         // Settings declared once (name, default, meaning, secrecy) and read through swift-configuration
@@ -192,7 +199,8 @@ let package = Package(
             name: "StageRuntimeTests",
             dependencies: [
                 "PipelineRecords",
-                "EnvironmentSettings", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting, serviceLifecycle, prometheus, metrics,
+                "EnvironmentSettings", "EventLoopTimers", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting, serviceLifecycle,
+                prometheus, metrics,
             ],
             swiftSettings: swiftSettings
         ),
@@ -394,7 +402,7 @@ let package = Package(
         .target(
             name: "EntitlementStore",
             dependencies: [
-                "EnvironmentSettings", "GrantDecision", "AppStore", "JSONCoding", "PipelineRecords", postgresNIO, nioSSL,
+                "EnvironmentSettings", "EventLoopTimers", "GrantDecision", "AppStore", "JSONCoding", "PipelineRecords", postgresNIO, nioSSL,
                 crypto, logging, metrics,
             ],
             swiftSettings: swiftSettings
@@ -403,8 +411,8 @@ let package = Package(
         .target(
             name: "GrantService",
             dependencies: [
-                "EnvironmentSettings", "EntitlementStore", "GrantDecision", "PipelineMessages", "PipelineRecords", "StageRuntime", "KafkaClient",
-                postgresNIO, logging, serviceLifecycle,
+                "EnvironmentSettings", "EntitlementStore", "EventLoopTimers", "GrantDecision", "PipelineMessages", "PipelineRecords", "StageRuntime",
+                "KafkaClient", postgresNIO, logging, serviceLifecycle,
             ],
             swiftSettings: swiftSettings
         ),

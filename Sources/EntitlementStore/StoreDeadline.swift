@@ -1,3 +1,4 @@
+import EventLoopTimers
 import Foundation
 import Synchronization
 
@@ -10,7 +11,7 @@ enum StoreDeadline {
     /// Who answers first: the operation or the timer. Resumes the caller exactly once.
     private final class Race<T: Sendable>: Sendable {
         let caller = Mutex<CheckedContinuation<T, any Error>?>(nil)
-        let tasks = Mutex<(work: Task<Void, Never>?, timer: Task<Void, Never>?)>((nil, nil))
+        let timer = Mutex<EventLoopTimer?>(nil)
 
         /// The caller's continuation, taken once.
         func take() -> CheckedContinuation<T, any Error>? {
@@ -19,6 +20,8 @@ enum StoreDeadline {
                 return slot
             }
         }
+
+        var isDecided: Bool { caller.withLock { $0 == nil } }
     }
 
     static func run<T: Sendable>(
@@ -27,20 +30,23 @@ enum StoreDeadline {
         let race = Race<T>()
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             race.caller.withLock { $0 = continuation }
-            let timer = Task {
-                guard (try? await Task.sleep(for: limit)) != nil, let caller = race.take() else { return }
-                caller.resume(
-                    throwing: StoreError(
-                        code: .timeout, message: "Postgres did not answer \(what) within \(limit)", isTransient: true))
-                race.tasks.withLock { $0.work?.cancel() }
-            }
             let work = Task {
                 let result: Result<T, any Error>
                 do { result = .success(try await operation()) } catch { result = .failure(error) }
                 race.take()?.resume(with: result)
-                race.tasks.withLock { $0.timer?.cancel() }
+                race.timer.withLock { $0 }?.cancel()
             }
-            race.tasks.withLock { $0 = (work, timer) }
+            // The event loop's timer, not a sleeping task's: every store call arms one, and a
+            // Dispatch timer woke a thread for each when it fired, long after the call had answered.
+            let timer = EventLoopTimer.after(limit) {
+                guard let caller = race.take() else { return }
+                caller.resume(
+                    throwing: StoreError(
+                        code: .timeout, message: "Postgres did not answer \(what) within \(limit)", isTransient: true))
+                work.cancel()
+            }
+            race.timer.withLock { $0 = timer }
+            if race.isDecided { timer.cancel() }
         }
     }
 }

@@ -1,3 +1,4 @@
+import EventLoopTimers
 import GrantDecision
 import Synchronization
 
@@ -86,7 +87,7 @@ public final class TransactionMerger: Sendable {
             case .lead: Task { await self.drain() }
             case .gather:
                 Task {
-                    try? await Task.sleep(for: self.gatherWindow)
+                    try? await EventLoopTimer.sleep(for: self.gatherWindow)
                     self.state.withLock { $0.gathering = false }
                     await self.drain()
                 }

@@ -1,5 +1,6 @@
 import EntitlementStore
 import EnvironmentSettings
+import EventLoopTimers
 import Foundation
 import KafkaClient
 import Logging
@@ -45,10 +46,7 @@ public final class OutboxPublisher: Service, Sendable {
     /// Wakes the publisher now (called after a commit that wrote outbox rows).
     public func notify() {
         pending.store(true, ordering: .relaxed)
-        wake.withLock { c in
-            c?.resume()
-            c = nil
-        }
+        resumeWaiter()
     }
 
     public func run() async throws {
@@ -105,7 +103,7 @@ public final class OutboxPublisher: Service, Sendable {
             await waitForWork()
             // Woken by a commit (or the poll interval): a round per commit cost four round trips to
             // Postgres and a produce each, so the commits of the next few milliseconds share this one.
-            if gatherWindow > .zero { try? await Task.sleep(for: gatherWindow) }
+            if gatherWindow > .zero { try? await EventLoopTimer.sleep(for: gatherWindow) }
         }
     }
 
@@ -121,26 +119,31 @@ public final class OutboxPublisher: Service, Sendable {
         }
     }
 
+    /// Waits for a commit's ``notify()``, at most the poll interval (an event loop's timer: a
+    /// sleeping task's woke a Dispatch thread for every round, long after the round it bounded).
     private func waitForWork() async {
         if pending.exchange(false, ordering: .relaxed) { return }
-        let interval = pollInterval
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await Task.sleep(for: interval) }
-            group.addTask {
-                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                    let resumeNow = self.wake.withLock { slot -> Bool in
-                        slot?.resume()
-                        slot = c
-                        return self.pending.load(ordering: .relaxed) || Task.isCancelled
-                    }
-                    if resumeNow { self.notify() }
+        let timer = EventLoopTimer.after(pollInterval) { self.resumeWaiter() }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let resumeNow = wake.withLock { slot -> Bool in
+                    slot?.resume()
+                    slot = c
+                    return pending.load(ordering: .relaxed) || Task.isCancelled
                 }
+                if resumeNow { resumeWaiter() }
             }
-            await group.next()
-            group.cancelAll()
-            self.notify()
-            _ = await group.next()
-            _ = self.pending.exchange(false, ordering: .relaxed)
+        } onCancel: {
+            resumeWaiter()
+        }
+        timer.cancel()
+        _ = pending.exchange(false, ordering: .relaxed)
+    }
+
+    private func resumeWaiter() {
+        wake.withLock { c in
+            c?.resume()
+            c = nil
         }
     }
 

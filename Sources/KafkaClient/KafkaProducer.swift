@@ -1,5 +1,6 @@
 import CRdKafka
 import EnvironmentSettings
+import EventLoopTimers
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -61,13 +62,15 @@ public final class KafkaProducer: Service, Sendable {
     public func send(_ message: KafkaOutgoingMessage, deadline: Duration) async -> Result<KafkaDeliveryReport, KafkaError>? {
         await withCheckedContinuation { continuation in
             let once = ResumeOnce(continuation)
-            Self.deadlines.asyncAfter(deadline: .now() + .nanoseconds(Int(deadline.nanoseconds))) { once.resume(nil) }
-            send(message) { once.resume($0) }
+            // An event loop's timer, cancelled with the acknowledgement: a Dispatch timer here woke
+            // a thread for every record when it fired, seconds after the record was acknowledged.
+            let timer = EventLoopTimer.after(deadline) { once.resume(nil) }
+            send(message) {
+                once.resume($0)
+                timer.cancel()
+            }
         }
     }
-
-    /// Fires the acknowledgement deadlines of ``send(_:deadline:)``.
-    private static let deadlines = DispatchQueue(label: "kafka.producer.deadlines")
 
     /// Produces several records and waits until every one is acknowledged; throws the first
     /// failure (the others may still have been written: the caller retries all of them).

@@ -15,9 +15,9 @@ LAYERS = [
     # The JSON reader and writer and strict base64, which Apple's models are read and written with;
     # reading configuration.
     {"JSONCoding", "EnvironmentSettings"},
-    # Foundations: librdkafka's C API; the Swift runtime's enqueue hook; Apple's signed data (and the
-    # settings that say which apps).
-    {"CRdKafka", "CTaskExecutorHook", "AppStore"},
+    # Foundations: librdkafka's C API; the Swift runtime's enqueue hook; timers on the event loops;
+    # Apple's signed data (and the settings that say which apps).
+    {"CRdKafka", "CTaskExecutorHook", "EventLoopTimers", "AppStore"},
     # Typed wrappers and contracts: the Kafka client, signing, the App Store Server API client, the
     # records between stages, simulated customers.
     {"KafkaClient", "AppStoreSigning", "AppStoreServerAPI", "PipelineRecords", "SimulatedCustomers"},
