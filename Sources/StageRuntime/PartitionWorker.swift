@@ -179,45 +179,56 @@ final class PartitionWorker: Sendable {
             if results.isEmpty {
                 results = [.failure(StageError.permanent(.returnedNothing, "the stage returned no result for the record"))]
             }
-            for result in results {
+            var index = 0
+            while index < results.count {
                 guard let message = pending.first, !stopping else { return }
-                switch result {
-                case .success(let outputs):
-                    guard await deliver(outputs, for: message) else { return }
-                    delivered.append(message)
-                    context.metrics.processing.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
-                    context.metrics.succeeded.increment()
-                    attempts = 0
-                    firstFailure = nil
-                    endRetry()
-                    pending = pending.dropFirst()
-                case .failure(let error):
-                    let failure = FailureClassification(error)
-                    attempts += 1
-                    let now = Date()
-                    if firstFailure == nil { firstFailure = now }
-                    if failure.isTransient {
-                        reportDelivered()
-                        guard await backoff(message, failure: failure, attempt: attempts) else { return }
-                        break
+                // The records that succeeded in a row send their outputs together, in order, and
+                // wait for one acknowledgement: one batch to the broker instead of one record each
+                // (a record's outputs were acknowledged before the next record's were sent).
+                let run = results[index...].prefix { if case .success = $0 { true } else { false } }
+                if !run.isEmpty {
+                    let inputs = Array(pending.prefix(run.count))
+                    let outputs = run.map { result -> [KafkaOutgoingMessage] in
+                        if case .success(let outputs) = result { outputs } else { [] }
                     }
-                    let letter = DeadLetterHeader.record(
-                        for: message, topic: context.configuration.deadLetterTopic, stage: context.stage.name,
-                        failure: failure, attempts: attempts, firstFailure: firstFailure ?? now, lastFailure: now)
-                    context.logger.warning(
-                        "record dead-lettered",
-                        metadata: log(message).merging([
-                            LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)",
-                        ]) { a, _ in a })
-                    guard await deliver([letter], for: message, deadLetter: true) else { return }
-                    context.metrics.deadLettered(code: failure.code)
+                    guard await deliver(outputs, for: inputs) else { return }
+                    delivered.append(contentsOf: inputs)
+                    let elapsed = (ContinuousClock.now - started).nanoseconds
+                    for _ in inputs { context.metrics.processing.recordNanoseconds(elapsed) }
+                    context.metrics.succeeded.increment(by: inputs.count)
                     attempts = 0
                     firstFailure = nil
                     endRetry()
-                    pending = pending.dropFirst()
+                    pending = pending.dropFirst(inputs.count)
+                    index += inputs.count
+                    continue
                 }
-                // A transient failure ends this pass over the results: retry from that record.
-                if case .failure(let e) = result, FailureClassification(e).isTransient { break }
+                guard case .failure(let error) = results[index] else { continue }
+                let failure = FailureClassification(error)
+                attempts += 1
+                let now = Date()
+                if firstFailure == nil { firstFailure = now }
+                if failure.isTransient {
+                    reportDelivered()
+                    guard await backoff(message, failure: failure, attempt: attempts) else { return }
+                    // A transient failure ends this pass over the results: retry from that record.
+                    break
+                }
+                let letter = DeadLetterHeader.record(
+                    for: message, topic: context.configuration.deadLetterTopic, stage: context.stage.name,
+                    failure: failure, attempts: attempts, firstFailure: firstFailure ?? now, lastFailure: now)
+                context.logger.warning(
+                    "record dead-lettered",
+                    metadata: log(message).merging([
+                        LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)",
+                    ]) { a, _ in a })
+                guard await deliver([letter], for: message, deadLetter: true) else { return }
+                context.metrics.deadLettered(code: failure.code)
+                attempts = 0
+                firstFailure = nil
+                endRetry()
+                pending = pending.dropFirst()
+                index += 1
             }
         }
     }
@@ -235,6 +246,39 @@ final class PartitionWorker: Sendable {
         return results
     }
 
+    /// Delivers the outputs of records that succeeded in a row: all sent at once, in order, then their
+    /// offsets stored in order. When that send fails (some outputs may be written), each record is
+    /// delivered again on its own, with retries in place, as a lone record is; a repeat downstream is
+    /// a duplicate, which every consumer drops. Returns false when the worker was stopped first.
+    private func deliver(_ outputs: [[KafkaOutgoingMessage]], for inputs: [KafkaMessage]) async -> Bool {
+        if inputs.count == 1 { return await deliver(outputs[0], for: inputs[0]) }
+        let all = outputs.flatMap { $0 }
+        if !all.isEmpty {
+            do {
+                _ = try await context.producer.sendAll(all)
+                context.metrics.produced.increment(by: all.count)
+            } catch {
+                context.logger.debug("producing a batch's outputs failed; delivering them one record at a time", error: error)
+                for (input, outputs) in zip(inputs, outputs) {
+                    guard await deliver(outputs, for: input) else { return false }
+                }
+                return true
+            }
+        }
+        for input in inputs { storeOffset(input) }
+        return true
+    }
+
+    /// Marks the input finished, so the consumer commits past it.
+    private func storeOffset(_ message: KafkaMessage) {
+        do {
+            try context.consumer.storeOffset(message)
+        } catch {
+            // The partition was revoked meanwhile: its next owner redoes this record.
+            context.logger.debug("offset not stored", error: error, metadata: log(message))
+        }
+    }
+
     /// Produces the outputs (retrying transient broker failures in place), then stores the input's
     /// offset. Returns false when the worker was stopped first.
     private func deliver(_ outputs: [KafkaOutgoingMessage], for message: KafkaMessage, deadLetter: Bool = false) async -> Bool {
@@ -245,12 +289,7 @@ final class PartitionWorker: Sendable {
                     _ = try await context.producer.sendAll(outputs)
                     if !deadLetter { context.metrics.produced.increment(by: outputs.count) }
                 }
-                do {
-                    try context.consumer.storeOffset(message)
-                } catch {
-                    // The partition was revoked meanwhile: its next owner redoes this record.
-                    context.logger.debug("offset not stored", error: error, metadata: log(message))
-                }
+                storeOffset(message)
                 return true
             } catch {
                 attempt += 1
