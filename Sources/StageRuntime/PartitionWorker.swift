@@ -180,17 +180,21 @@ final class PartitionWorker: Sendable {
                 results = [.failure(StageError.permanent(.returnedNothing, "the stage returned no result for the record"))]
             }
             var index = 0
-            while index < results.count {
+            passOverResults: while index < results.count {
                 guard let message = pending.first, !stopping else { return }
-                // The records that succeeded in a row send their outputs together, in order, and
-                // wait for one acknowledgement: one batch to the broker instead of one record each
-                // (a record's outputs were acknowledged before the next record's were sent).
-                let run = results[index...].prefix { if case .success = $0 { true } else { false } }
-                if !run.isEmpty {
-                    let inputs = Array(pending.prefix(run.count))
-                    let outputs = run.map { result -> [KafkaOutgoingMessage] in
-                        if case .success(let outputs) = result { outputs } else { [] }
+                switch results[index] {
+                case .success:
+                    // The records that succeeded in a row send their outputs together, in order, and
+                    // wait for one acknowledgement: one batch to the broker instead of one record each
+                    // (a record's outputs were acknowledged before the next record's were sent).
+                    var outputs: [[KafkaOutgoingMessage]] = []
+                    // Never past the records left: a stage that returned extra results gets them ignored.
+                    while outputs.count < pending.count, index + outputs.count < results.count,
+                        case .success(let next) = results[index + outputs.count]
+                    {
+                        outputs.append(next)
                     }
+                    let inputs = Array(pending.prefix(outputs.count))
                     guard await deliver(outputs, for: inputs) else { return }
                     delivered.append(contentsOf: inputs)
                     let elapsed = (ContinuousClock.now - started).nanoseconds
@@ -201,34 +205,33 @@ final class PartitionWorker: Sendable {
                     endRetry()
                     pending = pending.dropFirst(inputs.count)
                     index += inputs.count
-                    continue
+                case .failure(let error):
+                    let failure = FailureClassification(error)
+                    attempts += 1
+                    let now = Date()
+                    if firstFailure == nil { firstFailure = now }
+                    if failure.isTransient {
+                        reportDelivered()
+                        guard await backoff(message, failure: failure, attempt: attempts) else { return }
+                        // A transient failure ends this pass over the results: retry from that record.
+                        break passOverResults
+                    }
+                    let letter = DeadLetterHeader.record(
+                        for: message, topic: context.configuration.deadLetterTopic, stage: context.stage.name,
+                        failure: failure, attempts: attempts, firstFailure: firstFailure ?? now, lastFailure: now)
+                    context.logger.warning(
+                        "record dead-lettered",
+                        metadata: log(message).merging([
+                            LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)",
+                        ]) { a, _ in a })
+                    guard await deliver([letter], for: message, deadLetter: true) else { return }
+                    context.metrics.deadLettered(code: failure.code)
+                    attempts = 0
+                    firstFailure = nil
+                    endRetry()
+                    pending = pending.dropFirst()
+                    index += 1
                 }
-                guard case .failure(let error) = results[index] else { continue }
-                let failure = FailureClassification(error)
-                attempts += 1
-                let now = Date()
-                if firstFailure == nil { firstFailure = now }
-                if failure.isTransient {
-                    reportDelivered()
-                    guard await backoff(message, failure: failure, attempt: attempts) else { return }
-                    // A transient failure ends this pass over the results: retry from that record.
-                    break
-                }
-                let letter = DeadLetterHeader.record(
-                    for: message, topic: context.configuration.deadLetterTopic, stage: context.stage.name,
-                    failure: failure, attempts: attempts, firstFailure: firstFailure ?? now, lastFailure: now)
-                context.logger.warning(
-                    "record dead-lettered",
-                    metadata: log(message).merging([
-                        LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)",
-                    ]) { a, _ in a })
-                guard await deliver([letter], for: message, deadLetter: true) else { return }
-                context.metrics.deadLettered(code: failure.code)
-                attempts = 0
-                firstFailure = nil
-                endRetry()
-                pending = pending.dropFirst()
-                index += 1
             }
         }
     }
