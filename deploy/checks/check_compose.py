@@ -116,7 +116,7 @@ def check_dockerfile(args, stages, products):
     allowed = [l.strip() for l in ignore.splitlines() if l.strip().startswith("!")]
     checks.check("Dockerfile.dockerignore: lets in the sources, schemas and the staged build, nothing else",
                  "*" in [l.strip() for l in ignore.splitlines()] and sorted(allowed) == sorted(
-                     ["!Package.swift", "!Package.resolved", "!Sources/**", "!Tests/**", "!schemas/**",
+                     ["!Package.swift", "!Sources/**", "!Tests/**", "!schemas/**",
                       "!deploy/docker/stage-binaries", "!.local/image-staging/**"]), str(allowed))
     for target in ("grant", "appstorectl"):
         copied = re.search(rf"FROM runtime AS {target}\n(?:(?!FROM ).*\n)*?COPY --from=binaries /staging/share/appstore-entitlements /usr/share/appstore-entitlements", text)
