@@ -2,9 +2,14 @@
 """Follows a lifecycle run of deploy/local/run or deploy/containers/run: one progress line while
 events flow through the stages, then each customer's entitlements from Postgres next to the
 simulator's ground truth, and how many acknowledged deliveries never reached Postgres (lost).
-With --ports the progress comes from each stage's metrics; without (containers, whose stages may
-be scaled and restarted), from the events grant recorded. Exits 1 when a customer differs, an
-event is lost or the pipeline does not drain in time."""
+
+The pipeline is done when it says so itself (`appstorectl status --json`, the command given with
+--status): the simulator has finished, every stage's consumer group has committed everything on its
+input topic (lag 0 on every partition) and grant's outbox is empty, twice in a row with nothing
+moved in between. That counts every way a record can end (applied, dead-lettered, dropped as a
+replay) without comparing counters that a new feature can skew. With --ports the progress line
+also shows each stage's counters. Exits 1 when a customer differs, an event is lost or the
+pipeline does not drain in time (then the last status says which partition still waits)."""
 import argparse, json, re, shlex, subprocess, sys, time, urllib.request
 from datetime import datetime, timezone
 
@@ -37,15 +42,61 @@ def millis_to_text(ms):
         return "forever"
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%m-%d %H:%M:%S")
 
+def pipeline_status(command):
+    """`appstorectl status --json` as a dict (its exit status says healthy or not, which is not the
+    question here), or None when it printed no JSON."""
+    out = subprocess.run(command, capture_output=True, text=True, timeout=120).stdout
+    for line in reversed(out.strip().splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    return None
+
+def drained(status):
+    """True when every stage's input is committed to its end and the outbox is empty; the second
+    value is what must stay unchanged between two reads (each partition's end and committed offset)."""
+    if not status:
+        return False, None
+    marks = []
+    done = True
+    for stage in status.get("stages", []):
+        if stage.get("lag") != 0 or stage.get("errors"):
+            done = False
+        marks += [(stage["stage"], p["partition"], p["end"], p["committed"]) for p in stage.get("partitions", [])]
+    outbox = status.get("outbox")
+    if outbox is None or outbox.get("unpublished") != 0:
+        done = False
+    return done, (tuple(marks), (outbox or {}).get("unpublished"))
+
+def describe_waiting(status):
+    """What still waits, per stage and partition, for the message when the run does not drain."""
+    if not status:
+        return "appstorectl status printed nothing"
+    parts = []
+    for stage in status.get("stages", []):
+        waiting = [f"p{p['partition']} {p['lag'] if p['lag'] is not None else 'unknown'} (committed {p['committed']}, end {p['end']})"
+                   for p in stage.get("partitions", []) if p.get("lag") != 0]
+        members = stage.get("memberCount")
+        parts.append(f"{stage['stage']}: {members} member(s), " + (", ".join(waiting) if waiting else "nothing waiting")
+                     + ("; " + "; ".join(stage["errors"]) if stage.get("errors") else ""))
+    outbox = status.get("outbox")
+    parts.append(f"outbox: {outbox.get('unpublished') if outbox else 'unknown (' + str(status.get('outboxError')) + ')'}")
+    return "\n  ".join(parts)
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sim", required=True)
-    ap.add_argument("--ports", help="ingest,verify,enrich,grant metrics ports on 127.0.0.1")
+    ap.add_argument("--status", required=True, help="the command that prints `appstorectl status --json` for this pipeline")
+    ap.add_argument("--ports", help="ingest,verify,enrich,grant metrics ports on 127.0.0.1, for the progress line")
     ap.add_argument("--psql", required=True)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--leeway", type=float, default=0, help="grant's GRANT_EXPIRY_LEEWAY_S")
+    ap.add_argument("--fresh-database", action="store_true",
+                    help="every event grant recorded is this run's: report lost (acknowledged deliveries never recorded)")
     args = ap.parse_args()
     psql = shlex.split(args.psql)
+    status_command = shlex.split(args.status)
 
     def query(sql):
         return subprocess.run(psql + ["-At", "-F", "\t", "-c", sql], check=True, capture_output=True, text=True).stdout
@@ -58,44 +109,33 @@ def main():
             return 0
 
     deadline = time.time() + args.timeout
-    stable, last = 0, None
+    last_marks, status = None, None
     while True:
         run = get_json(args.sim + "/sim/lifecycle")
         rep = run.get("report") or {}
-        if not args.ports:
-            n = logged()
-            expected = (rep.get("delivered") or 0) + (rep.get("uploads") or 0)
-            print(f"\rsim {run['state']:>7} | delivered {rep.get('delivered', 0) or 0:>5} | uploads {rep.get('uploads', 0) or 0:>4} | recorded by grant {n:>5}", end="", flush=True)
-            if run["state"] == "failed":
-                print(f"\nthe lifecycle run failed: {run.get('error')}")
-                return 1
-            if run["state"] == "done" and n >= expected:
-                break
-            if time.time() > deadline:
-                print(f"\nthe pipeline did not drain within {args.timeout:.0f} s")
-                break
-            time.sleep(1)
-            continue
-        ingest, verify, enrich, grant = args.ports.split(",")
-        i, v, e, g = metrics(ingest), metrics(verify), metrics(enrich), metrics(grant)
-        ok = int(i.get("ingest_ok", 0))
-        dlq = [int(m.get("pipeline_messages_dead_lettered_total", 0)) for m in (v, e, g)]
-        done = int(g.get("pipeline_messages_processed_total", 0)) + sum(dlq)
-        line = (f"sim {run['state']:>7} | ingest 200: {ok:>5} | verify {int(v.get('pipeline_messages_processed_total', 0)):>5}"
-                f" | enrich {int(e.get('pipeline_messages_processed_total', 0)):>5} | grant {int(g.get('pipeline_messages_processed_total', 0)):>5}"
-                f" | dead letters {dlq[0]}/{dlq[1]}/{dlq[2]} | retries {int(sum(m.get('pipeline_retries_total', 0) for m in (v, e, g)))}")
-        print("\r" + line, end="", flush=True)
         if run["state"] == "failed":
             print(f"\nthe lifecycle run failed: {run.get('error')}")
             return 1
-        state = (run["state"], ok, done)
-        if run["state"] == "done" and ok > 0 and done >= ok:
-            stable = stable + 1 if state == last else 0
-            if stable >= 2:
+        line = f"sim {run['state']:>7} | delivered {rep.get('delivered', 0) or 0:>5} | uploads {rep.get('uploads', 0) or 0:>4}"
+        if args.ports:
+            ingest, verify, enrich, grant = (metrics(p) for p in args.ports.split(","))
+            line += (f" | ingest 200: {int(ingest.get('ingest_ok', 0)):>5}"
+                     + "".join(f" | {name} {int(m.get('pipeline_messages_processed_total', 0)):>5}"
+                               for name, m in (("verify", verify), ("enrich", enrich), ("grant", grant))))
+        if run["state"] == "done":
+            status = pipeline_status(status_command)
+            done, marks = drained(status)
+            lags = {s["stage"]: s.get("lag") for s in (status or {}).get("stages", [])}
+            outbox = ((status or {}).get("outbox") or {}).get("unpublished")
+            line += " | lag " + " ".join(f"{k} {'?' if v is None else v}" for k, v in lags.items()) + f" | outbox {'?' if outbox is None else outbox}"
+            print("\r" + line, end="", flush=True)
+            if done and marks == last_marks:
                 break
-        last = state
+            last_marks = marks if done else None
+        else:
+            print("\r" + line, end="", flush=True)
         if time.time() > deadline:
-            print(f"\nthe pipeline did not drain within {args.timeout:.0f} s")
+            print(f"\nthe pipeline did not drain within {args.timeout:.0f} s; still waiting:\n  {describe_waiting(status)}")
             return 1
         time.sleep(1)
     print()
@@ -140,7 +180,7 @@ def main():
         print("  ".join(r[i].ljust(widths[i]) for i in range(5)))
     print(f"{len(rows) - mismatches} of {len(rows)} customers match the ground truth")
     lost = 0
-    if not args.ports:  # a fresh database: every recorded event is this run's
+    if args.fresh_database:
         lost = (rep.get("delivered") or 0) + (rep.get("uploads") or 0) - logged()
         print(f"lost = {lost} (acknowledged deliveries and uploads that grant never recorded)")
     # Refund requests (CONSUMPTION_REQUEST) grant's responder answered from our records.
