@@ -22,6 +22,10 @@ public protocol KafkaRebalanceListener: Sendable {
 /// consumer's own serial dispatch queue, never on the cooperative thread pool. After finishing a record, call
 /// ``storeOffset(_:)``; stored offsets are committed every `commitInterval`, synchronously before
 /// partitions are revoked, and on ``close()``. Nothing that was not stored is ever committed.
+///
+/// Making a consumer does not join its group: ``subscribe()`` (or the first poll) does. A process
+/// first does what can fail at start (binding its HTTP port, say), so a start that fails never leaves
+/// a member in the group that the coordinator may keep assigning partitions to.
 public final class KafkaConsumer: Service, Sendable {
     private let rk: HandleBox
     private let queue: HandleBox
@@ -40,6 +44,7 @@ public final class KafkaConsumer: Service, Sendable {
         var assignment: Set<KafkaTopicPartition> = []
         var lastCommit: ContinuousClock.Instant = .now
         var closed = false
+        var subscribed = false
         var pollRounds = 0
 
         /// Records of paused partitions wait in `held`, so nothing of theirs is handed out.
@@ -79,14 +84,30 @@ public final class KafkaConsumer: Service, Sendable {
         rd_kafka_set_log_queue(handle, consumerQueue)
         rk = HandleBox(handle)
         queue = HandleBox(consumerQueue)
-        let topics = TopicPartitionList(capacity: configuration.topics.count)
-        for t in configuration.topics { topics.add(KafkaTopicPartition(topic: t, partition: Int32(RD_KAFKA_PARTITION_UA))) }
-        let err = rd_kafka_subscribe(handle, topics.pointer)
-        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+        guard !configuration.topics.isEmpty, !configuration.topics.contains(where: \.isEmpty) else {
             rd_kafka_queue_destroy(consumerQueue)
             rd_kafka_destroy(handle)
+            throw KafkaError(code: .configuration, reason: "a consumer needs at least one topic, each with a name: \(configuration.topics)")
+        }
+    }
+
+    /// Joins the group with a subscription to the configured topics; does nothing when already
+    /// subscribed. The first poll calls it too.
+    public func subscribe() throws(KafkaError) {
+        let first = try state.withLock { s throws(KafkaError) -> Bool in
+            guard !s.closed else { throw KafkaError(code: .closed, reason: "the consumer is closed") }
+            defer { s.subscribed = true }
+            return !s.subscribed
+        }
+        guard first else { return }
+        let topics = TopicPartitionList(capacity: configuration.topics.count)
+        for t in configuration.topics { topics.add(KafkaTopicPartition(topic: t, partition: Int32(RD_KAFKA_PARTITION_UA))) }
+        let err = rd_kafka_subscribe(rk.pointer, topics.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            state.withLock { $0.subscribed = false }
             throw .rdKafka(.configuration, err, context: "subscribe to \(configuration.topics)")
         }
+        logger.debug("subscribed", metadata: [LogKey.partitions: "\(configuration.topics)"])
     }
 
     /// The records of the subscribed topics, in order per partition.
@@ -236,6 +257,12 @@ public final class KafkaConsumer: Service, Sendable {
     private func pollOnPollQueue(timeoutMs: Int32) -> KafkaMessage? {
         if let next = takeBuffered() { return next }
         guard !isClosed else { return nil }
+        do {
+            try subscribe()
+        } catch {
+            logger.error("could not subscribe", metadata: [LogKey.kafkaError: "\(error)"])
+            return nil
+        }
         commitIfDue()
         state.withLock { $0.pollRounds += 1 }
         guard let event = rd_kafka_queue_poll(queue.pointer, timeoutMs) else { return nil }

@@ -51,11 +51,14 @@ public struct KafkaGroupOffsets: Sendable {
         public var clientID: String
         /// Where the member connected from, as the broker saw it (`/10.0.0.7`); empty when unknown.
         public var host: String
+        /// The partitions the coordinator assigned it; `nil` when the broker did not say.
+        public var assignment: [KafkaTopicPartition]?
 
-        public init(memberID: String, clientID: String, host: String) {
+        public init(memberID: String, clientID: String, host: String, assignment: [KafkaTopicPartition]? = nil) {
             self.memberID = memberID
             self.clientID = clientID
             self.host = host
+            self.assignment = assignment
         }
     }
 
@@ -84,16 +87,67 @@ public struct KafkaGroupOffsets: Sendable {
                 for m in 0..<Int(max(0, info.member_cnt)) {
                     guard let pointer = info.members?.advanced(by: m) else { break }
                     let member = pointer.pointee
+                    let assignment = member.member_assignment.flatMap { bytes in
+                        ConsumerAssignment.decode(UnsafeRawBufferPointer(start: bytes, count: Int(max(0, member.member_assignment_size))))
+                    }
                     members.append(
                         Member(
                             memberID: member.member_id.map { String(cString: $0) } ?? "",
                             clientID: member.client_id.map { String(cString: $0) } ?? "",
-                            host: member.client_host.map { String(cString: $0) } ?? ""))
+                            host: member.client_host.map { String(cString: $0) } ?? "",
+                            assignment: assignment))
                 }
                 return GroupDescription(state: state, members: members)
             }
             return nil
         }
+    }
+
+    /// What waits on `topic` for `group`, and who could take it.
+    public struct Waiting: Sendable, Hashable {
+        /// Records not yet committed, per partition that has any.
+        public var lag: [KafkaTopicPartition: Int64]
+        /// The group's committed offset of each partition with lag (`nil`: none committed).
+        public var committed: [KafkaTopicPartition: Int64?]
+        /// The partitions the group's members hold; `nil` when a member's assignment is unknown
+        /// (some brokers, the local Tansu among them, do not report assignments).
+        public var held: Set<KafkaTopicPartition>?
+        /// How many members the group has.
+        public var members: Int
+
+        public init(lag: [KafkaTopicPartition: Int64], committed: [KafkaTopicPartition: Int64?], held: Set<KafkaTopicPartition>?, members: Int) {
+            self.lag = lag
+            self.committed = committed
+            self.held = held
+            self.members = members
+        }
+    }
+
+    /// The partitions of `topic` with records `group` has not committed, with the group's committed
+    /// offsets and, where the broker says, which partitions its members hold.
+    public func waiting(group: String, topic: String) async throws -> Waiting {
+        let members = try await describeGroup(group)?.members ?? []
+        var held: Set<KafkaTopicPartition>? = []
+        for member in members {
+            guard let assignment = member.assignment else {
+                held = nil
+                break
+            }
+            held?.formUnion(assignment)
+        }
+        let partitions = try await self.partitions(of: topic)
+        let committed = try await self.committed(group: group, partitions: partitions)
+        let marks = try await watermarks(partitions)
+        var result = Waiting(lag: [:], committed: [:], held: held, members: members.count)
+        for partition in partitions {
+            guard let mark = marks[partition] else { continue }
+            let position = (committed[partition] ?? nil)
+            let lag = mark.high - (position ?? mark.low)
+            guard lag > 0 else { continue }
+            result.lag[partition] = lag
+            result.committed[partition] = position
+        }
+        return result
     }
 
     /// The offsets `group` has committed for `partitions` (`nil` where it has none).

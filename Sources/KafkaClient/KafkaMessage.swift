@@ -1,7 +1,7 @@
 import Foundation
 
 /// A topic and a partition: the unit of ordering, assignment and offsets.
-public struct KafkaTopicPartition: Hashable, Sendable, CustomStringConvertible {
+public struct KafkaTopicPartition: Hashable, Sendable, Codable, CustomStringConvertible {
     public var topic: String
     public var partition: Int32
     public init(topic: String, partition: Int32) {

@@ -67,6 +67,18 @@ public struct StageStatus: Sendable, Encodable {
     }
     /// At least this many records wait (the known part of the lag).
     public var knownLag: Int64 { partitions.reduce(0) { $0 + ($1.lag ?? 0) } }
+    /// Input partitions with lag that no member holds although the group has members and calls
+    /// itself stable: records nobody will read until the group rebalances (seen with the local
+    /// broker after a member failed at start). Empty when the members' assignments are unknown.
+    public var unownedPartitions: [Partition] {
+        guard let members, !members.isEmpty, groupState == "Stable" else { return [] }
+        var held: Set<Int32> = []
+        for member in members {
+            guard let assignment = member.assignment else { return [] }
+            held.formUnion(assignment.filter { $0.topic == inputTopic }.map(\.partition))
+        }
+        return partitions.filter { ($0.lag ?? 0) > 0 && !held.contains($0.partition) }
+    }
     /// The newest record of the input topic.
     public var lastRecordAt: Date? { partitions.compactMap(\.lastRecordAt).max() }
     public var deadLettersNotReplayed: Int? { deadLetters.map { $0.reduce(0) { $0 + $1.notReplayed } } }
@@ -79,8 +91,8 @@ public struct StageStatus: Sendable, Encodable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case stage, group, inputTopic, deadLetterTopic, groupState, memberCount, members, lag, lastRecordAt, partitions, deadLetters,
-            deadLettersNotReplayed, errors
+        case stage, group, inputTopic, deadLetterTopic, groupState, memberCount, members, lag, lastRecordAt, partitions, unownedPartitions,
+            deadLetters, deadLettersNotReplayed, errors
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -95,6 +107,7 @@ public struct StageStatus: Sendable, Encodable {
         try c.encodeAlways(lag, forKey: .lag)
         try c.encodeAlways(lastRecordAt, forKey: .lastRecordAt)
         try c.encode(partitions, forKey: .partitions)
+        try c.encode(unownedPartitions.map(\.partition), forKey: .unownedPartitions)
         try c.encodeAlways(deadLetters, forKey: .deadLetters)
         try c.encodeAlways(deadLettersNotReplayed, forKey: .deadLettersNotReplayed)
         try c.encode(errors, forKey: .errors)

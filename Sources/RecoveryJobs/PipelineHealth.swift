@@ -5,12 +5,13 @@ import PipelineRecords
 
 /// `appstorectl status`: the stages as the broker sees them, the outbox as Postgres sees it, and
 /// what needs an operator's attention. Healthy means: no stage has records waiting with nobody in
-/// its group, no dead letter waits for a replay, the oldest unpublished outbox row is younger than
+/// its group or on partitions no member holds, no dead letter waits for a replay, the oldest unpublished outbox row is younger than
 /// the threshold, and everything could be read.
 public struct PipelineHealth: Sendable, Encodable {
     /// One thing that needs attention.
     public struct Problem: Sendable, Hashable, OperatorJSONObject {
-        /// `stalled` (lag and no group member), `dead_letters` (not yet replayed), `outbox_backlog`
+        /// `stalled` (lag and no group member), `unowned` (lag on partitions no member holds while
+        /// the group has members), `dead_letters` (not yet replayed), `outbox_backlog`
         /// (oldest unpublished row older than the threshold), `unreadable` (part of the status could not be read).
         public var kind: String
         public var stage: String?
@@ -45,6 +46,17 @@ public struct PipelineHealth: Sendable, Encodable {
                     Problem(
                         kind: "stalled", stage: stage.stage,
                         detail: "\(stage.stage): lag \(stage.knownLag) (\(waiting.joined(separator: ", "))) and no member in group \(stage.group)"))
+            }
+            let unowned = stage.unownedPartitions
+            if !unowned.isEmpty {
+                let waiting = unowned.map { "partition \($0.partition): \($0.lag ?? 0)" }
+                problems.append(
+                    Problem(
+                        kind: "unowned", stage: stage.stage,
+                        detail:
+                            "\(stage.stage): \(waiting.joined(separator: ", ")) waiting, and no member of group \(stage.group) holds "
+                            + "\(unowned.count == 1 ? "it" : "them") (\(stage.members?.count ?? 0) member(s)); restart the stage's "
+                            + "members, or the broker if a new member gets nothing either"))
             }
             for count in stage.deadLetters ?? [] where count.notReplayed > 0 {
                 problems.append(
@@ -97,7 +109,12 @@ public struct PipelineHealth: Sendable, Encodable {
             let members: String
             if let list = stage.members {
                 let who = list.map { member in
-                    (member.clientID.isEmpty ? member.memberID : member.clientID) + (member.host.isEmpty ? "" : " " + member.host)
+                    let holds = member.assignment.map { assigned in
+                        let mine = assigned.filter { $0.topic == stage.inputTopic }.map(\.partition).sorted()
+                        return mine.isEmpty ? " holding no partition" : " holding " + mine.map { "p\($0)" }.joined(separator: ",")
+                    }
+                    return (member.clientID.isEmpty ? member.memberID : member.clientID) + (member.host.isEmpty ? "" : " " + member.host)
+                        + (holds ?? "")
                 }
                 members = "\(list.count) member(s)" + (who.isEmpty ? "" : ": " + who.joined(separator: ", "))
             } else {

@@ -45,13 +45,15 @@ public enum ProbeRoutes {
     }
 
     /// A small HTTP server with only the probe routes, for the stages that serve no other HTTP.
+    /// `onServerRunning` is called once its port is bound.
     public static func server(
         host: String, port: Int, registry: PrometheusCollectorRegistry, stage: String? = nil, logger: Logger,
-        isReady: @escaping @Sendable () -> Bool
+        onServerRunning: @escaping @Sendable () async -> Void = {}, isReady: @escaping @Sendable () -> Bool
     ) -> some ApplicationProtocol {
         let router = Router()
         add(to: router, registry: registry, stage: stage, isReady: isReady)
         return Application(
-            router: router, configuration: .init(address: .hostname(host, port: port), serverName: nil), logger: logger)
+            router: router, configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            onServerRunning: { _ in await onServerRunning() }, logger: logger)
     }
 }

@@ -5,7 +5,9 @@ import Logging
 import ServiceLifecycle
 
 /// The whole `main` of a consuming stage: configuration, logging, metrics, the probe server, the
-/// producer, the consumer and the runner, in one `ServiceGroup`.
+/// producer, the consumer and the runner, in one `ServiceGroup`. The runner joins its consumer
+/// group only after the probe server has bound its port: a process that cannot start (the port
+/// still held by the previous process, say) exits without ever having been a member.
 public enum StageMain {
     /// - Parameters:
     ///   - makeStage: builds the stage from its configuration; returns it with any services it
@@ -26,11 +28,16 @@ public enum StageMain {
         do {
             let (stage, extra) = try await makeStage(config, env, logger)
             let producer = try KafkaProducer(configuration: config.producer, logger: logger)
+            let (bound, bind) = AsyncStream.makeStream(of: Void.self)
             let runner = try StageRunner(
                 stage: stage, consumerConfiguration: config.consumer, producer: producer,
-                configuration: config.runner, logger: logger)
+                configuration: config.runner, logger: logger,
+                startsAfter: {
+                    for await _ in bound { break }
+                })
             let probes = ProbeRoutes.server(
-                host: config.httpHost, port: config.httpPort, registry: registry, stage: name, logger: logger
+                host: config.httpHost, port: config.httpPort, registry: registry, stage: name, logger: logger,
+                onServerRunning: { bind.finish() }
             ) {
                 runner.isReady
             }

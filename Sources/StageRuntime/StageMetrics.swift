@@ -29,6 +29,12 @@ public struct StageMetrics: Sendable {
             .record(value)
     }
 
+    /// Partitions of the input with lag held by no member of the group, counted by a member that
+    /// holds none (the alert StagePartitionsUnowned).
+    func unowned(partitions: Int) {
+        Gauge(label: "pipeline_partitions_unowned", dimensions: [("stage", stage)]).record(partitions)
+    }
+
     func retrying(partitions: Int) {
         Gauge(label: "pipeline_partitions_retrying", dimensions: [("stage", stage)]).record(partitions)
     }

@@ -18,10 +18,17 @@ public struct StageRunnerConfiguration: Sendable {
     public var drainTimeout: Duration
     /// A partition retrying for longer than this makes the stage report not ready.
     public var stuckAfter: Duration
+    /// A member holding no partition while partitions of its input with lag are held by no member of
+    /// its group reports not ready once that has lasted this long: longer than a rebalance takes
+    /// (a session timeout and a join), so a rebalance in progress is not mistaken for it.
+    public var unownedAfter: Duration
+    /// How often the runner reports its lag and checks for unowned partitions.
+    public var watchInterval: Duration
 
     public init(
         deadLetterTopic: String, retry: RetryPolicy = RetryPolicy(), maxBatchSize: Int = 1,
-        maxBufferedPerPartition: Int = 500, drainTimeout: Duration = .seconds(10), stuckAfter: Duration = .seconds(30)
+        maxBufferedPerPartition: Int = 500, drainTimeout: Duration = .seconds(10), stuckAfter: Duration = .seconds(30),
+        unownedAfter: Duration = .seconds(90), watchInterval: Duration = .seconds(5)
     ) {
         self.deadLetterTopic = deadLetterTopic
         self.retry = retry
@@ -29,6 +36,8 @@ public struct StageRunnerConfiguration: Sendable {
         self.maxBufferedPerPartition = max(2, maxBufferedPerPartition)
         self.drainTimeout = drainTimeout
         self.stuckAfter = stuckAfter
+        self.unownedAfter = unownedAfter
+        self.watchInterval = watchInterval
     }
 }
 
@@ -39,16 +48,24 @@ public struct StageRunnerConfiguration: Sendable {
 /// Put it in the `ServiceGroup` after its producer and ``consumer``: on graceful shutdown it stops
 /// fetching and finishes the records in flight; the consumer then commits and leaves the group,
 /// and the producer flushes.
+///
+/// It joins the consumer group only once `startsAfter` returns (an executable passes "the HTTP
+/// port is bound"), so a process that fails at start never leaves a member in its group.
 public final class StageRunner: Service, Sendable {
     /// The consumer this runner reads from; a service of its own (it commits and closes last).
     public let consumer: KafkaConsumer
     private let context: PartitionWorker.Context
     private let workers = Mutex<[KafkaTopicPartition: PartitionWorker]>([:])
     private let started = Atomic<Bool>(false)
+    private let startsAfter: @Sendable () async -> Void
+    private let groupID: String
+    private let inputTopics: [String]
+    private let groupOffsets: KafkaGroupOffsets
+    private let unowned = Mutex(UnownedPartitions())
 
     public init(
         stage: any PipelineStage, consumerConfiguration: KafkaConsumerConfiguration, producer: KafkaProducer,
-        configuration: StageRunnerConfiguration, logger: Logger
+        configuration: StageRunnerConfiguration, logger: Logger, startsAfter: @escaping @Sendable () async -> Void = {}
     ) throws {
         var logger = logger
         logger[metadataKey: LogKey.stage] = "\(stage.name)"
@@ -57,23 +74,36 @@ public final class StageRunner: Service, Sendable {
         context = PartitionWorker.Context(
             stage: stage, consumer: consumer, producer: producer, configuration: configuration,
             metrics: StageMetrics(stage: stage.name), logger: logger)
+        self.startsAfter = startsAfter
+        groupOffsets = KafkaGroupOffsets(configuration: consumerConfiguration.client)
+        groupID = consumerConfiguration.groupID
+        inputTopics = consumerConfiguration.topics
         relay.runner.withLock { $0.value = self }
     }
 
     public var stageName: String { context.stage.name }
 
-    /// Ready once consuming, and while no partition has been stuck retrying for too long.
+    /// Ready once consuming, while no partition has been stuck retrying for too long, and while it
+    /// is not a member holding nothing beside input that nobody holds (``StageRunnerConfiguration/unownedAfter``).
     public var isReady: Bool {
         guard started.load(ordering: .relaxed) else { return false }
         let stuck = workers.withLock { $0.values.contains { ($0.retryingFor ?? .zero) > context.configuration.stuckAfter } }
-        return !stuck
+        let orphaned = unowned.withLock { $0.lasting(longerThan: context.configuration.unownedAfter) }
+        return !stuck && !orphaned
     }
 
+    /// Partitions of the input with lag that no member of the group holds, while this member holds
+    /// none either (0 otherwise): as of the last check.
+    public var unownedPartitions: Int { unowned.withLock { $0.partitions.count } }
+
     public func run() async throws {
+        await startsAfter()
+        guard !Task.isCancelled else { return }
+        try consumer.subscribe()
         started.store(true, ordering: .relaxed)
         context.logger.info("stage started")
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.reportLag() }
+            group.addTask { await self.watch() }
             await cancelWhenGracefulShutdown {
                 for await message in self.consumer.messages {
                     self.context.metrics.consumed.increment()
@@ -109,14 +139,84 @@ public final class StageRunner: Service, Sendable {
         for w in leaving { w.stopBlocking(timeout: context.configuration.drainTimeout) }
     }
 
-    private func reportLag() async {
+    /// Every ``StageRunnerConfiguration/watchInterval``: the lag of the partitions held, the
+    /// partitions retrying, and, while this member holds nothing, whether input with lag is held by
+    /// no member (seen with the local broker after a member failed at start: the group kept members
+    /// and assigned none of them anything, and records waited unseen).
+    private func watch() async {
         while !Task.isCancelled {
+            try? await Task.sleep(for: context.configuration.watchInterval)
             for (tp, lag) in consumer.lag() {
                 context.metrics.lag(topic: tp.topic, partition: tp.partition, value: lag)
             }
             context.metrics.retrying(partitions: workers.withLock { $0.values.filter { $0.retryingFor != nil }.count })
-            try? await Task.sleep(for: .seconds(5))
+            await checkUnowned()
         }
+    }
+
+    private func checkUnowned() async {
+        var waiting = KafkaGroupOffsets.Waiting(lag: [:], committed: [:], held: [], members: 0)
+        if consumer.assignment.isEmpty {
+            for topic in inputTopics {
+                // Could not be asked: nothing to report this time.
+                guard let found = try? await groupOffsets.waiting(group: groupID, topic: topic) else { continue }
+                waiting.lag.merge(found.lag) { a, _ in a }
+                waiting.committed.merge(found.committed) { a, _ in a }
+                // A group listing no member is still forming (this member is joining): who holds
+                // what is not settled, so only offsets that stop moving count.
+                let held = found.members == 0 ? nil : found.held
+                waiting.held = held.flatMap { held in waiting.held.map { $0.union(held) } }
+            }
+        }
+        let began = unowned.withLock { $0.update(waiting, now: .now) }
+        let partitions = unowned.withLock { $0.partitions }
+        context.metrics.unowned(partitions: partitions.count)
+        if began {
+            context.logger.warning(
+                "this member holds no partition while partitions with lag are held by no member of its group",
+                metadata: [
+                    LogKey.group: "\(groupID)",
+                    LogKey.partitions: "\(partitions.sorted { $0.key.description < $1.key.description }.map { "\($0.key): lag \($0.value)" })",
+                ])
+        }
+    }
+}
+
+/// The partitions with lag that nobody takes while this member holds none: held by no member when
+/// the broker says who holds what, else those whose committed offset has not moved between checks
+/// (a partition some other member holds moves as it is consumed).
+struct UnownedPartitions {
+    /// Each unowned partition's lag, as of the last check.
+    private(set) var partitions: [KafkaTopicPartition: Int64] = [:]
+    /// Per partition with lag not known to be held: its committed offset and since when it is so.
+    private var watched: [KafkaTopicPartition: (committed: Int64?, since: ContinuousClock.Instant)] = [:]
+
+    /// Records a check; true when it turns up unowned partitions after a check that found none.
+    mutating func update(_ waiting: KafkaGroupOffsets.Waiting, now: ContinuousClock.Instant) -> Bool {
+        let before = partitions.isEmpty
+        var next: [KafkaTopicPartition: (committed: Int64?, since: ContinuousClock.Instant)] = [:]
+        var found: [KafkaTopicPartition: Int64] = [:]
+        for (partition, lag) in waiting.lag where lag > 0 {
+            let committed = waiting.committed[partition] ?? nil
+            if let held = waiting.held {
+                guard !held.contains(partition) else { continue }
+                next[partition] = (committed, watched[partition]?.since ?? now)
+                found[partition] = lag
+            } else if let seen = watched[partition], seen.committed == committed {
+                next[partition] = seen
+                found[partition] = lag
+            } else {
+                next[partition] = (committed, now)
+            }
+        }
+        watched = next
+        partitions = found
+        return before && !found.isEmpty
+    }
+
+    /// True when a partition has been unowned for longer than `limit`.
+    func lasting(longerThan limit: Duration, now: ContinuousClock.Instant = .now) -> Bool {
+        partitions.keys.contains { partition in watched[partition].map { now - $0.since > limit } ?? false }
     }
 }
 

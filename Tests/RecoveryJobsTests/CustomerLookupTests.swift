@@ -191,7 +191,7 @@ struct PipelineHealthTests {
         #expect(
             Set(stages[0].keys) == [
                 "stage", "group", "inputTopic", "deadLetterTopic", "groupState", "memberCount", "members", "lag", "lastRecordAt", "partitions",
-                "deadLetters", "deadLettersNotReplayed", "errors",
+                "unownedPartitions", "deadLetters", "deadLettersNotReplayed", "errors",
             ])
         #expect(stages[0]["lag"] is NSNull, "a partition's unknown lag makes the stage's unknown")
         #expect(stages[1]["memberCount"] is NSNull)
@@ -199,5 +199,35 @@ struct PipelineHealthTests {
         #expect(Set(partitions[0].keys) == ["partition", "committed", "earliest", "end", "lag", "lastRecordAt"])
         let problems = try #require(object["problems"] as? [[String: Any]])
         #expect(problems.allSatisfy { Set($0.keys) == ["kind", "stage", "code", "detail"] })
+    }
+
+    /// The local broker once kept a stable group whose member held nothing while 5,468 records
+    /// waited: members present, so nothing looked stalled.
+    @Test("partitions with lag that no member holds need attention in a stable group; not while it rebalances or when unknown")
+    func unowned() throws {
+        var verify = stage("verify", members: 2, lags: [3, 0, 5, 0])
+        verify.groupState = "Stable"
+        verify.members = [
+            .init(memberID: "m0", clientID: "verify", host: "/10.0.0.1", assignment: [.init(topic: "verify.in", partition: 1)]),
+            .init(memberID: "m1", clientID: "verify", host: "/10.0.0.2", assignment: []),
+        ]
+        let health = PipelineHealth(stages: [verify], outbox: nil, maxOutboxAgeSeconds: 60)
+        #expect(verify.unownedPartitions.map(\.partition) == [0, 2])
+        #expect(health.problems.map(\.kind) == ["unowned"])
+        #expect(health.problems[0].detail.contains("partition 0: 3, partition 2: 5 waiting, and no member of group appstore.verify holds them"))
+        #expect(health.text.contains("verify /10.0.0.1 holding p1") && health.text.contains("verify /10.0.0.2 holding no partition"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(try OperatorJSON.encode(health).utf8)) as? [String: Any])
+        let stages = try #require(object["stages"] as? [[String: Any]])
+        #expect(stages[0]["unownedPartitions"] as? [Int] == [0, 2])
+
+        var owned = verify
+        owned.members?[1].assignment = [.init(topic: "verify.in", partition: 0), .init(topic: "verify.in", partition: 2)]
+        #expect(PipelineHealth(stages: [owned], outbox: nil, maxOutboxAgeSeconds: 60).healthy)
+        var rebalancing = verify
+        rebalancing.groupState = "PreparingRebalance"
+        #expect(PipelineHealth(stages: [rebalancing], outbox: nil, maxOutboxAgeSeconds: 60).healthy)
+        var unknown = verify
+        unknown.members?[0].assignment = nil
+        #expect(unknown.unownedPartitions.isEmpty, "without every member's assignment nothing can be said")
     }
 }

@@ -106,6 +106,10 @@ public enum TopicReader {
                 lastCheck = .now
             }
         }
+        if !done {
+            let partitions = Dictionary(grouping: seen, by: \.partition).mapValues(\.count).sorted { $0.key < $1.key }
+            print("TopicReader: \(topic) read for \(timeout) without the condition holding: \(seen.count) records (per partition \(partitions))")
+        }
         let settled = ContinuousClock.now + settle
         while done, ContinuousClock.now < settled {
             if let next = await consumer.poll(timeout: .milliseconds(100)) { seen.append(next) }

@@ -17,16 +17,21 @@ def relative_links(path):
             yield target
 
 
-def readme_commands(path):
-    """The first word of each line of the README's sh code blocks."""
-    commands, in_sh = [], False
+def readme_command_lines(path):
+    """Each command line of the README's sh code blocks, without its comment."""
+    lines, in_sh = [], False
     for line in open(path):
         if line.startswith("```"):
             in_sh = line.strip() == "```sh"
             continue
         if in_sh and line.strip() and not line.lstrip().startswith("#"):
-            commands.append(line.split()[0])
-    return commands
+            lines.append(" ".join(line.split("#", 1)[0].split()))
+    return lines
+
+
+def readme_commands(path):
+    """The first word of each line of the README's sh code blocks."""
+    return [line.split()[0] for line in readme_command_lines(path)]
 
 
 def main():
@@ -46,6 +51,12 @@ def main():
     for command in sorted(set(commands)):
         path = os.path.join(REPO, command)
         checks.check(f"README.md command {command} is an executable script of this checkout", os.path.isfile(path) and os.access(path, os.X_OK))
+    # The test command runs each README run command exactly as shown (deploy/local/test, and the
+    # container tests it calls), so a change that breaks the front door cannot land.
+    test_scripts = "".join(open(os.path.join(REPO, p)).read() for p in ("deploy/local/test", "deploy/containers/test"))
+    for line in readme_command_lines(readme):
+        if line.split()[0] in ("deploy/local/run", "deploy/containers/run"):
+            checks.check(f"the test command runs the README's `{line}` exactly as shown", line + " " in test_scripts)
     # Self-test: the link check does catch a broken link.
     checks.check("self-test: a link to a missing file is caught", list(relative_links_of_text("[x](docs/missing.md)")) == ["docs/missing.md"])
     checks.finish()
