@@ -76,33 +76,3 @@ struct StageStartTests {
         #expect(!resumed && spell.partitions.isEmpty)
     }
 }
-
-/// A listening socket on a loopback port, so that a process started on that port cannot bind it.
-final class HeldPort {
-    private var fd: Int32
-    let port: Int
-
-    init() throws {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = 0
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, len) } }
-        guard bound == 0, listen(socketFD, 1) == 0 else {
-            close(socketFD)
-            throw TestSupportError("could not hold a loopback port")
-        }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &len) } }
-        fd = socketFD
-        port = Int(UInt16(bigEndian: addr.sin_port))
-    }
-
-    func release() {
-        if fd >= 0 { close(fd) }
-        fd = -1
-    }
-
-    deinit { release() }
-}

@@ -64,16 +64,9 @@ public struct TestSupportError: Error, CustomStringConvertible {
 public enum LocalHTTP {
     /// A TCP port that was free a moment ago.
     public static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = 0
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        return Int(UInt16(bigEndian: addr.sin_port))
+        guard let held = try? HeldPort() else { return 0 }
+        defer { held.release() }
+        return held.port
     }
 
     /// Waits until `127.0.0.1:port` accepts connections.
@@ -108,4 +101,34 @@ public enum LocalHTTP {
         }
         guard status == 0 else { throw TestSupportError("\(path) \(arguments) exited \(status)") }
     }
+}
+
+/// A listening socket on a loopback port, so that a process started on that port cannot bind it.
+public final class HeldPort {
+    private var fd: Int32
+    public let port: Int
+
+    public init() throws {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = 0
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, len) } }
+        guard bound == 0, listen(socketFD, 1) == 0 else {
+            close(socketFD)
+            throw TestSupportError("could not hold a loopback port")
+        }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &len) } }
+        fd = socketFD
+        port = Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    public func release() {
+        if fd >= 0 { close(fd) }
+        fd = -1
+    }
+
+    deinit { release() }
 }
