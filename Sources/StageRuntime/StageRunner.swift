@@ -92,10 +92,6 @@ public final class StageRunner: Service, Sendable {
         return !stuck && !orphaned
     }
 
-    /// Partitions of the input with lag that no member of the group holds, while this member holds
-    /// none either (0 otherwise): as of the last check.
-    public var unownedPartitions: Int { unowned.withLock { $0.partitions.count } }
-
     public func run() async throws {
         await startsAfter()
         guard !Task.isCancelled else { return }
