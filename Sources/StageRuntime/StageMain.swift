@@ -37,10 +37,7 @@ public enum StageMain {
                 })
             let probes = ProbeRoutes.server(
                 host: config.httpHost, port: config.httpPort, registry: registry, stage: name, logger: logger,
-                onServerRunning: { bind.finish() }
-            ) {
-                runner.isReady
-            }
+                onServerRunning: { bind.finish() }, isReady: { runner.isReady })
             logger.info(
                 "starting",
                 metadata: [
