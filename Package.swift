@@ -224,7 +224,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AppStoreTests",
-            dependencies: ["AppStore", "AppStoreSigning", "JSONCoding", "TestSupport"],
+            dependencies: ["AppStore", "AppStoreSigning", "JSONCoding", "TestSupport", swiftASN1],
             swiftSettings: swiftSettings
         ),
         // The verify stage: raw records in, verified notifications out (JWS and X.509 checks, decoding,
