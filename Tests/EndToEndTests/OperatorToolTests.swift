@@ -79,7 +79,7 @@ struct OperatorToolTests {
                 #expect(
                     Self.keys(stage) == [
                         "stage", "group", "inputTopic", "deadLetterTopic", "groupState", "memberCount", "members", "lag", "lastRecordAt",
-                        "partitions", "deadLetters", "deadLettersNotReplayed", "errors",
+                        "partitions", "unownedPartitions", "deadLetters", "deadLettersNotReplayed", "errors",
                     ])
                 #expect((stage["memberCount"] as? Int ?? 0) >= 1, "\(stage)")
                 #expect(stage["lastRecordAt"] is String, "every input received records")
