@@ -126,11 +126,16 @@ struct ConsumptionResponderTests {
                 let responder = Self.responder(db, sim)
 
                 sim.apple.faults.set(FaultPlan(errorShare: 1, errorStatus: 500, errorCode: 5_000_000))
+                let beforeAttempt = Date()
                 #expect(try await responder.answerDue() == 2)
                 var rows = try await Self.rows(db)
                 #expect(rows["6501"]?.status == "pending")
                 #expect(rows["6501"]?.error?.contains("5000000") == true)
-                let waiting = try await db.count("SELECT count(*) FROM consumption_requests WHERE next_attempt_at > now() + interval '1 second'")
+                // The first backoff is 5 s from the failed attempt, which began after `beforeAttempt`:
+                // measured from then, not from now, so a slow machine does not eat into it.
+                let attemptStart = ISO8601DateFormatter().string(from: beforeAttempt)
+                let waiting = try await db.count(
+                    "SELECT count(*) FROM consumption_requests WHERE next_attempt_at > '\(attemptStart)'::timestamptz + interval '4 seconds'")
                 #expect(waiting == 2, "a failed request waits for its backoff")
                 #expect(sim.apple.store.receivedConsumption.isEmpty)
 

@@ -45,12 +45,16 @@ struct StageRunnerTests {
         let output = try await TestServices.makeTopic("order-out", partitions: 4)
         let dlq = try await TestServices.makeTopic("order-dlq")
         try await produceNumbered(input, count: 400, keys: 8)
+        let group = TestServices.uniqueGroup("order")
+        let progress = GroupProgress(group: group, topic: input)
         let harness = try StageHarness(
-            stage: ScriptedStage(output: output, maxDelayMs: 3), input: input, deadLetters: dlq,
-            groupID: TestServices.uniqueGroup("order"))
-        let out = try await TopicReader.read(output, timeout: .seconds(150)) { $0.count >= 400 }
+            stage: ScriptedStage(output: output, maxDelayMs: 3), input: input, deadLetters: dlq, groupID: group)
+        // Alone it takes seconds; the deadline allows for the whole suite on two cores, and the
+        // group's lag is sampled so that a short count says whether a partition stalled.
+        let out = try await TopicReader.read(output, timeout: .seconds(600)) { $0.count >= 400 }
+        progress.stop()
         try await harness.stop()
-        #expect(out.count == 400)
+        #expect(out.count == 400, "stalled: \(progress.stalled(for: .seconds(60))); \(progress.report)")
         for (key, records) in Dictionary(grouping: out, by: { $0.keyString ?? "" }) {
             let ns = records.map { Int($0.text)! }
             #expect(ns == ns.sorted(), "key \(key) out of order")
