@@ -7,7 +7,7 @@ import Testing
 
 /// Group commit: the batches of many partition workers, handed in at once, share transactions and
 /// still end exactly as if each had been applied alone.
-@Suite("Merged transactions against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(5)))
+@Suite("Merged transactions against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(15)))
 struct TransactionMergerTests {
     /// 16 lanes (partitions), each with the whole lifecycles of its customers, in batches of 3.
     static func lanes(_ generator: LifecycleGenerator, customers: Int, lanes: Int) throws -> [[[GrantEvent]]] {
