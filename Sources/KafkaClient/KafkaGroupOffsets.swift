@@ -68,6 +68,16 @@ public struct KafkaGroupOffsets: Sendable {
         public var members: [Member]
     }
 
+    /// Every partition some member holds; `nil` when a member's assignment is unknown.
+    public static func held(by members: [Member]) -> Set<KafkaTopicPartition>? {
+        var held: Set<KafkaTopicPartition> = []
+        for member in members {
+            guard let assignment = member.assignment else { return nil }
+            held.formUnion(assignment)
+        }
+        return held
+    }
+
     /// The group's state and joined members (client IDs and hosts), or `nil` when the broker does
     /// not know the group (never used, or dead).
     public func describeGroup(_ group: String) async throws -> GroupDescription? {
@@ -127,14 +137,7 @@ public struct KafkaGroupOffsets: Sendable {
     /// offsets and, where the broker says, which partitions its members hold.
     public func waiting(group: String, topic: String) async throws -> Waiting {
         let members = try await describeGroup(group)?.members ?? []
-        var held: Set<KafkaTopicPartition>? = []
-        for member in members {
-            guard let assignment = member.assignment else {
-                held = nil
-                break
-            }
-            held?.formUnion(assignment)
-        }
+        let held = Self.held(by: members)
         let partitions = try await self.partitions(of: topic)
         let committed = try await self.committed(group: group, partitions: partitions)
         let marks = try await watermarks(partitions)

@@ -71,13 +71,8 @@ public struct StageStatus: Sendable, Encodable {
     /// itself stable: records nobody will read until the group rebalances (seen with the local
     /// broker after a member failed at start). Empty when the members' assignments are unknown.
     public var unownedPartitions: [Partition] {
-        guard let members, !members.isEmpty, groupState == "Stable" else { return [] }
-        var held: Set<Int32> = []
-        for member in members {
-            guard let assignment = member.assignment else { return [] }
-            held.formUnion(assignment.filter { $0.topic == inputTopic }.map(\.partition))
-        }
-        return partitions.filter { ($0.lag ?? 0) > 0 && !held.contains($0.partition) }
+        guard let members, !members.isEmpty, groupState == "Stable", let held = KafkaGroupOffsets.held(by: members) else { return [] }
+        return partitions.filter { ($0.lag ?? 0) > 0 && !held.contains(KafkaTopicPartition(topic: inputTopic, partition: $0.partition)) }
     }
     /// The newest record of the input topic.
     public var lastRecordAt: Date? { partitions.compactMap(\.lastRecordAt).max() }

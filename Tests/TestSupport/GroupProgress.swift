@@ -25,14 +25,10 @@ public final class GroupProgress: Sendable {
             $0 = Task { [self] in
                 while !Task.isCancelled {
                     if let partitions = try? await offsets.partitions(of: topic),
-                        let committed = try? await offsets.committed(group: group, partitions: partitions),
-                        let marks = try? await offsets.watermarks(partitions)
+                        let waiting = try? await offsets.waiting(group: group, topic: topic)
                     {
-                        var lag: [Int32: Int64] = [:]
-                        for p in partitions {
-                            guard let mark = marks[p] else { continue }
-                            lag[p.partition] = max(0, mark.high - ((committed[p] ?? nil) ?? mark.low))
-                        }
+                        // `waiting` lists the partitions with lag; the others have none.
+                        let lag = Dictionary(uniqueKeysWithValues: partitions.map { ($0.partition, waiting.lag[$0] ?? 0) })
                         samples.withLock { $0.append(Sample(at: .now, lag: lag)) }
                     }
                     try? await Task.sleep(for: interval)
