@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// The built `appstorectl inspect` binary, run as support would run it.
-@Suite("appstorectl inspect", .timeLimit(.minutes(5)))
+@Suite("appstorectl inspect", .timeLimit(.minutes(15)))
 struct InspectCommandTests {
     /// Apple's real samples, beside the repository.
     static let fixtures = SharedFixtures.url("apple-real-jws")

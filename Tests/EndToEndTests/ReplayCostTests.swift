@@ -16,7 +16,7 @@ import Testing
 /// printed, never asserted: it is the machine's speed (`deploy/local/bench` measures throughput).
 @Suite(
     "Replays cost nothing: one valid notification posted 10,000 times",
-    .enabled(if: TestServices.brokerEnabled && ScratchDatabase.enabled), .serialized, .timeLimit(.minutes(10)))
+    .enabled(if: TestServices.brokerEnabled && ScratchDatabase.enabled), .serialized, .timeLimit(.minutes(15)))
 struct ReplayCostTests {
     static var posts: Int { Int(ProcessInfo.processInfo.environment["REPLAY_POSTS"] ?? "") ?? 10_000 }
     static let inFlight = 48

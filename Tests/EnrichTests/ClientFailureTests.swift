@@ -9,7 +9,7 @@ import TestSupport
 import Testing
 
 /// How the client classifies failures, and that waiting as told makes the call succeed.
-@Suite("App Store Server API client failures", .serialized, .timeLimit(.minutes(3)))
+@Suite("App Store Server API client failures", .serialized, .timeLimit(.minutes(15)))
 struct ClientFailureTests {
     func seeded() async throws -> (RunningSimulator, AppStoreServerAPIClient) {
         let sim = try await RunningSimulator.start()

@@ -12,7 +12,7 @@ import Testing
 /// The simulated Apple signs a transaction version (and a renewal info) once and serves that JWS in
 /// history and statuses until the data changes; a change is signed anew, what it serves still
 /// verifies, and single-transaction answers (Get Transaction Info, uploads) are signed now.
-@Suite("The simulated Apple signs each version once", .serialized, .timeLimit(.minutes(2)))
+@Suite("The simulated Apple signs each version once", .serialized, .timeLimit(.minutes(15)))
 struct SimulatorSigningCacheTests {
     static let original = "2000000000300000"
 

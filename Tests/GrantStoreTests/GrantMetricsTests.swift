@@ -43,7 +43,7 @@ extension [Sample] {
     }
 }
 
-@Suite("grant's metrics", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(5)))
+@Suite("grant's metrics", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(15)))
 struct GrantMetricsTests {
     /// The enriched records as the stage receives them, received by ingest `age` ago.
     func messages(_ records: [EnrichedRecord], age: TimeInterval) throws -> [KafkaMessage] {

@@ -6,7 +6,7 @@ import GrantWorkload
 import PostgresNIO
 import Testing
 
-@Suite("Migrations against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(5)))
+@Suite("Migrations against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(15)))
 struct MigrationTests {
     private var migrations: [Migration] { get throws { try Migration.load(directory: ScratchDatabase.migrationsDirectory) } }
 

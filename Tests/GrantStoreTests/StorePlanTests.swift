@@ -13,7 +13,7 @@ import Testing
 /// inside `grant_load` and `grant_write` (migration 0004), whose statements EXPLAIN cannot reach, so
 /// the proof for them is Postgres's own per-table counters: a batch applied against large tables
 /// adds index scans and not one sequential scan.
-@Suite("Store statements' query plans", .serialized, .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(5)))
+@Suite("Store statements' query plans", .serialized, .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(15)))
 struct StorePlanTests {
     /// A one-row batch with every member the statements below read.
     static let batch = #"""

@@ -11,7 +11,7 @@ import Testing
 /// What a batch writes, counted by Postgres itself (`pg_stat_user_tables`: rows inserted, updated
 /// and deleted per table): an event that changes nothing writes its notifications row and nothing
 /// else, a duplicate writes nothing, and a change writes the rows it changes.
-@Suite("What the store writes", .serialized, .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(5)))
+@Suite("What the store writes", .serialized, .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(15)))
 struct StoreWriteTests {
     /// Rows inserted, updated and deleted so far, per table. The client has one connection, the
     /// one that wrote: its pending counters are flushed first.

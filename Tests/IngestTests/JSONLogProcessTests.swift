@@ -11,7 +11,7 @@ import Testing
 /// Started as processes with `LOG_FORMAT=json`, ingest and verify write nothing to stderr but JSON
 /// objects, one per line, each with the stable keys; `/metrics` reports them ready; their tasks run
 /// on the event loops.
-@Suite("processes write JSON logs", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(4)))
+@Suite("processes write JSON logs", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct JSONLogProcessTests {
     /// Every line of `text` parsed as a JSON object; a line that is not one fails the test.
     func jsonLines(_ text: String, process: String) throws -> [[String: Any]] {

@@ -10,7 +10,7 @@ import Testing
 /// Every way an upload's credential can fail gets 401 with its own code and a challenge, before
 /// the broker is involved: these run without one (the producer points nowhere, so an upload that
 /// got through would answer 503, not 401).
-@Suite("upload refusals without a broker", .timeLimit(.minutes(3)))
+@Suite("upload refusals without a broker", .timeLimit(.minutes(15)))
 struct UploadAuthRefusalTests {
     /// Expects a 401 with `code`, a challenge of `scheme`, and a message that repeats no credential.
     func expectRefused(

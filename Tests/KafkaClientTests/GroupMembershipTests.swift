@@ -5,7 +5,7 @@ import Testing
 
 /// Who is in a group and what each member holds, as an outsider reads it; and when a consumer
 /// becomes a member at all.
-@Suite("Group membership on the real broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
+@Suite("Group membership on the real broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct GroupMembershipTests {
     let logger = TestServices.logger
     let offsets = KafkaGroupOffsets(configuration: TestServices.clientConfiguration("tests-membership"))

@@ -4,7 +4,7 @@ import Synchronization
 import TestSupport
 import Testing
 
-@Suite("Kafka client against the real broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
+@Suite("Kafka client against the real broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct KafkaClientTests {
     let logger = TestServices.logger
 

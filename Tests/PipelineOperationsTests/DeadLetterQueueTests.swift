@@ -6,7 +6,7 @@ import StageRuntime
 import TestSupport
 import Testing
 
-@Suite("Dead letters: list, show, replay", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
+@Suite("Dead letters: list, show, replay", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct DeadLetterQueueTests {
     let client = TestServices.clientConfiguration("tests-dlq")
 

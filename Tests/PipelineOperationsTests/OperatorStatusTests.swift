@@ -40,7 +40,7 @@ struct OperatorParsingTests {
     }
 }
 
-@Suite("Pipeline status and dead-letter replays on the broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
+@Suite("Pipeline status and dead-letter replays on the broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct OperatorStatusTests {
     let client = TestServices.clientConfiguration("tests-status")
 

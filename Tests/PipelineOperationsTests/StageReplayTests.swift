@@ -6,7 +6,7 @@ import StageRuntime
 import TestSupport
 import Testing
 
-@Suite("Replaying a stage by resetting its group", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
+@Suite("Replaying a stage by resetting its group", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct StageReplayTests {
     let client = TestServices.clientConfiguration("tests-replay")
 

@@ -6,7 +6,7 @@ import Testing
 
 /// `topics apply` against the local broker, with catalogues of uniquely named topics (never the
 /// real catalogue's: other tests use those).
-@Suite("topics apply on the broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
+@Suite("topics apply on the broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct TopicApplyTests {
     let client = TestServices.clientConfiguration("tests-topics")
 
@@ -94,7 +94,7 @@ struct TopicApplyTests {
 }
 
 /// The built `appstorectl topics apply` as a process, twice in a row.
-@Suite("appstorectl topics apply as a process", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
+@Suite("appstorectl topics apply as a process", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct TopicsApplyCommandTests {
     /// Runs the built `appstorectl` against the local broker.
     static func run(_ arguments: [String]) async throws -> CommandResult {

@@ -11,7 +11,7 @@ import TestSupport
 import Testing
 
 extension Resilience {
-    @Suite("Broker outage", .timeLimit(.minutes(5)))
+    @Suite("Broker outage", .timeLimit(.minutes(15)))
     struct BrokerOutageTests {
         /// Each answer during the outage is bounded by the acknowledgement timeout (a hung request would
         /// end the suite by its time limit); the times are printed, not asserted, since a loaded

@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 extension Resilience {
-    @Suite("No loss under crashes", .timeLimit(.minutes(10)))
+    @Suite("No loss under crashes", .timeLimit(.minutes(15)))
     struct CrashTests {
         @Test("20,000 bodies through ingest while the consuming stage is SIGKILLed twice: every 200 reaches the output")
         func killStageTwice() async throws {

@@ -13,7 +13,7 @@ import TestSupport
 import Testing
 
 extension Resilience {
-    @Suite("grant: Postgres restarted mid-run", .timeLimit(.minutes(10)), .enabled(if: ScratchDatabase.enabled))
+    @Suite("grant: Postgres restarted mid-run", .timeLimit(.minutes(15)), .enabled(if: ScratchDatabase.enabled))
     struct GrantPostgresRestartTests {
         @Test("Postgres restarted in the middle of a 10,000-event run: no loss, no duplicate effects, recovery without help")
         func postgresRestart() async throws {

@@ -64,7 +64,7 @@ final class CountingWebhook: Sendable {
     }
 }
 
-@Suite("Lifecycle playback: delivering like Apple", .timeLimit(.minutes(2)))
+@Suite("Lifecycle playback: delivering like Apple", .timeLimit(.minutes(15)))
 struct LifecyclePlayerTests {
     let customers = LifecycleSimulation(month: 600, horizon: Date(), seed: 7).customers(LifecycleScenario.allCases.count * 2)
 

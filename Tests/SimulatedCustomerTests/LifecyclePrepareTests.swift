@@ -13,7 +13,7 @@ import Testing
 
 /// `POST /sim/lifecycle/prepare`: the simulator applies and signs a whole run at once and answers
 /// the requests it would have sent, for a load generator (the end-to-end bench's unpaced phase).
-@Suite("The simulated Apple prepares a run's requests ahead", .timeLimit(.minutes(2)))
+@Suite("The simulated Apple prepares a run's requests ahead", .timeLimit(.minutes(15)))
 struct LifecyclePrepareTests {
     static let bundleId = "com.example.entitlements"
     static let authority: SigningAuthority = try! SigningAuthority(options: SigningAuthorityOptions(name: "Lifecycle Prepare Tests"))

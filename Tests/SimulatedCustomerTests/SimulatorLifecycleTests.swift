@@ -13,7 +13,7 @@ import SimulatorLifecycleRoutes
 import Synchronization
 import Testing
 
-@Suite("The simulated Apple plays lifecycles with signed notifications", .timeLimit(.minutes(2)))
+@Suite("The simulated Apple plays lifecycles with signed notifications", .timeLimit(.minutes(15)))
 struct SimulatorLifecycleTests {
     static let bundleId = "com.example.entitlements"
     static let authority: SigningAuthority = try! SigningAuthority(options: SigningAuthorityOptions(name: "Lifecycle Tests"))

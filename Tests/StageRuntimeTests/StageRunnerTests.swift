@@ -37,7 +37,7 @@ final class ScriptedStage: PipelineStage {
     }
 }
 
-@Suite("Stage runtime on the real broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(12)))
+@Suite("Stage runtime on the real broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct StageRunnerTests {
     @Test("per-partition order is kept while partitions run concurrently")
     func ordering() async throws {

@@ -8,7 +8,7 @@ import Testing
 /// A stage that cannot start must not leave a member in its group: seen on the local stack, a verify
 /// whose HTTP port was still held joined its group, stopped on `bind: Address already in use`, and
 /// the broker then assigned the group nothing, to any new member, for over twenty minutes.
-@Suite("Stage start and group membership", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
+@Suite("Stage start and group membership", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct StageStartTests {
     @Test("a stage whose HTTP port is taken exits 1 without joining its group; the next one on a free port gets every partition")
     func portTakenNeverJoins() async throws {

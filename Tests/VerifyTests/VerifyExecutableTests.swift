@@ -4,7 +4,7 @@ import Testing
 import VerifyService
 
 /// The built `verify` binary, as an operator starts it.
-@Suite("verify executable", .timeLimit(.minutes(5)))
+@Suite("verify executable", .timeLimit(.minutes(15)))
 struct VerifyExecutableTests {
     @Test("the verify executable lists its variables with --help")
     func verifyHelp() async throws {

@@ -14,7 +14,7 @@ import Testing
 import VerifyService
 
 /// raw → verify → verified / DLQ on the real broker, through the stage runtime.
-@Suite("verify stage on the real broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
+@Suite("verify stage on the real broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct VerifyPipelineTests {
     func makeStage(_ topics: PipelineTopics) throws -> VerifyStage {
         try VerifyStage(configuration: TestPKI.configuration(), outputTopic: topics.verified, logger: TestServices.logger)
