@@ -207,7 +207,8 @@ let package = Package(
         .testTarget(
             name: "IngestTests",
             dependencies: [
-                "PipelineRecords", "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting,
+                "PipelineRecords", "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", "AppStore",
+                "AppStoreSimulator", hummingbirdTesting,
                 asyncHTTPClient, nioCore, nioHTTP1, hummingbird, jwtKit, crypto, logging, metrics, prometheus,
             ],
             swiftSettings: swiftSettings
@@ -224,7 +225,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AppStoreTests",
-            dependencies: ["AppStore", "AppStoreSigning", "JSONCoding", "TestSupport", swiftASN1],
+            dependencies: ["AppStore", "AppStoreSigning", "AppStoreSimulator", "JSONCoding", "TestSupport", swiftASN1],
             swiftSettings: swiftSettings
         ),
         // The verify stage: raw records in, verified notifications out (JWS and X.509 checks, decoding,

@@ -15,12 +15,13 @@ public enum AppStoreAPIEndpoint: String, CaseIterable, Hashable, Sendable {
     case testNotificationStatus = "GET /inApps/v1/notifications/test/{token}"
     case sendConsumption = "PUT /inApps/v2/transactions/consumption/{transactionId}"
     case extendRenewalDate = "PUT /inApps/v1/subscriptions/extend/{originalTransactionId}"
+    case setAppAccountToken = "PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken"
 
     /// Apple's documented Production limit, requests per second.
     public var productionLimit: Double {
         switch self {
         case .transactionInfo, .transactionHistory, .subscriptionStatuses, .sendConsumption, .notificationHistory: 50
-        case .extendRenewalDate: 20
+        case .extendRenewalDate, .setAppAccountToken: 20
         case .orderLookup, .refundHistory: 10
         case .requestTestNotification, .testNotificationStatus: 1
         }
@@ -44,6 +45,7 @@ public enum AppStoreAPIEndpoint: String, CaseIterable, Hashable, Sendable {
         case .testNotificationStatus: "test_notification_status"
         case .sendConsumption: "send_consumption"
         case .extendRenewalDate: "extend_renewal_date"
+        case .setAppAccountToken: "set_app_account_token"
         }
     }
 }

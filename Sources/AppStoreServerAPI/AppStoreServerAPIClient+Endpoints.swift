@@ -197,4 +197,17 @@ extension AppStoreServerAPIClient {
             body: try encode(request, endpoint: endpoint))
         return try decode(ExtendRenewalDateResponse.self, bytes, endpoint: endpoint)
     }
+
+    /// Set App Account Token (API 1.16): sets or replaces the `appAccountToken` of a purchase (by its
+    /// `originalTransactionId`; Apple refuses another transaction's ID with `4000187` and a family
+    /// member's with `4000185`). Apple carries the token into the purchase's transactions and renewal
+    /// info from then on; it sends no notification for it.
+    public func setAppAccountToken(
+        originalTransactionId: String, appAccountToken: UUID, target: Target
+    ) async throws(AppStoreAPIError) {
+        let endpoint = AppStoreAPIEndpoint.setAppAccountToken
+        _ = try await send(
+            endpoint, target, method: .PUT, path: "/inApps/v1/transactions/\(Self.segment(originalTransactionId))/appAccountToken",
+            body: try encode(UpdateAppAccountTokenRequest(appAccountToken: appAccountToken), endpoint: endpoint))
+    }
 }

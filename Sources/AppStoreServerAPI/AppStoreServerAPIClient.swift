@@ -110,6 +110,12 @@ public final class AppStoreServerAPIClient: Sendable {
     /// The bundle IDs the client holds credentials for.
     public var bundleIds: [String] { credentialsByBundleId.keys.sorted() }
 
+    /// Whether this client can ask about `bundleId` in `environment`: it holds the app's key and
+    /// its verifier accepts the app's data from that environment.
+    public func serves(_ bundleId: String, in environment: AppStoreEnvironment) -> Bool {
+        credentialsByBundleId[bundleId] != nil && verifier.accepts(bundleId, in: environment)
+    }
+
     /// Sends one request and returns the body of a 2xx answer.
     /// - Throws: ``AppStoreAPIError``.
     func send(

@@ -25,11 +25,17 @@ public struct FaultPlan: Codable, Hashable, Sendable {
     public var requestsPerSecond: Double?
     /// When the faults end (`nil`: until changed).
     public var until: Date?
+    /// How many Get Transaction History lookups of each transaction ID answer 404 `4040010`
+    /// ("Transaction id not found") before the history shows it, as Apple does for a purchase it
+    /// has just signed. Counted per ID from when the plan is set.
+    public var historyNotVisibleLookups: Int
 
     public init(
         errorShare: Double = 0, errorStatus: Int = 500, errorCode: Int64 = 5_000_000, rateLimitedShare: Double = 0,
-        retryAfterMilliseconds: Int64 = 1000, latencyMilliseconds: Int = 0, requestsPerSecond: Double? = nil, until: Date? = nil
+        retryAfterMilliseconds: Int64 = 1000, latencyMilliseconds: Int = 0, requestsPerSecond: Double? = nil, until: Date? = nil,
+        historyNotVisibleLookups: Int = 0
     ) {
+        self.historyNotVisibleLookups = historyNotVisibleLookups
         self.errorShare = errorShare
         self.errorStatus = errorStatus
         self.errorCode = errorCode
@@ -55,6 +61,10 @@ public struct FaultPlan: Codable, Hashable, Sendable {
         latencyMilliseconds = try c.decodeIfPresent(Int.self, forKey: .latencyMilliseconds) ?? d.latencyMilliseconds
         requestsPerSecond = try c.decodeIfPresent(Double.self, forKey: .requestsPerSecond)
         until = try c.decodeIfPresent(Date.self, forKey: .until)
+        historyNotVisibleLookups = try c.decodeIfPresent(Int.self, forKey: .historyNotVisibleLookups) ?? d.historyNotVisibleLookups
+        guard historyNotVisibleLookups >= 0 else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "historyNotVisibleLookups must be 0 or more"))
+        }
         guard (0...1).contains(errorShare), (0...1).contains(rateLimitedShare), (500...599).contains(errorStatus) || (400...499).contains(errorStatus)
         else {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "shares must be 0…1 and errorStatus a 4xx or 5xx"))
@@ -72,6 +82,8 @@ public struct SimulatorStatistics: Codable, Hashable, Sendable {
     public var byStatus: [String: Int] = [:]
     /// Answers that were injected faults (5xx or 429 by share, or the enforced limit).
     public var injectedFaults: Int = 0
+    /// History lookups answered 404 `4040010` under ``FaultPlan/historyNotVisibleLookups``.
+    public var historyNotVisible: Int = 0
 }
 
 /// Holds the current plan and the counters.
@@ -80,6 +92,8 @@ public final class FaultInjector: Sendable {
     private let stats = Mutex(SimulatorStatistics())
     /// Next allowed time per (bundle ID, endpoint) under ``FaultPlan/requestsPerSecond``.
     private let nextAllowed = Mutex<[String: Double]>([:])
+    /// History lookups answered so far per transaction ID under ``FaultPlan/historyNotVisibleLookups``.
+    private let historyLookups = Mutex<[String: Int]>([:])
     let clock: @Sendable () -> Date
 
     init(clock: @escaping @Sendable () -> Date) {
@@ -89,8 +103,23 @@ public final class FaultInjector: Sendable {
     /// The plan in force.
     public var current: FaultPlan { plan.withLock { $0 } }
 
-    /// Replaces the plan.
-    public func set(_ newPlan: FaultPlan) { plan.withLock { $0 = newPlan } }
+    /// Replaces the plan (and starts counting history lookups afresh).
+    public func set(_ newPlan: FaultPlan) {
+        plan.withLock { $0 = newPlan }
+        historyLookups.withLock { $0 = [:] }
+    }
+
+    /// Whether this history lookup of `transactionId` is one the plan hides (counted when it is).
+    func hidesHistory(of transactionId: String) -> Bool {
+        let hidden = current.historyNotVisibleLookups
+        guard hidden > 0 else { return false }
+        let hides = historyLookups.withLock { seen in
+            seen[transactionId, default: 0] += 1
+            return seen[transactionId]! <= hidden
+        }
+        if hides { stats.withLock { $0.historyNotVisible += 1 } }
+        return hides
+    }
 
     /// The counters so far.
     public var statistics: SimulatorStatistics { stats.withLock { $0 } }

@@ -5,7 +5,8 @@ import Hummingbird
 import NIOCore
 import Synchronization
 
-/// What an app sends Apple: Send Consumption Information and Extend a Subscription Renewal Date.
+/// What an app sends Apple: Send Consumption Information, Extend a Subscription Renewal Date and
+/// Set App Account Token.
 extension SimulatorAPIRoutes {
     func consumption(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) async throws -> Response {
         let id = try Self.transactionID(context)
@@ -73,5 +74,30 @@ extension SimulatorAPIRoutes {
             state.extensionRequests[requestID] = answer
         }
         return try Self.json(answer)
+    }
+
+    /// Set App Account Token, with Apple's rules: a UUID body (`4000183`), an original transaction
+    /// ID (`4000187` for a later transaction's), never a family member's purchase (`4000185`). Every
+    /// transaction of the purchase, later ones and the renewal info carry the new token from now on.
+    func setAppAccountToken(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) async throws -> Response {
+        let id = try Self.transactionID(context)
+        let bytes = try await request.body.collect(upTo: Self.maximumBody)
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes.readableBytesView)) as? [String: Any] else {
+            throw SimulatorError.badRequest(4_000_000, "Invalid request.")
+        }
+        guard let text = object["appAccountToken"] as? String, let token = UUID(uuidString: text) else {
+            throw SimulatorError.badRequest(4_000_183, "Invalid app account token UUID.")
+        }
+        guard let stored = store.transaction(anyID: id, bundleId: bundleId) else {
+            throw SimulatorError.notFound(4_040_010, "Transaction id not found.")
+        }
+        guard stored.payload.originalTransactionId == id else {
+            throw SimulatorError.badRequest(4_000_187, "The transaction id is not an original transaction id.")
+        }
+        guard stored.payload.inAppOwnershipType != .familyShared else {
+            throw SimulatorError.badRequest(4_000_185, "Family transactions are not supported.")
+        }
+        store.setAppAccountToken(token, originalTransactionId: id, bundleId: bundleId)
+        return Response(status: .ok)
     }
 }

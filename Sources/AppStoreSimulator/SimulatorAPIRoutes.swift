@@ -45,6 +45,9 @@ struct SimulatorAPIRoutes: Sendable {
         router.put("/inApps/v1/subscriptions/extend/:id") { request, context in
             try await api("extend_renewal_date", request) { bundleId in try await extend(request, context, bundleId) }
         }
+        router.put("/inApps/v1/transactions/:id/appAccountToken") { request, context in
+            try await api("set_app_account_token", request) { bundleId in try await setAppAccountToken(request, context, bundleId) }
+        }
     }
 
     /// Faults, then the token, then the handler; every answer is counted.
@@ -101,6 +104,7 @@ struct SimulatorAPIRoutes: Sendable {
     func history(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) throws -> Response {
         let id = try Self.transactionID(context)
         let owner = try customer(of: id, bundleId: bundleId)
+        if faults.hidesHistory(of: id) { throw SimulatorError.notFound(4_040_010, "Transaction id not found.") }
         let query = request.uri.queryParameters
         let filter = try HistoryFilter(query)
         var matching = store.transactions(customerID: owner.customerID, bundleId: bundleId).map(\.payload).filter(filter.matches)

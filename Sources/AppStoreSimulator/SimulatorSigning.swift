@@ -96,6 +96,8 @@ struct SimulatorSigning: Sendable {
                 autoRenewStatus: status == .active ? .on : .off, isInBillingRetryPeriod: status == .billingRetry,
                 recentSubscriptionStartDate: latest.originalPurchaseDate, renewalDate: latest.expiresDate)
         info.originalTransactionId = original
+        // Renewal info carries the purchase's token (API 1.15), Set App Account Token's included.
+        if info.appAccountToken == nil { info.appAccountToken = latest.appAccountToken }
         info.environment = .sandbox
         info.signedDate = nil
         return info

@@ -22,6 +22,7 @@ public final class SimulatorStore: Sendable {
         var orders: [String: [String]] = [:]
         var extensions: [String: [Date]] = [:]  // originalTransactionId → extension dates
         var extensionRequests: [String: ExtendRenewalDateResponse] = [:]  // requestIdentifier → answer
+        var assignedTokens: [String: UUID] = [:]  // originalTransactionId → token set with Set App Account Token
         var consumption: [ReceivedConsumption] = []
         var webhookURL: String?  // where TEST notifications are delivered
     }
@@ -69,6 +70,10 @@ public final class SimulatorStore: Sendable {
                 if transaction.signedDate == nil { transaction.signedDate = now }
                 let id = transaction.transactionId!
                 let original = transaction.originalTransactionId!
+                // A token set with Set App Account Token carries into later transactions that bring none.
+                if transaction.appAccountToken == nil, transaction.inAppOwnershipType != .familyShared {
+                    transaction.appAccountToken = state.assignedTokens[original]
+                }
                 let previous = state.transactions[id]
                 let customer =
                     customerID ?? previous?.customerID
@@ -97,6 +102,21 @@ public final class SimulatorStore: Sendable {
             stored.modifiedSequence = state.sequence
             state.transactions[transactionId] = stored
             return true
+        }
+    }
+
+    /// Set App Account Token: every transaction of the purchase carries `token` from now on (each
+    /// counts as modified, as Apple re-signs them), and so do later ones and the renewal info.
+    public func setAppAccountToken(_ token: UUID, originalTransactionId: String, bundleId: String) {
+        state.withLock { state in
+            state.assignedTokens[originalTransactionId] = token
+            for id in state.transactionIDsByOriginal[originalTransactionId] ?? [] {
+                guard var stored = state.transactions[id], stored.payload.bundleId == bundleId else { continue }
+                stored.payload.appAccountToken = token
+                state.sequence += 1
+                stored.modifiedSequence = state.sequence
+                state.transactions[id] = stored
+            }
         }
     }
 

@@ -16,6 +16,9 @@ public struct EnrichConfiguration: Sendable {
     public var concurrency: Int
     /// The replay cache and the per-purchase answer cache across batches.
     public var caches: EnrichStage.Caches
+    /// How long a record waits for its purchase's history to show (Apple answers 404 `4040010` for
+    /// a purchase it has just signed) before it is enriched from its own transaction.
+    public var historyWait: Duration
 
     public static let coalesceSetting = Setting<Bool>.flag(
         "ENRICH_COALESCE", default: true, shown: "on", meaning: "records of one batch for the same purchase share one lookup (on or off)")
@@ -35,21 +38,28 @@ public struct EnrichConfiguration: Sendable {
         "ENRICH_VERIFIED_JWS_CACHE_SIZE", default: 10_000, in: 0...1_000_000,
         meaning: "API answer JWS remembered as verified, byte for byte, so an unchanged history transaction is not verified again (0: off)")
 
+    public static let historyWaitSetting = Setting<Duration>.milliseconds(
+        "ENRICH_HISTORY_WAIT_MS", default: .seconds(60), in: 0...3_600_000,
+        meaning:
+            "how long a record whose purchase's history Apple does not show yet (404 4040010) is retried before it is enriched from its own signed transaction (0: at once)"
+    )
+
     /// The variables, for `--help`.
     public static let variables =
         AppStoreAPISettings.variables + [
             coalesceSetting.help, concurrencySetting.help, replayCacheSize.help, lookupCacheTTL.help, lookupCacheSize.help,
-            verifiedJWSCacheSize.help,
+            verifiedJWSCacheSize.help, historyWaitSetting.help,
         ]
 
     public init(
         api: AppStoreAPISettings, coalesce: Bool = coalesceSetting.defaultValue, concurrency: Int = concurrencySetting.defaultValue,
-        caches: EnrichStage.Caches = EnrichStage.Caches()
+        caches: EnrichStage.Caches = EnrichStage.Caches(), historyWait: Duration = historyWaitSetting.defaultValue
     ) {
         self.api = api
         self.coalesce = coalesce
         self.concurrency = concurrency
         self.caches = caches
+        self.historyWait = historyWait
     }
 
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
@@ -61,5 +71,6 @@ public struct EnrichConfiguration: Sendable {
             replayEntries: try env.read(Self.replayCacheSize),
             lookupTimeToLive: try env.read(Self.lookupCacheTTL),
             lookupEntries: try env.read(Self.lookupCacheSize))
+        historyWait = try env.read(Self.historyWaitSetting)
     }
 }

@@ -34,7 +34,7 @@ public enum EnrichServiceBootstrap {
         }
         let stage = EnrichStage(
             lookup: PurchaseLookup(client: client), outputTopic: outputTopic, coalesce: configuration.coalesce,
-            concurrency: configuration.concurrency, caches: configuration.caches, logger: logger)
+            concurrency: configuration.concurrency, caches: configuration.caches, historyWait: configuration.historyWait, logger: logger)
         return (stage, HTTPClientService(client: http))
     }
 }

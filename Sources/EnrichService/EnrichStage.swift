@@ -18,7 +18,11 @@ import Synchronization
 /// lookup `none`. Within a batch, records of the same purchase share one lookup (``coalesce``) and
 /// different purchases are looked up concurrently. A transient API failure stops the batch at that
 /// record, so the runtime retries it and everything after it in place, in order; a permanent one
-/// dead-letters the records of that purchase with Apple's code (`apple_api.<errorCode>`).
+/// dead-letters the records of that purchase with Apple's code (`apple_api.<errorCode>`), except
+/// that Apple's "transaction not found" (404 `4040010`) for a record carrying its own Apple-signed
+/// transaction means the history does not show the purchase yet: the record is retried until
+/// ``historyWait`` after it arrived, then enriched from that transaction alone (`transaction-only`),
+/// so a customer who just paid is granted; the purchase's next event completes it from history.
 ///
 /// Replays cost nothing: before any API call, a record whose event (``VerifiedRecord/eventKey``)
 /// was enriched and delivered recently is dropped (``ReplayCache``), a repeat within the batch
@@ -54,6 +58,8 @@ public struct EnrichStage: PipelineStage {
     /// Whether records of one batch for the same purchase share one lookup.
     public let coalesce: Bool
     let concurrency: Int
+    /// How long a record waits for its purchase's history to show (see the type's comment).
+    let historyWait: Duration
     let logger: Logger
     let clock: @Sendable () -> Date
     private let lookups = LookupCounter()
@@ -66,9 +72,11 @@ public struct EnrichStage: PipelineStage {
 
     public init(
         lookup: PurchaseLookup, outputTopic: String = Topics.enriched, coalesce: Bool = true, concurrency: Int = 8,
-        caches: Caches = Caches(), logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }
+        caches: Caches = Caches(), historyWait: Duration = EnrichConfiguration.historyWaitSetting.defaultValue, logger: Logger,
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.lookup = lookup
+        self.historyWait = historyWait
         self.outputTopic = outputTopic
         self.coalesce = coalesce
         self.concurrency = max(1, concurrency)
@@ -79,7 +87,7 @@ public struct EnrichStage: PipelineStage {
             timeToLive: Double(caches.lookupTimeToLive.components.seconds) + Double(caches.lookupTimeToLive.components.attoseconds) / 1e18,
             capacity: caches.lookupEntries)
         // Both counters exist at zero from the start, so `rate()` sees the first burst.
-        _ = (Self.replaysDroppedMetric, Self.lookupCacheHitsMetric)
+        _ = (Self.replaysDroppedMetric, Self.lookupCacheHitsMetric, Self.historyNotVisibleMetric)
     }
 
     /// Purchase lookups performed so far (each is one history walk plus, for subscriptions, one status call).
@@ -102,8 +110,9 @@ public struct EnrichStage: PipelineStage {
         // Decode and plan every record; drop replays before anything is looked up.
         var planned: [Step] = []
         var firstOfEvent: [String: Int] = [:]
+        var rewritten: Set<Int> = []
         for (index, message) in batch.enumerated() {
-            let record: VerifiedRecord
+            var record: VerifiedRecord
             do {
                 record = try VerifiedRecord.decode(message.value)
             } catch {
@@ -111,6 +120,16 @@ public struct EnrichStage: PipelineStage {
                     .failed(StageError.permanent(.malformedRecord, "the verified record does not decode: \(String(describing: error).prefix(300))"))
                 )
                 continue
+            }
+            if record.source == PipelineHeader.Source.appReceipt, record.transaction == nil {
+                // A StoreKit 1 receipt names a transaction; Apple's signed copy of it makes the record an upload's.
+                do {
+                    record = try await lookup.receiptTransaction(record)
+                    rewritten.insert(index)
+                } catch {
+                    planned.append(.failed(error))
+                    continue
+                }
             }
             if replays.isEnabled, let event = record.eventKey {
                 let key = "\(record.environment.rawValue)|\(event)"
@@ -192,10 +211,14 @@ public struct EnrichStage: PipelineStage {
                     case .none: enrichment = EnrichmentBuilder.noneEnrichment(record: record, now: now())
                     case .transactionOnly: enrichment = EnrichmentBuilder.transactionOnlyEnrichment(record: record, now: now())
                     case .history:
-                        let answer = try answers[jobOfRecord[index]!]!.get()
-                        enrichment = EnrichmentBuilder.historyEnrichment(record: record, lookup: answer)
+                        switch answers[jobOfRecord[index]!]! {
+                        case .success(let answer):
+                            enrichment = EnrichmentBuilder.historyEnrichment(record: record, lookup: answer)
+                        case .failure(let error):
+                            enrichment = try historyNotVisible(error, record: record, message: batch[index])
+                        }
                     }
-                    return [try output(for: batch[index], record: record, enrichment: enrichment)]
+                    return [try output(for: batch[index], record: record, enrichment: enrichment, rewritten: rewritten.contains(index))]
                 }
             }
             results.append(outcome)
@@ -223,6 +246,36 @@ public struct EnrichStage: PipelineStage {
         case enrich(VerifiedRecord, EnrichmentBuilder.Plan)
     }
 
+    /// A record whose purchase Apple's history does not show yet (404 `4040010`) and that carries
+    /// its own Apple-signed transaction: a transient failure until ``historyWait`` after it arrived,
+    /// then its `transaction-only` enrichment. Any other failure is thrown as it is.
+    func historyNotVisible(_ error: any Error, record: VerifiedRecord, message: KafkaMessage) throws -> Enrichment {
+        guard let api = error as? AppStoreAPIError, api.errorCode == Self.transactionNotFound, record.transaction?.transactionId != nil
+        else { throw error }
+        let arrived = LookupCache.arrival(receivedAt: message.receivedAt, verifiedAt: record.verifiedAt)
+        let waited = clock().timeIntervalSince(arrived)
+        let limit = Double(historyWait.components.seconds) + Double(historyWait.components.attoseconds) / 1e18
+        if waited < limit {
+            throw StageError.transient(
+                StageError.Code(rawValue: api.code.rawValue),
+                "Apple's history does not show the purchase yet (404 4040010); retried for up to \(Int(limit)) s after the record arrived",
+                retryAfter: .milliseconds(Int64(min(5, max(0.5, limit - waited)) * 1000)))
+        }
+        Self.historyNotVisibleMetric.increment()
+        logger.warning(
+            "history still not visible: enriched from the record's own signed transaction",
+            metadata: [
+                LogKey.partition: "\(message.partition)", LogKey.offset: "\(message.offset)",
+                LogKey.originalTransactionId: "\(record.originalTransactionId ?? "-")", LogKey.errorCode: "\(api.code)",
+            ])
+        return EnrichmentBuilder.transactionOnlyEnrichment(record: record, now: now())
+    }
+
+    /// Apple's "Transaction id not found."
+    static let transactionNotFound: Int64 = 4_040_010
+    /// Records enriched from their own transaction because the history did not show the purchase
+    /// within ``historyWait``: `enrich_history_not_visible_total`.
+    static let historyNotVisibleMetric = Counter(label: "enrich_history_not_visible_total")
     /// Records dropped as replays, for operators: `enrich_replays_dropped_total`.
     static let replaysDroppedMetric = Counter(label: "enrich_replays_dropped_total")
     /// Records enriched from an earlier batch's answer: `enrich_lookup_cache_hits_total`.
@@ -265,9 +318,11 @@ public struct EnrichStage: PipelineStage {
             ])
     }
 
-    func output(for message: KafkaMessage, record: VerifiedRecord, enrichment: Enrichment) throws -> KafkaOutgoingMessage {
-        // `record` is `message.value` decoded and unchanged: its bytes go out as they came.
-        let body = try EnrichedRecord.encoded(verifiedBody: message.value, enrichment: enrichment)
+    /// - Parameter rewritten: `record` is not `message.value` as it came (a receipt's, which now
+    ///   carries Apple's transaction): it is written anew and keyed by its purchase.
+    func output(for message: KafkaMessage, record: VerifiedRecord, enrichment: Enrichment, rewritten: Bool = false) throws -> KafkaOutgoingMessage {
+        // Otherwise `record` is `message.value` decoded and unchanged: its bytes go out as they came.
+        let body = try EnrichedRecord.encoded(verifiedBody: rewritten ? try record.encoded() : message.value, enrichment: enrichment)
         logger.debug(
             "enriched",
             metadata: [
@@ -275,7 +330,8 @@ public struct EnrichStage: PipelineStage {
                 LogKey.notificationUUID: "\(record.notificationUUID ?? "-")", LogKey.originalTransactionId: "\(record.originalTransactionId ?? "-")",
                 LogKey.enrichLookup: "\(enrichment.lookup.rawValue)", LogKey.enrichHistory: "\(enrichment.history.count)",
             ])
-        return EnrichedMessage.make(body: body, key: message.key, topic: outputTopic, following: message.headers)
+        let key = rewritten ? record.key.map { Array($0.utf8) } ?? message.key : message.key
+        return EnrichedMessage.make(body: body, key: key, topic: outputTopic, following: message.headers)
     }
 
     private func now() -> Date { AppStoreJSON.date(milliseconds: AppStoreJSON.milliseconds(since1970: clock())) }

@@ -58,7 +58,7 @@ public enum EnrichmentBuilder {
             transactions.append(own)
         }
         let history = sorted(transactions)
-        let token = resolveToken(record: record, history: history)
+        let token = resolveToken(record: record, history: history, renewalInfo: lookup.subscriptionStatus?.renewalInfo)
         return Enrichment(
             lookup: .history, history: history, inForceTransactionId: history.last?.transactionId,
             subscriptionStatus: lookup.subscriptionStatus, appAccountToken: token?.token, appAccountTokenSource: token?.source,
@@ -79,13 +79,21 @@ public enum EnrichmentBuilder {
         return Enrichment(lookup: .none, appAccountToken: token?.token, appAccountTokenSource: token?.source, fetchedAt: now)
     }
 
-    /// The record's own transaction's token, else the earliest history transaction's that has one,
-    /// else the app's upload hint.
+    /// The customer Apple names now. With a history, Apple's answer is the newest word: its newest
+    /// transaction (by `purchaseDate`) that carries a token, else the status's renewal info. Without
+    /// one, the record's own transaction, else its own renewal info. The app's upload hint only when
+    /// Apple names nobody. Apple changes a purchase's token only deliberately (Set App Account Token,
+    /// a crossgrade bought under another account), so the newest, not the earliest, is the owner's.
     public static func resolveToken(
-        record: VerifiedRecord, history: [JWSTransactionDecodedPayload]
+        record: VerifiedRecord, history: [JWSTransactionDecodedPayload], renewalInfo: JWSRenewalInfoDecodedPayload? = nil
     ) -> (token: UUID, source: Enrichment.AppAccountTokenSource)? {
+        if let newest = history.last(where: { $0.appAccountToken != nil }), let token = newest.appAccountToken {
+            let own = newest.transactionId != nil && newest.transactionId == record.transaction?.transactionId
+            return (token, own ? .transaction : .history)
+        }
+        if let token = renewalInfo?.appAccountToken { return (token, .renewalInfo) }
         if let token = record.transaction?.appAccountToken { return (token, .transaction) }
-        if let token = history.first(where: { $0.appAccountToken != nil })?.appAccountToken { return (token, .history) }
+        if let token = record.renewalInfo?.appAccountToken { return (token, .renewalInfo) }
         if let token = record.hints?.appAccountToken { return (token, .appHint) }
         return nil
     }

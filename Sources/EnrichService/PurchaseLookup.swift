@@ -43,4 +43,40 @@ public struct PurchaseLookup: Sendable {
         guard key.isAutoRenewable else { return [] }
         return try await client.allSubscriptionStatuses(transactionId: key.originalTransactionId, target: target)
     }
+
+    /// The record of a StoreKit 1 receipt (`source: app-receipt`, a transaction ID and no
+    /// transaction) with Apple's signed copy of that transaction (Get Transaction Info, verified
+    /// like every answer): from then on it is enriched like an upload of that transaction. A
+    /// receipt routed to Production whose transaction Apple does not know there is looked up in
+    /// Sandbox when the app has Sandbox credentials, as Apple advises for receipts.
+    /// - Throws: ``AppStoreAPIError``.
+    public func receiptTransaction(_ record: VerifiedRecord) async throws -> VerifiedRecord {
+        guard let id = record.transactionId else {
+            throw AppStoreAPIError(.invalidRequest, "the receipt record names no transaction")
+        }
+        var target = AppStoreServerAPIClient.Target(bundleId: record.bundleId, environment: record.environment)
+        var answer = await fetch(id, target)
+        if case .failure(let error) = answer, error.errorCode == 4_040_010, record.environment == .production,
+            client.serves(record.bundleId, in: .sandbox)
+        {
+            target.environment = .sandbox
+            answer = await fetch(id, target)
+        }
+        let fetched = try answer.get()
+        var resolved = record
+        resolved.environment = target.environment
+        resolved.transaction = fetched.transaction
+        resolved.transactionId = fetched.transaction.transactionId
+        resolved.originalTransactionId = fetched.transaction.originalTransactionId
+        resolved.signedTransaction = fetched.signed
+        return resolved
+    }
+
+    private func fetch(_ id: String, _ target: AppStoreServerAPIClient.Target) async -> Result<VerifiedSignedTransaction, AppStoreAPIError> {
+        do {
+            return .success(try await client.signedTransactionInfo(transactionId: id, target: target))
+        } catch {
+            return .failure(error)
+        }
+    }
 }

@@ -60,9 +60,10 @@ struct BatchState {
             if let purchase = decision.purchase, purchases[key] != purchase {
                 purchases[key] = purchase
                 dirtyPurchases.insert(key)
+                let owner = purchase.owner(policy: policy.transferPolicy)
                 for claim in purchase.claims {
                     let customer = CustomerKey(environment: key.environment, customerId: claim.customerId)
-                    noteCustomer(customer, externalUserId: claim.customerId == event.claim?.customerId ? event.externalUserId : nil)
+                    noteCustomer(customer, externalUserId: claim.customerId == owner ? event.linkedUser(for: claim.customerId) : nil)
                 }
             }
             var rows = Dictionary((entitlements[key] ?? []).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
@@ -78,7 +79,7 @@ struct BatchState {
             if let consumable = decision.consumable, consumables[key] != consumable {
                 consumables[key] = consumable
                 dirtyConsumables.insert(key)
-                if let customer = consumable.customer { noteCustomer(customer, externalUserId: event.externalUserId) }
+                if let customer = consumable.customer { noteCustomer(customer, externalUserId: event.linkedUser(for: customer.customerId)) }
             }
         }
         for t in event.transactions {

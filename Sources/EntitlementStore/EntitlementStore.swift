@@ -184,13 +184,11 @@ public final class EntitlementStore: Sendable {
 
     /// The `ownership_claims` rows of a purchase's state: one per claim, with its status under `policy`.
     private static func claimRows(_ state: PurchaseState, policy: GrantPolicy) -> [StoreRows.Claim] {
-        let owner = state.owner(policy: policy.transferPolicy)
-        return state.claims.map { claim in
+        state.claims.map { claim in
             StoreRows.Claim(
                 environment: state.key.environment, originalTransactionId: state.key.originalTransactionId,
-                customerId: claim.customerId, firstClaimedAt: claim.claimedAt, verified: claim.verified,
-                status: claim.customerId == owner ? "owner" : (policy.transferPolicy == .refuse ? "refused" : "superseded"),
-                causeEventKey: claim.eventKey)
+                customerId: claim.customerId, firstClaimedAt: claim.first.at, verified: claim.verified,
+                status: state.status(of: claim, policy: policy.transferPolicy).rawValue, causeEventKey: claim.first.eventKey)
         }
     }
 

@@ -12,7 +12,8 @@ import PipelineRecords
 ///    summaries, consent, external purchase tokens, types or subtypes this version does not know)
 ///    are recorded only.
 /// 3. The customer the event names joins the purchase's claims; the owner follows from the claims
-///    and the transfer policy (the earliest claim under `refuse`, the latest under `allow`).
+///    (``OwnershipClaim``: Apple's newest signed token; where Apple names nobody, the uploads'
+///    claims by when they were received, under the transfer policy).
 /// 4. The event's facts replace the purchase's state only when they are newer (``EventVersion``);
 ///    an older event cannot move the state backwards.
 /// 5. The entitlement rows are recomputed from the state and compared with the stored ones; every
@@ -53,9 +54,10 @@ public enum GrantDecider {
         let previous = snapshot.purchase
         var claims = previous?.claims ?? []
         if let claim = event.claim {
-            let signed = event.signedDate ?? event.version.asOf
+            // Apple's word ranks by the moment it describes; an upload's by when the pipeline received it.
+            let at = claim.verified ? event.version.asOf : event.receivedAt ?? event.verifiedAt
             claims = OwnershipClaim.merge(
-                claims, OwnershipClaim(customerId: claim.customerId, claimedAt: signed, verified: claim.verified, eventKey: event.eventKey))
+                claims, OwnershipClaim(customerId: claim.customerId, claimedAt: at, verified: claim.verified, eventKey: event.eventKey))
         }
         var state: PurchaseState
         let newer = previous.map { event.version > $0.version } ?? true
@@ -74,10 +76,22 @@ public enum GrantDecider {
 
         var refused: [UUID] = []
         var notes: [String] = []
-        if let claim = event.claim, claim.customerId != owner, owner != nil {
+        if let claim = event.claim, claim.customerId != owner, let owner {
             refused.append(claim.customerId)
+            let named = claim.customerId.uuidString.lowercased()
+            if claim.verified {
+                notes.append("Apple's older token for customer \(named) superseded: Apple names \(owner.uuidString.lowercased()) since")
+            } else if state.claims.contains(where: \.verified) {
+                notes.append("upload's claim by customer \(named) refused: Apple's signed token names another customer")
+            } else {
+                notes.append(
+                    "upload's claim by customer \(named) refused: the purchase belongs to another customer (policy \(policy.transferPolicy.rawValue))"
+                )
+            }
+        }
+        if let before = previous?.owner(policy: policy.transferPolicy), let owner, before != owner {
             notes.append(
-                "claim by customer \(claim.customerId.uuidString.lowercased()) refused: the purchase belongs to another customer (policy \(policy.transferPolicy.rawValue))"
+                "owner changed from \(before.uuidString.lowercased()) to \(owner.uuidString.lowercased()) (\(state.claims.first { $0.customerId == owner }?.verified == true ? "Apple's newer token" : "policy \(policy.transferPolicy.rawValue)"))"
             )
         }
         if owner == nil { notes.append("no customer named yet: nothing granted") }

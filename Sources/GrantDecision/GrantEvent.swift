@@ -29,9 +29,13 @@ public struct GrantEvent: Hashable, Sendable {
     public var transactions: [JWSTransactionDecodedPayload]
     /// The customer the event names and whether Apple's signed data named it.
     public var claim: (customerId: UUID, verified: Bool)?
-    /// The app's own user ID, when the upload's authentication vouches for it. An existing one is
-    /// never replaced (the store writes it only where none is recorded).
+    /// The app's own user ID, when the upload's credential vouches for it (jwt, hmac; never an
+    /// open upload's body). Recorded only for ``uploadCustomer``, only when that customer owns the
+    /// purchase, and never in place of one already recorded.
     public var externalUserId: String?
+    /// The customer ingest derived from the upload's credential (its stored `appAccountToken`),
+    /// when the credential vouches for a user: the one customer ``externalUserId`` may be written for.
+    public var uploadCustomer: UUID?
     /// Why the upload's hints were ignored, recorded with the event, or nil when they counted (or
     /// there were none).
     public var uploadHintsRefusal: String?
@@ -134,10 +138,19 @@ public struct GrantEvent: Hashable, Sendable {
         } else {
             claim = nil
         }
-        externalUserId = hintsCount ? verified.hints?.userId : nil
+        if let hints = verified.hints, hints.isAuthenticated, let user = hints.userId {
+            externalUserId = user
+            uploadCustomer = hints.appAccountToken
+        } else {
+            externalUserId = nil
+            uploadCustomer = nil
+        }
         if let hints = verified.hints, !hintsCount, hints.userId != nil || hints.appAccountToken != nil {
             uploadHintsRefusal =
                 "upload hints not counted: the upload was \(hints.authentication.map { "authenticated as \($0.rawValue)" } ?? "not authenticated"), which vouches for no user in \(verified.environment.rawValue)"
+        } else if let hinted = verified.hints?.appAccountToken, let claim, claim.verified, hinted != claim.customerId {
+            uploadHintsRefusal =
+                "upload's customer \(hinted.uuidString.lowercased()) not counted: Apple's signed token names \(claim.customerId.uuidString.lowercased())"
         } else {
             uploadHintsRefusal = nil
         }
@@ -198,5 +211,14 @@ public struct GrantEvent: Hashable, Sendable {
         case .rescindConsent: return "consent rescinded for the app; no purchase changes"
         default: return nil
         }
+    }
+}
+
+extension GrantEvent {
+    /// The user to record as `customer`'s external user ID: the upload's authenticated user, when
+    /// `customer` is the one their credential maps to. A purchase bought with someone else's token
+    /// and uploaded by its buyer links the buyer to nobody else's customer.
+    public func linkedUser(for customer: UUID) -> String? {
+        customer == uploadCustomer ? externalUserId : nil
     }
 }

@@ -94,4 +94,9 @@ public struct PurchaseState: Hashable, Codable, Sendable {
     public func owner(policy: GrantPolicy.TransferPolicy) -> UUID? {
         OwnershipClaim.owner(of: claims, policy: policy)
     }
+
+    /// Where `claim` stands among the purchase's claims under `policy` (``OwnershipClaim`` has the rule).
+    public func status(of claim: OwnershipClaim, policy: GrantPolicy.TransferPolicy) -> OwnershipClaim.Status {
+        OwnershipClaim.status(of: claim, among: claims, policy: policy)
+    }
 }

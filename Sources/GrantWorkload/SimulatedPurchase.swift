@@ -120,7 +120,7 @@ public struct SimulatedPurchase: Sendable {
             originalTransactionId: originalTransactionId, transactionId: tx?.transactionId, transaction: tx, hints: hints,
             signedTransaction: "h.\(tx?.transactionId ?? "-").s", verifiedAt: now)
         let history = transactions.sorted { ($0.purchaseDate ?? .distantPast) < ($1.purchaseDate ?? .distantPast) }
-        let apple = tx?.appAccountToken ?? history.first(where: { $0.appAccountToken != nil })?.appAccountToken
+        let apple = history.last(where: { $0.appAccountToken != nil })?.appAccountToken ?? tx?.appAccountToken
         let enrichment = Enrichment(
             lookup: .history, history: history, inForceTransactionId: history.last?.transactionId,
             appAccountToken: apple ?? hint, appAccountTokenSource: apple != nil ? .history : (hint != nil ? .appHint : nil),
@@ -185,19 +185,21 @@ public struct SimulatedPurchase: Sendable {
 }
 
 extension SimulatedPurchase {
-    /// A monthly subscription bought by `owner` an hour ago, then claimed ten minutes later by
-    /// `intruder` (the app sent the intruder's token): the purchase and the claim, in the order grant
-    /// receives them.
+    /// A monthly subscription bought an hour ago whose transactions carry no `appAccountToken` (an
+    /// offer code redeemed in the App Store, say): `owner`'s app uploads it, and ten minutes later
+    /// `intruder`, authenticated as another user, uploads the purchase's first copy (signed before
+    /// the owner's). The notification and the two uploads, in the order ingest received them.
     public static func claimedByAnother(owner: UUID, intruder: UUID, originalTransactionId: String, uuidSeed: UInt64) -> [EnrichedRecord] {
         var sub = SimulatedPurchase(
-            customer: owner, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
+            customer: nil, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
             originalTransactionId: originalTransactionId, start: Date().addingTimeInterval(-3600), uuidSeed: uuidSeed)
         sub.addTransaction(reason: .purchase)
+        let firstCopy = sub.latest
         let buy = sub.notify(.subscribed, .initialBuy)
+        sub.advance(60)
+        let upload = sub.upload(hint: owner, userId: "owner-user", authentication: .jwt)
         sub.advance(600)
-        sub.customer = intruder
-        sub.transactions[0].appAccountToken = intruder
-        let claim = sub.notify(.didChangeRenewalStatus, .autoRenewEnabled)
-        return [buy, claim]
+        let claim = sub.upload(firstCopy, hint: intruder, userId: "intruder-user", authentication: .jwt)
+        return [buy, upload, claim]
     }
 }

@@ -45,11 +45,37 @@ public enum IngestApplication {
                 // Credentials first: an unauthenticated client learns nothing about its body.
                 let credential = try await authenticator.authenticate(headers: request.headers, body: body)
                 let accepted = try RequestValidation.transaction(body, maxJWSBytes: limit)
+                let identity = try UploadIdentity.resolve(credential: credential, accepted: accepted)
                 return IngestHandler.Record(
                     source: PipelineHeader.Source.appUpload,
                     body: RawRecord.uploadBody(
-                        signedTransaction: accepted.signedTransaction, appAccountToken: accepted.appAccountToken,
-                        userId: credential.tokenUser ?? accepted.userId, authentication: credential.mode.recorded))
+                        signedTransaction: accepted.signedTransaction, appAccountToken: identity.customer?.uuidString.lowercased(),
+                        userId: identity.userId, authentication: credential.mode.recorded))
+            }
+        }
+        ingestRoutes.post("/v1/receipts") { request, context in
+            try await handler.accept(request) { body in
+                // Authenticated exactly like an upload; the receipt only names what enrich looks up.
+                let credential = try await authenticator.authenticate(headers: request.headers, body: body)
+                let accepted = try RequestValidation.receipt(body)
+                let identity = try UploadIdentity.resolve(credential: credential, accepted: accepted.upload)
+                return IngestHandler.Record(
+                    source: PipelineHeader.Source.appReceipt,
+                    body: RawRecord.receiptBody(
+                        accepted.reference, appAccountToken: identity.customer?.uuidString.lowercased(), userId: identity.userId,
+                        authentication: credential.mode.recorded))
+            }
+        }
+        if case .jwt = authenticator.settings {
+            // The app asks which appAccountToken to set at purchase: its user's own customer.
+            router.get("/v1/customer") { request, context in
+                let credential = try await authenticator.authenticate(headers: request.headers, body: [])
+                guard let user = credential.tokenUser else { preconditionFailure("a jwt credential names its user") }
+                let answer = try StreamingJSONEncoder.encode(
+                    CustomerAnswer(customerId: CustomerIdentity.customer(forUser: user).uuidString.lowercased(), userId: user))
+                return Response(
+                    status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: answer)))
             }
         }
         if let registry {
@@ -60,6 +86,12 @@ public enum IngestApplication {
             configuration: .init(address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: nil),
             logger: logger)
     }
+}
+
+/// `GET /v1/customer`'s answer: the user's own customer, the `appAccountToken` to set at purchase.
+struct CustomerAnswer: Encodable {
+    var customerId: String
+    var userId: String
 }
 
 /// Validates, stores and answers one request.

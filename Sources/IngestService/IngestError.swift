@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -38,6 +39,10 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
         public static let invalidTimestamp = Code(rawValue: "auth.invalid_timestamp")
         public static let badHMAC = Code(rawValue: "auth.bad_hmac")
         public static let staleTimestamp = Code(rawValue: "auth.stale_timestamp")
+        /// The receipt lists no in-app purchase, so there is nothing to look up (400).
+        public static let receiptWithoutPurchase = Code(rawValue: "receipt.no_purchase")
+        /// The body names a customer other than the authenticated user's own (403).
+        public static let foreignAccountToken = Code(rawValue: "auth.foreign_account_token")
     }
 
     public let status: HTTPResponse.Status
@@ -90,6 +95,21 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
     }
     static func unsupportedMediaType(_ type: String) -> IngestError {
         .init(.unsupportedMediaType, .unsupportedMediaType, "the body must be application/json, not \(type)")
+    }
+    static func receipt(_ error: LegacyReceiptError) -> IngestError {
+        .init(.badRequest, Code(rawValue: error.code.rawValue), "the receipt cannot be read: \(error.message)")
+    }
+    static func receiptTransactionNotNumeric() -> IngestError {
+        .init(
+            .badRequest, Code(rawValue: LegacyReceiptError.Code.malformed.rawValue), "the receipt's transaction identifier is not Apple's numeric ID")
+    }
+    static func receiptWithoutPurchase() -> IngestError {
+        .init(.badRequest, .receiptWithoutPurchase, "the receipt lists no in-app purchase; nothing to look up")
+    }
+    static func foreignAccountToken() -> IngestError {
+        .init(
+            .forbidden, .foreignAccountToken,
+            "appAccountToken names a customer other than the authenticated user's own; send the user's own (GET /v1/customer) or none")
     }
     static func brokerUnavailable() -> IngestError {
         .init(.serviceUnavailable, .brokerUnavailable, "the notification could not be stored; retry later")

@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 import PipelineRecords
 
@@ -13,11 +14,49 @@ enum RequestValidation {
     /// The app's `{"signedTransaction":"<JWS>","appAccountToken":"<UUID>","userId":"…"}`, once accepted.
     struct Transaction {
         var signedTransaction: String
-        /// As sent (its case kept), when present and not null.
+        /// As sent, when present and not null; ingest stores the customer it resolves (``UploadIdentity``).
         var appAccountToken: String?
         /// The body's user, when present and not null: stored with hmac and none, replaced by
         /// the token's claim with jwt.
         var userId: String?
+    }
+
+    /// The app's `{"appReceipt":"<base64>"}` or `{"transactionReceipt":"<base64>"}` (StoreKit 1),
+    /// with the upload's optional fields, once read: the transaction it names and where it says it is from.
+    struct Receipt {
+        var reference: RawRecord.ReceiptReference
+        var appAccountToken: String?
+        var userId: String?
+
+        /// The upload's fields, for ``UploadIdentity``.
+        var upload: Transaction { Transaction(signedTransaction: "", appAccountToken: appAccountToken, userId: userId) }
+    }
+
+    static func receipt(_ body: [UInt8]) throws(IngestError) -> Receipt {
+        let object = try jsonObject(body)
+        let contents: LegacyReceipt.Contents
+        do {
+            switch (object["appReceipt"], object["transactionReceipt"]) {
+            case (let app as String, nil): contents = try LegacyReceipt.read(appReceipt: app)
+            case (nil, let transaction as String): contents = try LegacyReceipt.read(transactionReceipt: transaction)
+            case (nil, nil): throw IngestError.missingField("appReceipt")
+            default: throw IngestError.invalidField("appReceipt", "and transactionReceipt: send exactly one, as a string")
+            }
+        } catch let error as LegacyReceiptError {
+            throw IngestError.receipt(error)
+        } catch let error as IngestError {
+            throw error
+        } catch {
+            throw IngestError.invalidJSON()
+        }
+        guard let id = contents.transactionId else { throw IngestError.receiptWithoutPurchase() }
+        guard !id.isEmpty, id.utf8.count <= 20, id.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+            throw IngestError.receiptTransactionNotNumeric()
+        }
+        let hints = try transactionHints(object)
+        return Receipt(
+            reference: RawRecord.ReceiptReference(transactionId: id, bundleId: contents.bundleId, environment: contents.environment?.rawValue),
+            appAccountToken: hints.appAccountToken, userId: hints.userId)
     }
 
     static func notification(_ body: [UInt8], maxJWSBytes: Int) throws(IngestError) -> Notification {
@@ -27,8 +66,15 @@ enum RequestValidation {
 
     static func transaction(_ body: [UInt8], maxJWSBytes: Int) throws(IngestError) -> Transaction {
         let object = try jsonObject(body)
-        var accepted = Transaction(
-            signedTransaction: try checkJWS(object["signedTransaction"], name: "signedTransaction", maxBytes: maxJWSBytes))
+        let jws = try checkJWS(object["signedTransaction"], name: "signedTransaction", maxBytes: maxJWSBytes)
+        var accepted = try transactionHints(object)
+        accepted.signedTransaction = jws
+        return accepted
+    }
+
+    /// The upload's `appAccountToken` and `userId`, checked.
+    private static func transactionHints(_ object: [String: Any]) throws(IngestError) -> Transaction {
+        var accepted = Transaction(signedTransaction: "")
         if let token = object["appAccountToken"], !(token is NSNull) {
             guard let s = token as? String, AppUploadHints.appAccountToken(from: s) != nil else {
                 throw .invalidField("appAccountToken", "must be a UUID string")

@@ -68,8 +68,10 @@ public struct Enrichment: Codable, Hashable, Sendable {
     public enum AppAccountTokenSource: String, Codable, Hashable, Sendable {
         /// The record's own verified transaction carried it.
         case transaction
-        /// The earliest transaction in the history that has one.
+        /// The newest transaction in Apple's history that has one (not the record's own).
         case history
+        /// Apple's signed renewal info (the subscription status's, or the notification's own).
+        case renewalInfo = "renewal-info"
         /// Only the app's unverified upload hint named it.
         case appHint = "app-hint"
     }

@@ -9,13 +9,31 @@ import JSONCoding
 /// grant to weigh.
 ///
 /// - Apple's webhook: `{"signedPayload":"<JWS>"}`
-/// - an app upload: `{"signedTransaction":"<JWS>","appAccountToken":"<UUID as sent>","userId":"…","userAuthentication":"jwt|hmac|none"}`,
+/// - an app upload: `{"signedTransaction":"<JWS>","appAccountToken":"<customer UUID, lower-case>","userId":"…","userAuthentication":"jwt|hmac|none"}`,
 ///   `appAccountToken` and `userId` only when present.
+/// - a StoreKit 1 receipt an app uploaded: `{"receipt":{"transactionId":"…","bundleId":"…","environment":"Sandbox"},…}`
+///   with the upload's other fields; what ingest read from the receipt, to route the lookup.
 public enum RawRecord: Hashable, Sendable {
     /// Apple's webhook envelope (also what notification history replays).
     case notification(signedPayload: String)
     /// An app upload.
     case transaction(signedTransaction: String, hints: AppUploadHints?)
+    /// A StoreKit 1 receipt an app uploaded: nothing Apple signed, only what to look up.
+    case receipt(ReceiptReference, hints: AppUploadHints?)
+
+    /// What ingest read from a StoreKit 1 receipt (none of it trusted: it routes a lookup whose
+    /// answers are verified). `bundleId` and `environment` only when the receipt says.
+    public struct ReceiptReference: Codable, Hashable, Sendable {
+        public var transactionId: String
+        public var bundleId: String?
+        public var environment: String?
+
+        public init(transactionId: String, bundleId: String? = nil, environment: String? = nil) {
+            self.transactionId = transactionId
+            self.bundleId = bundleId
+            self.environment = environment
+        }
+    }
 
     /// Why a raw body cannot be read; verify dead-letters it as malformed with this message.
     public struct ReadError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -34,6 +52,13 @@ public enum RawRecord: Hashable, Sendable {
         } catch {
             throw ReadError(message: "the raw body is not a JSON object with string signedPayload or signedTransaction")
         }
+        if source == PipelineHeader.Source.appReceipt {
+            guard envelope.signedPayload == nil, envelope.signedTransaction == nil, let receipt = envelope.receipt else {
+                throw ReadError(message: "an app receipt must carry receipt, and neither signedPayload nor signedTransaction")
+            }
+            return .receipt(receipt, hints: try hints(envelope))
+        }
+        guard envelope.receipt == nil else { throw ReadError(message: "only an app-receipt record carries receipt") }
         switch (envelope.signedPayload, envelope.signedTransaction) {
         case (let payload?, nil):
             guard source != PipelineHeader.Source.appUpload else {
@@ -75,6 +100,7 @@ public enum RawRecord: Hashable, Sendable {
     private struct Envelope: Decodable {
         var signedPayload: String?
         var signedTransaction: String?
+        var receipt: ReceiptReference?
         var appAccountToken: String?
         var userId: String?
         var userAuthentication: String?
@@ -101,6 +127,15 @@ extension RawRecord {
                 userAuthentication: authentication.rawValue))
     }
 
+    /// A receipt upload's body: what ingest read from the receipt (not the receipt itself) and the
+    /// upload's fields, rebuilt like ``uploadBody(signedTransaction:appAccountToken:userId:authentication:)``.
+    public static func receiptBody(
+        _ receipt: ReceiptReference, appAccountToken: String?, userId: String?, authentication: UploadAuthentication
+    ) -> [UInt8] {
+        encode(
+            ReceiptBody(receipt: receipt, appAccountToken: appAccountToken, userId: userId, userAuthentication: authentication.rawValue))
+    }
+
     /// The raw record's key: the hex SHA-256 of its body, so a redelivered body lands on the same
     /// partition.
     public static func key(of body: [UInt8]) -> String {
@@ -117,6 +152,13 @@ extension RawRecord {
     // Members in declaration order (the encoder keeps it); nil optionals are left out.
     private struct NotificationBody: Encodable {
         var signedPayload: String
+    }
+
+    private struct ReceiptBody: Encodable {
+        var receipt: ReceiptReference
+        var appAccountToken: String?
+        var userId: String?
+        var userAuthentication: String
     }
 
     private struct UploadBody: Encodable {

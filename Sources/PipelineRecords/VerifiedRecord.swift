@@ -91,10 +91,15 @@ public struct VerifiedRecord: Codable, Hashable, Sendable {
 
     /// The record's partition key: `<environment>:<originalTransactionId>`, or
     /// `<environment>:notification:<notificationUUID>` for a notification without a purchase (`TEST`,
-    /// renewal-extension summaries, consent and external-purchase events); `nil` when it has neither.
+    /// renewal-extension summaries, consent and external-purchase events), or
+    /// `<environment>:transaction:<transactionId>` for a receipt's transaction not looked up yet;
+    /// `nil` when it has none of them.
     public var key: String? {
         if let originalTransactionId, !originalTransactionId.isEmpty {
             return "\(environment.rawValue):\(originalTransactionId)"
+        }
+        if kind == .transaction, transaction == nil, let transactionId, !transactionId.isEmpty {
+            return "\(environment.rawValue):transaction:\(transactionId)"
         }
         if let notificationUUID, !notificationUUID.isEmpty {
             return "\(environment.rawValue):notification:\(notificationUUID)"

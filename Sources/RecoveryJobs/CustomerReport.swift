@@ -270,7 +270,10 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
             {
                 var reason: String
                 switch status {
-                case "owner": reason = owner == customer || owner == nil ? "owns the purchase (first verified claim)" : "owner"
+                case "owner":
+                    reason =
+                        owner == customer || owner == nil
+                        ? (verified ? "owns the purchase (Apple's newest token)" : "owns the purchase (upload)") : "owner"
                 case "refused": reason = "refused: the purchase belongs to \(owner ?? "another customer")"
                 case "superseded": reason = "superseded: the purchase was transferred to \(owner ?? "another customer")"
                 default: reason = status

@@ -1,6 +1,8 @@
 import AppStore
 import AppStoreServerAPI
 import Foundation
+import KafkaClient
+import PipelineMessages
 import PipelineOperations
 import PipelineRecords
 
@@ -15,6 +17,22 @@ extension VerifiedRecord {
             kind: .transaction, source: source, environment: transaction.environment ?? .production, bundleId: transaction.bundleId ?? bundleId,
             originalTransactionId: transaction.originalTransactionId, transactionId: transaction.transactionId,
             transaction: transaction, signedTransaction: fetched.signed, verifiedAt: date)
+    }
+}
+
+extension VerifiedRecord {
+    /// Publishes the record to the verified topic for enrich and grant; returns its key.
+    /// - Throws: ``OperationsError`` (`ops.unkeyed_record`, `kafka.broker_unavailable`).
+    @discardableResult
+    func feed(to producer: KafkaProducer, topic: String) async throws -> String? {
+        do {
+            _ = try await producer.send(try VerifiedMessage.make(self, topic: topic))
+        } catch let error as VerifiedMessage.UnkeyedRecord {
+            throw OperationsError(.unkeyedRecord, error.description)
+        } catch {
+            throw OperationsError(.brokerUnavailable, "writing to \(topic) failed: \(error)")
+        }
+        return key
     }
 }
 

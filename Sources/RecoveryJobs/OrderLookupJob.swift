@@ -54,15 +54,9 @@ public struct OrderLookupJob: Sendable {
             } catch {
                 throw OperationsError.api(error)
             }
-            let record = VerifiedRecord.fetched(fetched, bundleId: target.bundleId)
-            do {
-                _ = try await producer.send(try VerifiedMessage.make(record, topic: verifiedTopic))
-            } catch let error as VerifiedMessage.UnkeyedRecord {
-                throw OperationsError(.unkeyedRecord, error.description)
-            } catch {
-                throw OperationsError(.brokerUnavailable, "writing to \(verifiedTopic) failed: \(error)")
+            if let key = try await VerifiedRecord.fetched(fetched, bundleId: target.bundleId).feed(to: producer, topic: verifiedTopic) {
+                keys.append(key)
             }
-            if let key = record.key { keys.append(key) }
         }
         return keys
     }

@@ -106,7 +106,54 @@ public struct VerifyStage: PipelineStage {
                 bundleId: bundleId, appAppleId: appsByBundleId[bundleId]?.appAppleId,
                 originalTransactionId: originalTransactionId, transactionId: transaction.transactionId,
                 transaction: transaction, hints: hints, signedTransaction: signedTransaction, verifiedAt: now())
+        case .receipt(let receipt, let hints):
+            let (bundleId, environment) = try route(receipt)
+            return VerifiedRecord(
+                kind: .transaction, source: PipelineHeader.Source.appReceipt, environment: environment, bundleId: bundleId,
+                appAppleId: appsByBundleId[bundleId]?.appAppleId, transactionId: receipt.transactionId, hints: hints, verifiedAt: now())
         }
+    }
+
+    /// Where a receipt's transaction is looked up: its shape checked (nothing in a receipt is
+    /// signed by anyone verify trusts; enrich's lookup is what Apple confirms), its app one of the
+    /// configured apps (the receipt's bundle ID, or the only app), and its environment one the app
+    /// is configured for (the receipt's, or the app's only one, else Production).
+    func route(_ receipt: RawRecord.ReceiptReference) throws -> (bundleId: String, environment: AppStoreEnvironment) {
+        let id = receipt.transactionId
+        guard !id.isEmpty, id.utf8.count <= 20, id.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+            throw MalformedRecord.error("the receipt's transactionId is not Apple's numeric ID")
+        }
+        let app: AppStoreApp
+        if let bundleId = receipt.bundleId {
+            guard let configured = appsByBundleId[bundleId] else {
+                throw VerificationFailure(
+                    AppStoreVerificationError(.wrongBundleId, "the receipt is from \(bundleId.prefix(100)), not a configured app"))
+            }
+            app = configured
+        } else if appsByBundleId.count == 1, let only = appsByBundleId.values.first {
+            app = only
+        } else {
+            throw VerificationFailure(AppStoreVerificationError(.wrongBundleId, "the receipt names no app and several apps are configured"))
+        }
+        let said = receipt.environment.map { AppStoreEnvironment(rawValue: $0) }
+        let environment: AppStoreEnvironment
+        if let said {
+            guard app.environments.contains(said) else {
+                throw VerificationFailure(
+                    AppStoreVerificationError(.wrongEnvironment, "the receipt is from \(said.rawValue), which \(app.bundleId) is not configured for"))
+            }
+            environment = said
+        } else if app.environments.count == 1, let only = app.environments.first {
+            environment = only
+        } else {
+            environment = .production
+        }
+        guard environment == .production || environment == .sandbox else {
+            throw VerificationFailure(
+                AppStoreVerificationError(
+                    .wrongEnvironment, "a receipt from \(environment.rawValue) cannot be looked up: Apple's API serves Sandbox and Production"))
+        }
+        return (app.bundleId, environment)
     }
 
     /// `notification_last_received_timestamp_seconds{app, environment}`: the UNIX time at which
@@ -126,7 +173,7 @@ public struct VerifyStage: PipelineStage {
     /// The `source` header values a raw record may carry (schemas/headers.md).
     static let knownSources: Set<String> = [
         PipelineHeader.Source.appleWebhook, PipelineHeader.Source.appUpload, PipelineHeader.Source.notificationHistory,
-        PipelineHeader.Source.reconcile,
+        PipelineHeader.Source.reconcile, PipelineHeader.Source.appReceipt,
     ]
 
     /// The clock's time in whole milliseconds, as every date in the record is written.

@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreSimulator
 import Foundation
 import SwiftASN1
 import TestSupport
@@ -24,17 +25,36 @@ struct LegacyReceiptTests {
 
     @Test("a receipt made here: the last transaction identifier of the last in-app purchase, other attributes skipped")
     func madeHere() throws {
-        let receipt = try ReceiptBuilder.appReceipt(purchases: [
-            [(1701, .integer(1)), (1703, .text("2000000111")), (1705, .text("2000000100"))],
-            [(1702, .text("com.example.premium")), (1703, .text("2000000222"))],
-        ])
+        let receipt = try SimulatedReceipt.appReceipt(
+            bundleId: "com.example.entitlements",
+            purchases: [
+                [(1701, .integer(1)), (1703, .text("2000000111")), (1705, .text("2000000100"))],
+                [(1702, .text("com.example.premium")), (1703, .text("2000000222"))],
+            ])
         #expect(try LegacyReceipt.transactionID(appReceipt: receipt) == "2000000222")
-        #expect(try LegacyReceipt.transactionID(appReceipt: ReceiptBuilder.appReceipt(purchases: [])) == nil)
+        #expect(try LegacyReceipt.transactionID(appReceipt: SimulatedReceipt.appReceipt(bundleId: "com.example.entitlements", purchases: [])) == nil)
         let transaction = Data(
             #"{ "signature" = "AAAA"; "purchase-info" = "\#(Data(#"{ "product-id" = "coins"; "transaction-id" = "1000000042"; }"#.utf8).base64EncodedString())"; }"#
                 .utf8
         ).base64EncodedString()
         #expect(try LegacyReceipt.transactionID(transactionReceipt: transaction) == "1000000042")
+    }
+
+    @Test("what routes the lookup: the receipt's bundle ID and environment, from receipts the simulated Apple mints and Apple's fixtures")
+    func contents() throws {
+        let purchase = JWSTransactionDecodedPayload(
+            originalTransactionId: "2000000300", transactionId: "2000000301", bundleId: "com.example.entitlements", productId: "premium",
+            quantity: 1, environment: .sandbox)
+        let app = try LegacyReceipt.read(appReceipt: SimulatedReceipt.appReceipt(bundleId: "com.example.entitlements", transactions: [purchase]))
+        #expect(app == LegacyReceipt.Contents(transactionId: "2000000300", bundleId: "com.example.entitlements", environment: .sandbox))
+        let single = try LegacyReceipt.read(transactionReceipt: SimulatedReceipt.transactionReceipt(purchase))
+        #expect(single == LegacyReceipt.Contents(transactionId: "2000000301", bundleId: "com.example.entitlements", environment: .sandbox))
+        var production = purchase
+        production.environment = .production
+        #expect(try LegacyReceipt.read(transactionReceipt: SimulatedReceipt.transactionReceipt(production)).environment == .production)
+        let xcode = try LegacyReceipt.read(appReceipt: Self.fixture("xcode/xcode-app-receipt-with-transaction"))
+        #expect(xcode.transactionId == "0")
+        print("Apple's Xcode receipt: bundle \(xcode.bundleId ?? "-"), environment \(xcode.environment?.rawValue ?? "-")")
     }
 
     @Test("malformed receipts are refused with a typed error: not base64, too large, truncated, another object identifier, not a receipt")
@@ -59,9 +79,11 @@ struct LegacyReceiptTests {
                 code { try LegacyReceipt.transactionID(appReceipt: Data(bytes.prefix(cut)).base64EncodedString()) } == "receipt.malformed",
                 "truncated to \(cut) bytes")
         }
-        let otherType = try ReceiptBuilder.appReceipt(purchases: [[(1703, .text("1"))]], contentType: [1, 2, 840, 113_549, 1, 7, 3])
+        let otherType = try SimulatedReceipt.appReceipt(
+            bundleId: "com.example.entitlements", purchases: [[(1703, .text("1"))]], contentType: [1, 2, 840, 113_549, 1, 7, 3])
         #expect(code { try LegacyReceipt.transactionID(appReceipt: otherType) } == "receipt.not_signed_data")
-        let otherContent = try ReceiptBuilder.appReceipt(purchases: [[(1703, .text("1"))]], innerType: [1, 2, 840, 113_549, 1, 9, 9])
+        let otherContent = try SimulatedReceipt.appReceipt(
+            bundleId: "com.example.entitlements", purchases: [[(1703, .text("1"))]], innerType: [1, 2, 840, 113_549, 1, 9, 9])
         #expect(code { try LegacyReceipt.transactionID(appReceipt: otherContent) } == "receipt.not_signed_data")
         #expect(code { try LegacyReceipt.transactionID(appReceipt: Data("just text".utf8).base64EncodedString()) } == "receipt.malformed")
         #expect(code { try LegacyReceipt.transactionID(transactionReceipt: Data([0xff, 0xfe]).base64EncodedString()) } == "receipt.malformed")
@@ -97,66 +119,5 @@ struct LegacyReceiptTests {
         print("receipt fuzz outcomes: \(outcomes.sorted { $0.key < $1.key })")
         #expect(outcomes.values.reduce(0, +) == 100_000)
         #expect(outcomes["receipt.malformed", default: 0] > 0, "mutations that break the structure are refused as malformed")
-    }
-}
-
-/// Makes app receipts shaped as Apple's: PKCS #7 signed data (no signer: nothing reads one) over
-/// the receipt's SET of attributes, each in-app purchase a SET of its own.
-enum ReceiptBuilder {
-    enum Value {
-        case integer(Int64)
-        case text(String)
-    }
-
-    static func appReceipt(
-        purchases: [[(Int64, Value)]], contentType: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 7, 2],
-        innerType: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 7, 1]
-    ) throws -> String {
-        var inApps: [[UInt8]] = []
-        for purchase in purchases {
-            inApps.append(try attributeSet(purchase.map { type, value in (type, try encode(value)) }))
-        }
-        let payload = try attributeSet([(2, try encode(.text("com.example.entitlements")))] + inApps.map { (17, $0) })
-        var serializer = DER.Serializer()
-        try serializer.appendConstructedNode(identifier: .sequence) { coder in
-            try coder.serialize(contentType)
-            try coder.serialize(explicitlyTaggedWithTagNumber: 0, tagClass: .contextSpecific) { coder in
-                try coder.appendConstructedNode(identifier: .sequence) { coder in
-                    try coder.serialize(Int64(1))
-                    try coder.appendConstructedNode(identifier: .set) { _ in }
-                    try coder.appendConstructedNode(identifier: .sequence) { coder in
-                        try coder.serialize(innerType)
-                        try coder.serialize(explicitlyTaggedWithTagNumber: 0, tagClass: .contextSpecific) { coder in
-                            try coder.serialize(ASN1OctetString(contentBytes: payload[...]))
-                        }
-                    }
-                    try coder.appendConstructedNode(identifier: .set) { _ in }
-                }
-            }
-        }
-        return Data(serializer.serializedBytes).base64EncodedString()
-    }
-
-    static func encode(_ value: Value) throws -> [UInt8] {
-        var serializer = DER.Serializer()
-        switch value {
-        case .integer(let n): try serializer.serialize(n)
-        case .text(let s): try serializer.serialize(ASN1UTF8String(s))
-        }
-        return serializer.serializedBytes
-    }
-
-    static func attributeSet(_ attributes: [(Int64, [UInt8])]) throws -> [UInt8] {
-        var serializer = DER.Serializer()
-        try serializer.appendConstructedNode(identifier: .set) { coder in
-            for (type, value) in attributes {
-                try coder.appendConstructedNode(identifier: .sequence) { coder in
-                    try coder.serialize(type)
-                    try coder.serialize(Int64(1))
-                    try coder.serialize(ASN1OctetString(contentBytes: value[...]))
-                }
-            }
-        }
-        return serializer.serializedBytes
     }
 }

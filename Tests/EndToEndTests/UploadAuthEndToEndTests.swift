@@ -6,22 +6,25 @@ import Foundation
 import GrantTestSupport
 import NIOCore
 import NIOHTTP1
+import PipelineRecords
 import PostgresNIO
 import SimulatedCustomers
 import TestSupport
 import Testing
 
-/// Issue 14's acceptance through the whole pipeline with ingest requiring the app's identity
-/// provider's tokens (`INGEST_UPLOAD_AUTH=jwt`): a valid token's subject becomes the customer's
-/// external user ID and stays it; uploads without a valid token are refused and reach nothing.
+/// Uploads through the whole pipeline with ingest requiring the app's identity provider's tokens
+/// (`INGEST_UPLOAD_AUTH=jwt`): a valid token's subject is its own customer and that customer's
+/// external user ID; another user of the same provider can take, name or link no one else's
+/// customer; uploads without a valid token are refused and reach nothing.
 @Suite(
     "Uploads end to end: only authenticated users are linked to purchases",
-    .enabled(if: TestServices.brokerEnabled && ScratchDatabase.enabled), .serialized, .timeLimit(.minutes(10)))
+    .enabled(if: TestServices.brokerEnabled && ScratchDatabase.enabled), .serialized, .timeLimit(.minutes(15)))
 struct UploadAuthEndToEndTests {
     static let issuer = "https://id.example.test"
     static let audience = "entitlements-e2e"
 
-    @Test("a token's subject becomes the external user ID; another user's later upload does not change it; unauthenticated uploads store nothing")
+    @Test(
+        "a token's subject is its own customer; another user's older copy, foreign body token and gift purchase change no owner, link or entitlement")
     func authenticatedUploads() async throws {
         let identityProvider = await UploadTokenSigner.es256()
         let jwks = try UploadTokens.jwksFile([identityProvider])
@@ -47,10 +50,22 @@ struct UploadAuthEndToEndTests {
             transaction.signedDate = Date().addingTimeInterval(-30)
             let bobCopy = try signer.sign(transaction)
 
-            let customer = UUID()
+            // A second purchase, bought by mallory with the victim's customer as its token (Apple names the victim).
+            let victim = CustomerIdentity.customer(forUser: "victim@idp")
+            let id2 = "89\(String(UInt64(Date().timeIntervalSince1970 * 1000)).suffix(14))"
+            var gift = SimFixture.transaction(
+                original: id2, id: id2, purchased: purchased, type: .nonConsumable, product: product.productId, price: product.price,
+                bundleId: pipeline.bundleId)
+            gift.appAccountToken = victim
+            gift.signedDate = Date().addingTimeInterval(-10)
+            #expect(try await pipeline.post("/sim/transactions", json: SeedTransactionsRequest(transactions: [gift])) == 201)
+            let giftCopy = try signer.sign(gift)
+
+            let alice = CustomerIdentity.customer(forUser: "alice@idp")
             let url = "http://127.0.0.1:\(pipeline.ports["ingest"]!)/v1/transactions"
-            func upload(_ jws: String, token: String?, user: String? = nil) async throws -> (status: Int, body: String) {
-                var body: [String: String] = ["signedTransaction": jws, "appAccountToken": customer.uuidString]
+            func upload(_ jws: String, token: String?, customer: UUID? = nil, user: String? = nil) async throws -> (status: Int, body: String) {
+                var body: [String: String] = ["signedTransaction": jws]
+                if let customer { body["appAccountToken"] = customer.uuidString }
                 if let user { body["userId"] = user }
                 var request = HTTPClientRequest(url: url)
                 request.method = .POST
@@ -84,22 +99,78 @@ struct UploadAuthEndToEndTests {
                 #expect(answer.body.contains(#""code":"auth."#), "\(name): \(answer.body)")
             }
 
-            // Alice's app uploads with her token; the body's userId is not believed.
+            // Alice's app uploads with her token: her own customer, whatever the body's userId says.
             #expect(try await upload(aliceCopy, token: try await token("alice@idp"), user: "someone-else").status == 200)
             try await waitFor(pipeline, events: 1)
-            #expect(try await externalUserId(pipeline, customer) == "alice@idp")
+            #expect(try await externalUserId(pipeline, alice) == "alice@idp")
+            #expect(try await pipeline.entitlements()[alice.uuidString.lowercased()]?.keys.contains(product.entitlement) == true)
+
+            // Mallory, another user of the same identity provider:
+            // 1. names alice's customer in the body: 403, nothing stored;
+            let mallory = try await token("mallory@idp")
+            let named = try await upload(bobCopy, token: mallory, customer: alice)
+            #expect(named.status == 403 && named.body.contains(#""code":"auth.foreign_account_token""#), "\(named)")
+            // 2. uploads the purchase's older copy as herself: stored, her claim refused (alice's upload was received first);
+            #expect(try await upload(oldCopy, token: mallory).status == 200)
+            // 3. uploads her own purchase, bought with the victim's customer as its token: Apple names the victim,
+            //    and mallory is linked to nobody's customer but her own.
+            #expect(try await upload(giftCopy, token: mallory).status == 200)
+            try await waitFor(pipeline, events: 3)
+
             let owned = try await pipeline.entitlements()
-            #expect(owned[customer.uuidString.lowercased()]?.keys.contains(product.entitlement) == true, "\(owned)")
+            #expect(owned[alice.uuidString.lowercased()]?.keys.contains(product.entitlement) == true, "\(owned)")
+            let malloryCustomer = CustomerIdentity.customer(forUser: "mallory@idp").uuidString.lowercased()
+            #expect(owned[malloryCustomer] == nil, "mallory holds nothing: \(owned)")
+            #expect(owned[victim.uuidString.lowercased()]?.keys.contains(product.entitlement) == true, "Apple's token decides the gift: \(owned)")
+            #expect(try await externalUserId(pipeline, alice) == "alice@idp")
+            #expect(try await externalUserId(pipeline, victim) == nil, "the victim's user is never written from mallory's upload")
+            #expect(try await claimStatus(pipeline, id, CustomerIdentity.customer(forUser: "mallory@idp")) == "refused")
 
-            // Bob's token on a later copy of the same purchase: recorded, but the link stays Alice's.
-            #expect(try await upload(bobCopy, token: try await token("bob@idp")).status == 200)
-            try await waitFor(pipeline, events: 2)
-            #expect(try await externalUserId(pipeline, customer) == "alice@idp")
+            // Carol's app is still on StoreKit 1: it sends its app receipt. Apple's signed answers for the
+            // transaction the receipt names grant her own customer the purchase.
+            let id3 = "86\(String(UInt64(Date().timeIntervalSince1970 * 1000)).suffix(14))"
+            var legacy = SimFixture.transaction(
+                original: id3, id: id3, purchased: purchased, type: .nonConsumable, product: product.productId, price: product.price,
+                bundleId: pipeline.bundleId)
+            legacy.signedDate = Date().addingTimeInterval(-5)
+            #expect(try await pipeline.post("/sim/transactions", json: SeedTransactionsRequest(transactions: [legacy])) == 201)
+            let receipt = try SimulatedReceipt.appReceipt(bundleId: pipeline.bundleId, transactions: [legacy])
+            func postReceipt(_ body: String, token: String) async throws -> (status: Int, body: String) {
+                var request = HTTPClientRequest(url: "http://127.0.0.1:\(pipeline.ports["ingest"]!)/v1/receipts")
+                request.method = .POST
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.headers.add(name: "Authorization", value: "Bearer \(token)")
+                request.body = .bytes(ByteBuffer(string: body))
+                let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+                return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 16)))
+            }
+            let carol = try await token("carol@idp")
+            let unreadable = try await postReceipt(#"{"appReceipt":"\#(receipt.prefix(40))"}"#, token: carol)
+            #expect(unreadable.status == 400 && unreadable.body.contains(#""code":"receipt."#), "\(unreadable)")
+            #expect(try await postReceipt(#"{"appReceipt":"\#(receipt)"}"#, token: carol).status == 200)
+            try await waitFor(pipeline, events: 4)
+            let carolCustomer = CustomerIdentity.customer(forUser: "carol@idp")
+            let afterReceipt = try await pipeline.entitlements()
+            #expect(afterReceipt[carolCustomer.uuidString.lowercased()]?.keys.contains(product.entitlement) == true, "\(afterReceipt)")
+            #expect(try await externalUserId(pipeline, carolCustomer) == "carol@idp")
 
-            // Nothing the refused uploads carried reached grant: only the two accepted uploads are recorded.
+            // Nothing the refused uploads carried reached grant: only the four accepted uploads are recorded.
             #expect(await pipeline.metric(.ingest, "hb_requests", labelContains: "http_response_status_code=\"401\"") == 4)
-            #expect(await pipeline.metric(.verify, "pipeline_messages_processed_total") == 2)
-            #expect(try await pipeline.loggedEvents() == 2)
+            #expect(await pipeline.metric(.ingest, "hb_requests", labelContains: "http_response_status_code=\"403\"") == 1)
+            #expect(await pipeline.metric(.ingest, "hb_requests", labelContains: "http_response_status_code=\"400\"") == 1)
+            #expect(await pipeline.metric(.verify, "pipeline_messages_processed_total") == 4)
+            #expect(try await pipeline.loggedEvents() == 4)
+        }
+    }
+
+    private func claimStatus(_ pipeline: PipelineUnderTest, _ originalTransactionId: String, _ customer: UUID) async throws -> String? {
+        try await pipeline.withDatabase { client in
+            var found: String?
+            let rows = try await client.query(
+                "SELECT status FROM ownership_claims WHERE original_transaction_id = \(originalTransactionId) AND customer_id = \(customer)",
+                logger: ScratchDatabase.logger)
+            for try await value in rows.decode(String.self) { found = value }
+            return found
         }
     }
 

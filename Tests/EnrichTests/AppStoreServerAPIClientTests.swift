@@ -14,7 +14,7 @@ import Testing
 
 /// The client against the simulated Apple on loopback: every endpoint, paging, Apple's token
 /// checks, and the classification of every kind of failure.
-@Suite("App Store Server API client against the simulator", .serialized, .timeLimit(.minutes(3)))
+@Suite("App Store Server API client against the simulator", .serialized, .timeLimit(.minutes(15)))
 struct AppStoreServerAPIClientTests {
     /// A customer with `count` renewals of one subscription, seeded out of purchase order.
     static func seedSubscription(_ sim: RunningSimulator, original: String, count: Int, token: UUID? = nil) throws -> [JWSTransactionDecodedPayload] {
@@ -155,6 +155,52 @@ struct AppStoreServerAPIClientTests {
         } catch {
             #expect(error.errorCode == 4_000_009)
         }
+    }
+
+    @Test(
+        "Set App Account Token: Apple's rules (4000183, 4000187, 4000185, 4040010); the token then names the customer in history, later transactions and renewal info"
+    )
+    func setAppAccountToken() async throws {
+        let sim = try await RunningSimulator.start()
+        defer { Task { await sim.stop() } }
+        let client = try SimFixture.client(sim)
+        let seeded = try Self.seedSubscription(sim, original: "2000000000250000", count: 3, token: UUID())
+        let customer = UUID()
+        try await client.setAppAccountToken(originalTransactionId: "2000000000250000", appAccountToken: customer, target: SimFixture.target)
+        let history = try await client.transactionHistory(transactionId: "2000000000250000", target: SimFixture.target)
+        #expect(history.count == 3 && history.allSatisfy { $0.appAccountToken == customer })
+        let statuses = try await client.allSubscriptionStatuses(transactionId: "2000000000250000", target: SimFixture.target)
+        #expect(
+            !statuses.isEmpty && statuses.allSatisfy { $0.renewalInfo?.appAccountToken == customer && $0.transaction?.appAccountToken == customer })
+        // A renewal Apple records later carries the token too.
+        let renewal = SimFixture.transaction(original: "2000000000250000", id: "2000000000250000003", purchased: SimFixture.now())
+        try sim.apple.store.upsert([renewal])
+        #expect(try await client.transactionInfo(transactionId: renewal.transactionId!, target: SimFixture.target).appAccountToken == customer)
+
+        var family = SimFixture.transaction(original: "2000000000260000", id: "2000000000260000", purchased: SimFixture.now())
+        family.inAppOwnershipType = .familyShared
+        try sim.apple.store.upsert([family])
+        let refusals: [(String, Int64)] = [
+            (seeded[1].transactionId!, 4_000_187), ("2000000000260000", 4_000_185), ("2000000000279999", 4_040_010),
+        ]
+        for (id, code) in refusals {
+            do {
+                try await client.setAppAccountToken(originalTransactionId: id, appAccountToken: customer, target: SimFixture.target)
+                Issue.record("\(id) must be refused")
+            } catch {
+                #expect(error.errorCode == code, "\(id): \(error)")
+                #expect(!error.isTransient)
+            }
+        }
+        // Not a UUID: Apple's own body rule, checked before anything else.
+        var request = HTTPClientRequest(url: "\(sim.baseURL)/inApps/v1/transactions/2000000000250000/appAccountToken")
+        request.method = .PUT
+        request.headers.add(name: "Authorization", value: "Bearer \(try RequestToken.make(credentials: SimFixture.credentials))")
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: #"{"appAccountToken":"not-a-uuid"}"#))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let body = String(buffer: try await response.body.collect(upTo: 1 << 16))
+        #expect(response.status.code == 400 && body.contains("4000183"), "\(body)")
     }
 
     @Test("the simulator checks the token like Apple: a wrong key, a wrong issuer, an expired or too long-lived token get 401")

@@ -15,7 +15,7 @@ import Testing
 /// Replays cost nothing (issue 14.5): enrich drops an event it has enriched and delivered, a repeat
 /// within a batch shares its first occurrence's fate, and a purchase looked up moments ago shares
 /// that answer with records that arrived before it was requested.
-@Suite("enrich caches", .serialized, .timeLimit(.minutes(5)))
+@Suite("enrich caches", .serialized, .timeLimit(.minutes(15)))
 struct EnrichCacheTests {
     let t0 = SimFixture.now().addingTimeInterval(-40 * 86_400)
 
@@ -98,7 +98,9 @@ struct EnrichCacheTests {
         #expect(stage.lookupsPerformed == 2)
         #expect(stage.replaysDropped == 3)
 
-        let unknown = EnrichFixture.notification(SimFixture.transaction(original: "4199999999999990", id: "4199999999999990", purchased: t0))
+        // A purchase Apple does not know, with no signed transaction of its own to stand in: permanent.
+        let unknown = EnrichFixture.withoutTransaction(
+            SimFixture.transaction(original: "4199999999999990", id: "4199999999999990", purchased: t0))
         let failing = try [unknown, n1, unknown].enumerated().map { try Self.message($1, offset: Int64(10 + $0)) }
         let failed = try await stage.process(batch: failing)
         #expect(failed.count == 3)
@@ -250,7 +252,7 @@ struct EnrichCacheTests {
 
 /// Replays through the real runtime on the real broker: a record whose output could not be produced
 /// is processed again and enriched, never dropped; once delivered, its replays are dropped.
-@Suite("enrich replays on the real broker", .enabled(if: TestServices.brokerEnabled), .serialized, .timeLimit(.minutes(5)))
+@Suite("enrich replays on the real broker", .enabled(if: TestServices.brokerEnabled), .serialized, .timeLimit(.minutes(15)))
 struct EnrichReplayRuntimeTests {
     /// The enrich stage with its outputs sent to a topic the test switches: first one the broker
     /// refuses (so every produce fails), then the real one.

@@ -10,7 +10,7 @@ import TestSupport
 import Testing
 
 /// verified → enrich → enriched / DLQ on the real broker, against the simulated Apple.
-@Suite("enrich stage on the real broker", .enabled(if: TestServices.brokerEnabled), .serialized, .timeLimit(.minutes(5)))
+@Suite("enrich stage on the real broker", .enabled(if: TestServices.brokerEnabled), .serialized, .timeLimit(.minutes(15)))
 struct EnrichPipelineTests {
     struct Topics3 {
         let verified: String, enriched: String, deadLetters: String
@@ -124,7 +124,8 @@ struct EnrichPipelineTests {
             try sim.apple.store.upsert([t])
             records.append(EnrichFixture.notification(t))
         }
-        let unknown = EnrichFixture.notification(SimFixture.transaction(original: "2000000000899999", id: "2000000000899999", purchased: t0))
+        let unknown = EnrichFixture.withoutTransaction(
+            SimFixture.transaction(original: "2000000000899999", id: "2000000000899999", purchased: t0))
         records.insert(unknown, at: 5)
         // Apple-like enforcement at 8 requests per second per endpoint, while the client believes it
         // may send 16 (Apple's real limit is lower than the documented one, or shared): 429s happen,
@@ -145,5 +146,53 @@ struct EnrichPipelineTests {
         #expect(letters.first?.headers.string(DeadLetterHeader.errorCode) == "apple_api.4040010")
         #expect(letters.first?.headers.string(DeadLetterHeader.stage) == "enrich")
         #expect(letters.first?.value == (try unknown.encoded()), "the dead letter keeps the verified body")
+    }
+
+    @Test(
+        "Apple's history not showing a just-signed purchase (404 4040010): retried, then enriched from history; past the wait, from the record's own transaction; never dead-lettered"
+    )
+    func historyNotVisibleYet() async throws {
+        let sim = try await RunningSimulator.start()
+        defer { Task { await sim.stop() } }
+        let topics = try await Topics3.make("enrich-notvisible")
+        let token = UUID()
+        let twice = SimFixture.transaction(original: "2000000000900001", id: "2000000000900001", purchased: t0, token: token)
+        let never = SimFixture.transaction(original: "2000000000900002", id: "2000000000900002", purchased: t0, token: token)
+        try sim.apple.store.upsert([twice, never])
+        // The history hides each purchase for its first two lookups; `never` is looked up only past its wait.
+        sim.apple.faults.set(FaultPlan(historyNotVisibleLookups: 2))
+        try await EnrichFixture.produce([EnrichFixture.notification(twice)], to: topics.verified)
+        var harness = try StageHarness(
+            stage: try EnrichFixture.stage(sim, outputTopic: topics.enriched), input: topics.verified, deadLetters: topics.deadLetters,
+            groupID: TestServices.uniqueGroup("enrich"), batchSize: 10,
+            retry: RetryPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(1)))
+        let first = try await TopicReader.read(topics.enriched, timeout: .seconds(120)) { $0.count >= 1 }
+        try await harness.stop()
+        #expect(sim.apple.faults.statistics.historyNotVisible == 2, "the history answered 404 twice")
+        let fromHistory = try EnrichedRecord.decode(try #require(first.first).value)
+        #expect(fromHistory.enrichment.lookup == .history)
+        #expect(fromHistory.enrichment.appAccountToken == token)
+
+        // Hidden for longer than the wait (zero here): the record's own signed transaction stands in.
+        sim.apple.faults.set(FaultPlan(historyNotVisibleLookups: 1_000))
+        let later = try await Topics3.make("enrich-notvisible-wait")
+        try await EnrichFixture.produce([EnrichFixture.notification(never)], to: later.verified)
+        harness = try StageHarness(
+            stage: try EnrichFixture.stage(sim, outputTopic: later.enriched, historyWait: .zero), input: later.verified,
+            deadLetters: later.deadLetters, groupID: TestServices.uniqueGroup("enrich"), batchSize: 10)
+        let both = try await TopicReader.read(later.enriched, timeout: .seconds(120)) { $0.count >= 1 }
+        try await harness.stop()
+        let fallback = try EnrichedRecord.decode(try #require(both.last).value)
+        #expect(fallback.verified.transactionId == never.transactionId)
+        #expect(fallback.enrichment.lookup == .transactionOnly)
+        #expect(fallback.enrichment.inForceTransactionId == never.transactionId)
+        #expect(fallback.enrichment.appAccountToken == token)
+        var letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(3)) { $0.count > 0 }
+        letters += try await TopicReader.read(later.deadLetters, timeout: .seconds(3)) { $0.count > 0 }
+        #expect(letters.isEmpty, "\(letters.compactMap { $0.headers.string(DeadLetterHeader.errorCode) })")
+        if SchemaValidator.isAvailable {
+            let errors = try SchemaValidator.errors(of: (first + both).map(\.value), schema: "enriched.v1.schema.json")
+            #expect(errors.isEmpty, "\(errors)")
+        }
     }
 }

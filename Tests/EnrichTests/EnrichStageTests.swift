@@ -13,7 +13,7 @@ import Testing
 
 /// The stage's decisions without a broker: plans, sorting, the transaction in force, the token's
 /// source, coalescing, and how failures are reported per record.
-@Suite("enrich stage", .serialized, .timeLimit(.minutes(3)))
+@Suite("enrich stage", .serialized, .timeLimit(.minutes(15)))
 struct EnrichStageTests {
     let t0 = SimFixture.now().addingTimeInterval(-90 * 86_400)
 
@@ -33,10 +33,11 @@ struct EnrichStageTests {
         #expect(enrichment.lookup == .history)
     }
 
-    @Test("appAccountToken: the record's transaction, else the earliest in history, else the app's hint")
+    @Test("appAccountToken: Apple's newest word (history's newest token, then renewal info), else the record's own, else the app's hint")
     func tokenResolution() {
         let first = UUID()
         let second = UUID()
+        let renewal = UUID()
         let hint = UUID()
         let history = [
             SimFixture.transaction(original: "1", id: "1", purchased: t0),
@@ -44,10 +45,22 @@ struct EnrichStageTests {
             SimFixture.transaction(original: "1", id: "3", purchased: t0.addingTimeInterval(2), token: second),
         ]
         let own = SimFixture.transaction(original: "1", id: "4", purchased: t0.addingTimeInterval(3), token: second)
-        #expect(EnrichmentBuilder.resolveToken(record: EnrichFixture.notification(own), history: history)! == (second, .transaction))
+        #expect(EnrichmentBuilder.resolveToken(record: EnrichFixture.notification(own), history: history + [own])! == (second, .transaction))
+        // A late notification still carrying the token Apple replaced since: the history's newer token names the customer.
+        #expect(EnrichmentBuilder.resolveToken(record: EnrichFixture.notification(history[1]), history: history)! == (second, .history))
         let bare = SimFixture.transaction(original: "1", id: "4", purchased: t0.addingTimeInterval(3))
-        #expect(EnrichmentBuilder.resolveToken(record: EnrichFixture.notification(bare), history: history)! == (first, .history))
+        #expect(EnrichmentBuilder.resolveToken(record: EnrichFixture.notification(bare), history: history + [bare])! == (second, .history))
+        // Apple's renewal info names the customer when no transaction does.
+        let renewalInfo = JWSRenewalInfoDecodedPayload(originalTransactionId: "1", appAccountToken: renewal)
+        #expect(
+            EnrichmentBuilder.resolveToken(record: EnrichFixture.notification(bare), history: [history[0], bare], renewalInfo: renewalInfo)!
+                == (renewal, .renewalInfo))
+        var withRenewal = EnrichFixture.notification(bare)
+        withRenewal.renewalInfo = renewalInfo
+        #expect(EnrichmentBuilder.resolveToken(record: withRenewal, history: [])! == (renewal, .renewalInfo))
+        #expect(EnrichmentBuilder.resolveToken(record: EnrichFixture.notification(own), history: [])! == (second, .transaction))
         #expect(EnrichmentBuilder.resolveToken(record: EnrichFixture.upload(bare, hint: hint), history: [history[0]])! == (hint, .appHint))
+        #expect(EnrichmentBuilder.resolveToken(record: EnrichFixture.upload(own, hint: hint), history: [])! == (second, .transaction))
         #expect(EnrichmentBuilder.resolveToken(record: EnrichFixture.notification(bare), history: [history[0]]) == nil)
     }
 
@@ -119,8 +132,10 @@ struct EnrichStageTests {
             #expect(enriched[10].enrichment.inForceTransactionId == "9")
         }
 
-        // A purchase Apple does not know is a permanent failure for its records only; the others pass.
-        let unknown = EnrichFixture.notification(SimFixture.transaction(original: "399999999990", id: "399999999991", purchased: t0))
+        // A purchase Apple does not know, with no signed transaction of its own, is a permanent
+        // failure for its records only; the others pass.
+        let unknownTransaction = SimFixture.transaction(original: "399999999990", id: "399999999991", purchased: t0)
+        let unknown = EnrichFixture.withoutTransaction(unknownTransaction)
         let mixed = try [records[0], unknown, records[1]].enumerated().map { try EnrichFixture.message($1, offset: Int64($0)) }
         let results = try await EnrichFixture.stage(sim).process(batch: mixed)
         #expect(results.count == 3)
@@ -131,6 +146,21 @@ struct EnrichStageTests {
         }
         #expect(FailureClassification(error).code == "apple_api.4040010")
         #expect(!FailureClassification(error).isTransient)
+
+        // With its own Apple-signed transaction, the history is only not visible yet: retried
+        // within the wait after the record arrived, then enriched from that transaction.
+        let signed = try EnrichFixture.message(EnrichFixture.notification(unknownTransaction))
+        let waiting = try await EnrichFixture.stage(sim).process(batch: [signed])
+        guard case .failure(let notYet) = waiting[0] else {
+            Issue.record("within the wait the record is retried")
+            return
+        }
+        #expect(FailureClassification(notYet).isTransient)
+        #expect(FailureClassification(notYet).code == "apple_api.4040010")
+        let later = try await EnrichFixture.stage(sim, clock: { Date().addingTimeInterval(61) }).process(batch: [signed])
+        let fallback = try EnrichedRecord.decode(try #require(try later[0].get().first).value)
+        #expect(fallback.enrichment.lookup == .transactionOnly)
+        #expect(fallback.enrichment.inForceTransactionId == unknownTransaction.transactionId)
 
         // A transient failure stops the batch at its record: it and what follows are retried.
         sim.apple.faults.set(FaultPlan(errorShare: 1))
@@ -143,6 +173,46 @@ struct EnrichStageTests {
             return
         }
         #expect(FailureClassification(transient).isTransient)
+    }
+
+    @Test(
+        "a StoreKit 1 receipt's transaction: Apple's signed copy makes it an upload of that purchase, enriched from history and keyed by the purchase"
+    )
+    func receipt() async throws {
+        let sim = try await RunningSimulator.start()
+        defer { Task { await sim.stop() } }
+        let original = "2000000000950000"
+        let transactions = (0..<3).map {
+            SimFixture.transaction(original: original, id: "\(original)\($0)", purchased: t0.addingTimeInterval(Double($0) * 30 * 86_400))
+        }
+        try sim.apple.store.upsert(transactions)
+        let customer = UUID()
+        func receiptRecord(_ id: String) -> VerifiedRecord {
+            VerifiedRecord(
+                kind: .transaction, source: PipelineHeader.Source.appReceipt, environment: .sandbox, bundleId: SimFixture.bundleId,
+                transactionId: id, hints: AppUploadHints(appAccountToken: customer, userId: "user-1", authentication: .jwt),
+                verifiedAt: SimFixture.now())
+        }
+        let stage = try EnrichFixture.stage(sim)
+        let results = try await stage.process(batch: [try EnrichFixture.message(receiptRecord(transactions[1].transactionId!))])
+        let message = try #require(try results[0].get().first)
+        #expect(message.key == Array("Sandbox:\(original)".utf8), "keyed by the purchase Apple's copy names")
+        let enriched = try EnrichedRecord.decode(message.value)
+        #expect(enriched.verified.source == "app-receipt")
+        #expect(enriched.verified.transaction?.transactionId == transactions[1].transactionId)
+        #expect(enriched.verified.originalTransactionId == original)
+        #expect(enriched.verified.signedTransaction?.split(separator: ".").count == 3, "Apple's JWS kept, as an upload's")
+        #expect(enriched.verified.eventKey?.hasPrefix("transaction:\(transactions[1].transactionId!):") == true)
+        #expect(enriched.enrichment.lookup == .history)
+        #expect(enriched.enrichment.history.map(\.transactionId) == transactions.map(\.transactionId))
+        #expect(enriched.enrichment.appAccountToken == customer && enriched.enrichment.appAccountTokenSource == .appHint)
+        // A transaction Apple does not know: nothing it signed stands in, so it is dead-lettered with Apple's code.
+        let unknown = try await stage.process(batch: [try EnrichFixture.message(receiptRecord("2000000000959999"))])
+        guard case .failure(let error) = unknown[0] else {
+            Issue.record("an unknown receipt transaction must fail")
+            return
+        }
+        #expect(FailureClassification(error).code == "apple_api.4040010" && !FailureClassification(error).isTransient)
     }
 
     @Test("configuration: credentials required per app, bad values named")

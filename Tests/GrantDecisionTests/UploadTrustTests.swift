@@ -66,7 +66,8 @@ struct UploadTrustTests {
         var ledger = InMemoryLedger(policy: testPolicy)
         let decision = try ledger.apply(sub.upload(hint: bob, userId: "demo-user", authentication: .open))
         #expect(decision.event.claim?.customerId == bob)
-        #expect(decision.event.externalUserId == "demo-user")
+        // The body's user is a claim no credential vouches for: never recorded as anyone's user.
+        #expect(decision.event.externalUserId == nil)
         #expect(decision.note == nil || decision.note?.contains("upload hints") == false)
         #expect(ledger.purchases.values.first?.owner(policy: .refuse) == bob)
     }

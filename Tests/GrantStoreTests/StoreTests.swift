@@ -26,7 +26,7 @@ func applyAll(_ records: [EnrichedRecord], _ store: EntitlementStore, policy: Gr
 
 let generatorPolicy = GrantPolicy(catalog: LifecycleGenerator.catalog, expiryLeeway: 3600, transferPolicy: .refuse)
 
-@Suite("Entitlement store against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(10)))
+@Suite("Entitlement store against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(15)))
 struct StoreTests {
     @Test("the same enriched stream applied twice gives the identical database")
     func appliedTwice() async throws {
@@ -112,22 +112,14 @@ struct StoreTests {
         }
     }
 
-    @Test("a second customer claiming someone's originalTransactionId is refused and recorded")
+    @Test("an authenticated upload claiming someone else's purchase is refused and recorded; the owner's user stays linked")
     func secondClaimRefused() async throws {
         let owner = UUID()
         let intruder = UUID()
-        var sub = SimulatedPurchase(
-            customer: owner, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
-            originalTransactionId: "claim-1", start: Date().addingTimeInterval(-3600), uuidSeed: 9)
-        sub.addTransaction(reason: .purchase)
-        let buy = sub.notify(.subscribed, .initialBuy)
-        sub.advance(600)
-        sub.customer = intruder
-        sub.transactions[0].appAccountToken = intruder
-        let claim = sub.notify(.didChangeRenewalStatus, .autoRenewEnabled)
+        let records = SimulatedPurchase.claimedByAnother(owner: owner, intruder: intruder, originalTransactionId: "claim-1", uuidSeed: 9)
         try await ScratchDatabase.with { db in
-            let decisions = try await applyAll([buy, claim], db.store, policy: generatorPolicy)
-            #expect(decisions[1].refusedClaims == [intruder])
+            let decisions = try await applyAll(records, db.store, policy: generatorPolicy)
+            #expect(decisions[2].refusedClaims == [intruder])
             let claims = try await db.dump([("ownership_claims", "customer_id, status")])["ownership_claims"] ?? ""
             #expect(claims.contains("\(owner.uuidString.lowercased()),owner"))
             #expect(claims.contains("\(intruder.uuidString.lowercased()),refused"))
@@ -135,6 +127,38 @@ struct StoreTests {
             #expect(try await db.count("SELECT count(*) FROM current_entitlements WHERE customer_id = '\(owner.uuidString)'") == 1)
             #expect(try await db.count("SELECT count(*) FROM notifications WHERE note LIKE '%refused%'") == 1)
             #expect(try await db.count("SELECT count(*) FROM subscriptions WHERE owner_customer_id = '\(owner.uuidString)'") == 1)
+            let users = try await db.dump([("customers", "customer_id, external_user_id")])["customers"] ?? ""
+            #expect(users.contains("(\(owner.uuidString.lowercased()),owner-user)"), "\(users)")
+            #expect(!users.contains("intruder-user"), "a refused claim links no user: \(users)")
+        }
+    }
+
+    @Test("Apple re-assigning a purchase's token moves it: the old claim superseded, the change published with its cause")
+    func appleReassignsInStore() async throws {
+        let first = UUID()
+        let second = UUID()
+        var sub = SimulatedPurchase(
+            customer: first, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
+            originalTransactionId: "claim-2", start: Date().addingTimeInterval(-3600), uuidSeed: 19)
+        sub.addTransaction(reason: .purchase)
+        let buy = sub.notify(.subscribed, .initialBuy)
+        sub.advance(600)
+        sub.customer = second
+        for i in sub.transactions.indices { sub.transactions[i].appAccountToken = second }
+        let moved = sub.notify(.didChangeRenewalPref)
+        try await ScratchDatabase.with { db in
+            try await applyAll([buy, moved], db.store, policy: generatorPolicy)
+            let claims = try await db.dump([("ownership_claims", "customer_id, status, verified")])["ownership_claims"] ?? ""
+            #expect(claims.contains("\(second.uuidString.lowercased()),owner,t"), "\(claims)")
+            #expect(claims.contains("\(first.uuidString.lowercased()),superseded,t"), "\(claims)")
+            #expect(try await db.count("SELECT count(*) FROM current_entitlements WHERE customer_id = '\(first.uuidString)'") == 0)
+            #expect(try await db.count("SELECT count(*) FROM current_entitlements WHERE customer_id = '\(second.uuidString)'") == 1)
+            #expect(
+                try await db.count(
+                    "SELECT count(*) FROM entitlement_changes WHERE customer_id = '\(first.uuidString)' AND reason = 'transferred' AND cause_type = 'DID_CHANGE_RENEWAL_PREF'"
+                ) == 1)
+            #expect(try await db.count("SELECT count(*) FROM outbox WHERE customer_id = '\(second.uuidString)'") == 1)
+            #expect(try await db.count("SELECT count(*) FROM notifications WHERE note LIKE '%owner changed%'") == 1)
         }
     }
 

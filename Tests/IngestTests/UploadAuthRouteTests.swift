@@ -1,7 +1,11 @@
+import AppStore
+import AppStoreSimulator
 import Foundation
 import HTTPTypes
+import HummingbirdTesting
 import IngestService
 import KafkaClient
+import NIOCore
 import PipelineRecords
 import StageRuntime
 import Synchronization
@@ -10,7 +14,7 @@ import Testing
 
 /// Authenticated uploads against the real broker: refusals store nothing, accepted uploads are
 /// stored rebuilt with the authenticated user, and the JWKS rotates.
-@Suite("authenticated uploads on the broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(5)))
+@Suite("authenticated uploads on the broker", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct UploadAuthRouteTests {
     /// The stored body ingest must write for an upload (the raw topic's wire contract).
     func stored(jws: String, token: String? = nil, user: String?, auth: String) -> String {
@@ -19,6 +23,100 @@ struct UploadAuthRouteTests {
         if let user { fields.append(#""userId":"\#(user)""#) }
         fields.append(#""userAuthentication":"\#(auth)""#)
         return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    /// The customer ingest stores for `user`, as the raw body spells it.
+    func customer(_ user: String) -> String { CustomerIdentity.customer(forUser: user).uuidString.lowercased() }
+
+    @Test("a body appAccountToken that is not the authenticated user's own customer is refused 403 and stores nothing (jwt and hmac)")
+    func foreignCustomerRefused() async throws {
+        let es = await UploadTokenSigner.es256()
+        let jwks = try UploadTokens.jwksFile([es])
+        defer { try? FileManager.default.removeItem(atPath: jwks) }
+        let victim = CustomerIdentity.customer(forUser: "victim@idp")
+        let jws = [fakeJWS(), fakeJWS()]
+        let jwtTopic = try await TestServices.makeTopic("auth-foreign-jwt-raw")
+        try await withUploadIngest(TestUploads.jwt(.file(jwks)), topic: jwtTopic, bootstrap: TestServices.bootstrapServers) { client in
+            let token = bearer(try await es.token(TestUploads.claims("mallory@idp")))
+            for foreign in [victim, UUID()] {
+                let refused = try await postUpload(
+                    client, body: uploadBody(extra: #","appAccountToken":"\#(foreign.uuidString)""#), headers: token)
+                #expect(refused.status == .forbidden, "\(refused.text)")
+                #expect(refused.error?.error.code == "auth.foreign_account_token")
+            }
+            // The same user without a token, or with their own, is accepted as their own customer.
+            #expect(try await postUpload(client, body: uploadBody(jws: jws[0]), headers: token).status == .ok)
+            let asked = try await client.execute(uri: "/v1/customer", method: .get, headers: [.authorization: token[0].value]) { response in
+                (response.status, String(buffer: response.body))
+            }
+            #expect(asked.0 == .ok)
+            #expect(asked.1 == #"{"customerId":"\#(customer("mallory@idp"))","userId":"mallory@idp"}"#)
+            let unauthenticated = try await client.execute(uri: "/v1/customer", method: .get) { $0.status }
+            #expect(unauthenticated == .unauthorized)
+        }
+        let jwtRecords = try await TopicReader.read(jwtTopic, timeout: .seconds(60), settle: .seconds(2)) { !$0.isEmpty }
+        #expect(jwtRecords.map(\.text) == [stored(jws: jws[0], token: customer("mallory@idp"), user: "mallory@idp", auth: "jwt")])
+
+        let hmacTopic = try await TestServices.makeTopic("auth-foreign-hmac-raw")
+        try await withUploadIngest(try TestUploads.hmac(), topic: hmacTopic, bootstrap: TestServices.bootstrapServers) { client in
+            let foreign = uploadBody(userId: "mallory", extra: #","appAccountToken":"\#(victim.uuidString)""#)
+            let refused = try await postUpload(
+                client, body: foreign, headers: UploadTokens.hmacHeaders(secret: TestUploads.secret, body: Array(foreign.utf8)))
+            #expect(refused.status == .forbidden)
+            #expect(refused.error?.error.code == "auth.foreign_account_token")
+            // A user whose ID is a UUID is that customer: naming it is naming oneself.
+            let own = uploadBody(jws: jws[1], userId: victim.uuidString, extra: #","appAccountToken":"\#(victim.uuidString)""#)
+            let accepted = try await postUpload(
+                client, body: own, headers: UploadTokens.hmacHeaders(secret: TestUploads.secret, body: Array(own.utf8)))
+            #expect(accepted.status == .ok, "\(accepted.text)")
+        }
+        let hmacRecords = try await TopicReader.read(hmacTopic, timeout: .seconds(60), settle: .seconds(2)) { !$0.isEmpty }
+        #expect(hmacRecords.map(\.text) == [stored(jws: jws[1], token: victim.uuidString.lowercased(), user: victim.uuidString, auth: "hmac")])
+    }
+
+    @Test(
+        "POST /v1/receipts: authenticated like uploads; what the receipt names is stored with the user's customer; unreadable receipts get a typed 400 and store nothing"
+    )
+    func receipts() async throws {
+        let es = await UploadTokenSigner.es256()
+        let jwks = try UploadTokens.jwksFile([es])
+        defer { try? FileManager.default.removeItem(atPath: jwks) }
+        let purchase = JWSTransactionDecodedPayload(
+            originalTransactionId: "2000000000970000", transactionId: "2000000000970001", bundleId: "com.example.uploads", productId: "premium",
+            quantity: 1, environment: .sandbox)
+        let appReceipt = try SimulatedReceipt.appReceipt(bundleId: "com.example.uploads", transactions: [purchase])
+        let topic = try await TestServices.makeTopic("auth-receipt-raw")
+        try await withUploadIngest(TestUploads.jwt(.file(jwks)), topic: topic, bootstrap: TestServices.bootstrapServers) { client in
+            let token = bearer(try await es.token(TestUploads.claims("carol@idp")))
+            #expect(try await postUpload(client, body: #"{"appReceipt":"\#(appReceipt)"}"#, headers: [], uri: "/v1/receipts").status == .unauthorized)
+            let refusals: [(String, String)] = [
+                (#"{"appReceipt":"not base64!"}"#, "receipt.not_base64"),
+                (#"{"appReceipt":"\#(Data("just text".utf8).base64EncodedString())"}"#, "receipt.malformed"),
+                (#"{"appReceipt":"\#(appReceipt.prefix(appReceipt.count / 2))"}"#, "receipt.malformed"),
+                (#"{"appReceipt":"\#(try SimulatedReceipt.appReceipt(bundleId: "com.example.uploads", purchases: []))"}"#, "receipt.no_purchase"),
+                (#"{"receipt":"\#(appReceipt)"}"#, "request.missing_field"),
+                (#"{"appReceipt":"\#(appReceipt)","transactionReceipt":"\#(appReceipt)"}"#, "request.invalid_field"),
+                (#"{"appReceipt":"\#(appReceipt)","appAccountToken":"\#(UUID().uuidString)"}"#, "auth.foreign_account_token"),
+            ]
+            for (body, code) in refusals {
+                let answer = try await postUpload(client, body: body, headers: token, uri: "/v1/receipts")
+                #expect(answer.error?.error.code == code, "\(body.prefix(60)): \(answer.text)")
+                #expect(answer.status == (code.hasPrefix("auth.") ? .forbidden : .badRequest))
+            }
+            let accepted = try await postUpload(client, body: #"{"appReceipt":"\#(appReceipt)"}"#, headers: token, uri: "/v1/receipts")
+            #expect(accepted.status == .ok, "\(accepted.text)")
+            let single = try await postUpload(
+                client, body: #"{"transactionReceipt":"\#(SimulatedReceipt.transactionReceipt(purchase))"}"#, headers: token, uri: "/v1/receipts")
+            #expect(single.status == .ok, "\(single.text)")
+        }
+        let records = try await TopicReader.read(topic, timeout: .seconds(60), settle: .seconds(2)) { $0.count >= 2 }
+        let customer = customer("carol@idp")
+        #expect(
+            records.map(\.text) == [
+                #"{"receipt":{"transactionId":"2000000000970000","bundleId":"com.example.uploads","environment":"Sandbox"},"appAccountToken":"\#(customer)","userId":"carol@idp","userAuthentication":"jwt"}"#,
+                #"{"receipt":{"transactionId":"2000000000970001","bundleId":"com.example.uploads","environment":"Sandbox"},"appAccountToken":"\#(customer)","userId":"carol@idp","userAuthentication":"jwt"}"#,
+            ])
+        #expect(records.allSatisfy { $0.headers.string(PipelineHeader.source) == "app-receipt" })
     }
 
     @Test("refused uploads leave nothing on the raw topic; the one accepted upload is the only record")
@@ -79,7 +177,8 @@ struct UploadAuthRouteTests {
         let jwks = try UploadTokens.jwksFile([es, rs])
         defer { try? FileManager.default.removeItem(atPath: jwks) }
         let topic = try await TestServices.makeTopic("auth-user-raw")
-        let appAccountToken = UUID().uuidString
+        // The body may repeat the user's own customer (in any case); ingest stores the customer lower-cased.
+        let ownCustomer = CustomerIdentity.customer(forUser: "user-es")
         var withinLeeway = TestUploads.claims("user-es")
         withinLeeway.expires = Date().addingTimeInterval(-20)
         withinLeeway.audience = ["another-service", TestUploads.audience]
@@ -89,7 +188,7 @@ struct UploadAuthRouteTests {
         try await withUploadIngest(TestUploads.jwt(.file(jwks)), topic: topic, bootstrap: TestServices.bootstrapServers) { client in
             // The body names another user and claims its own authentication: both ignored.
             let claimingBody = uploadBody(
-                jws: jws[0], userId: "attacker", extra: #","appAccountToken":"\#(appAccountToken)","userAuthentication":"none","admin":true"#)
+                jws: jws[0], userId: "attacker", extra: #","appAccountToken":"\#(ownCustomer.uuidString)","userAuthentication":"none","admin":true"#)
             let es256 = try await postUpload(client, body: claimingBody, headers: bearer(esToken))
             #expect(es256.status == .ok, "\(es256.text)")
             let rs256 = try await postUpload(client, body: uploadBody(jws: jws[1], userId: nil), headers: bearer(rsToken))
@@ -98,8 +197,8 @@ struct UploadAuthRouteTests {
         let records = try await TopicReader.read(topic, timeout: .seconds(60)) { $0.count >= 2 }
         #expect(
             records.map(\.text) == [
-                stored(jws: jws[0], token: appAccountToken, user: "user-es", auth: "jwt"),
-                stored(jws: jws[1], user: "user-rs", auth: "jwt"),
+                stored(jws: jws[0], token: customer("user-es"), user: "user-es", auth: "jwt"),
+                stored(jws: jws[1], token: customer("user-rs"), user: "user-rs", auth: "jwt"),
             ])
         #expect(records.allSatisfy { $0.keyString == sha256Hex($0.text) })
         #expect(records.allSatisfy { $0.headers.string(PipelineHeader.source) == "app-upload" })
@@ -115,7 +214,7 @@ struct UploadAuthRouteTests {
             #expect(result.status == .ok, "\(result.text)")
         }
         let customRecords = try await TopicReader.read(custom, timeout: .seconds(60)) { !$0.isEmpty }
-        #expect(customRecords.first?.text == stored(jws: jws[2], user: "user-from-uid", auth: "jwt"))
+        #expect(customRecords.first?.text == stored(jws: jws[2], token: customer("user-from-uid"), user: "user-from-uid", auth: "jwt"))
     }
 
     @Test("hmac: the backend vouches for the body's userId, stored marked hmac")
@@ -130,7 +229,7 @@ struct UploadAuthRouteTests {
         }
         let records = try await TopicReader.read(topic, timeout: .seconds(60)) { !$0.isEmpty }
         let record = try #require(records.first)
-        #expect(record.text == stored(jws: jws, user: #"user \"quoted\" \\ back"#, auth: "hmac"))
+        #expect(record.text == stored(jws: jws, token: customer(#"user "quoted" \ back"#), user: #"user \"quoted\" \\ back"#, auth: "hmac"))
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: String])
         #expect(parsed["userId"] == #"user "quoted" \ back"#)
     }

@@ -116,6 +116,51 @@ struct VerifyStageTests {
         #expect(bare.hints == nil)
     }
 
+    @Test(
+        "a StoreKit 1 receipt's transaction is routed to a configured app and environment, keyed by the transaction, unverified until enrich looks it up"
+    )
+    func receipt() async throws {
+        func body(_ receipt: RawRecord.ReceiptReference) -> [UInt8] {
+            RawRecord.receiptBody(receipt, appAccountToken: "0b7e2c55-9d0e-5a53-8d55-2f1d3c6f4a10", userId: "user-42", authentication: .jwt)
+        }
+        let out = try await stage.process(
+            message(
+                body(RawRecord.ReceiptReference(transactionId: "2000000000000888", bundleId: TestPKI.bundleId, environment: "Sandbox")),
+                source: PipelineHeader.Source.appReceipt))
+        let record = try #require(out.first)
+        #expect(record.key == Array("Sandbox:transaction:2000000000000888".utf8))
+        let decoded = try VerifiedRecord.decode(record.value)
+        #expect(decoded.kind == .transaction && decoded.source == "app-receipt" && decoded.transaction == nil)
+        #expect(decoded.transactionId == "2000000000000888" && decoded.originalTransactionId == nil)
+        #expect(decoded.hints?.isAuthenticated == true && decoded.hints?.userId == "user-42")
+        // Without a bundle ID or environment: the only app and its only environment.
+        let bare = try await stage.verify(rawBody: body(RawRecord.ReceiptReference(transactionId: "1")), source: "app-receipt")
+        #expect(bare.bundleId == TestPKI.bundleId && bare.environment == .production, "both configured: Production first, as Apple advises")
+        let sandboxOnly = try VerifyStage(
+            configuration: TestPKI.configuration(environments: [.sandbox]), logger: Logger(label: "tests"))
+        #expect(
+            try await sandboxOnly.verify(rawBody: body(RawRecord.ReceiptReference(transactionId: "1")), source: "app-receipt").environment == .sandbox
+        )
+        do {
+            _ = try await sandboxOnly.verify(
+                rawBody: body(RawRecord.ReceiptReference(transactionId: "1", environment: "Production")), source: "app-receipt")
+            Issue.record("a Sandbox-only app takes no Production receipt")
+        } catch {
+            #expect(FailureClassification(error).code == "verification.wrong_environment")
+        }
+        let refused: [(RawRecord.ReceiptReference, String)] = [
+            (RawRecord.ReceiptReference(transactionId: "1", bundleId: "com.other.app"), "verification.wrong_bundle_id"),
+            (RawRecord.ReceiptReference(transactionId: "1", environment: "Xcode"), "verification.wrong_environment"),
+            (RawRecord.ReceiptReference(transactionId: "12a"), "record.malformed"),
+        ]
+        for (reference, code) in refused {
+            await expectRejected(body(reference), source: PipelineHeader.Source.appReceipt, code: code)
+        }
+        // A receipt body under another source, or a JWS under app-receipt, is malformed.
+        await expectRejected(body(RawRecord.ReceiptReference(transactionId: "1")), source: PipelineHeader.Source.appUpload, code: "record.malformed")
+        await expectRejected(TestPKI.webhookBody("a.b.c"), source: PipelineHeader.Source.appReceipt, code: "record.malformed")
+    }
+
     @Test("forgeries are rejected with the verifier's code")
     func forgeries() async throws {
         let valid = try TestPKI.notification(originalTransactionId: "2000000000000002")

@@ -17,6 +17,30 @@ public enum LegacyReceipt {
     /// Like Apple's utility it takes the transaction identifier (1703) or the original
     /// transaction identifier (1705), the last one in the receipt's order.
     public static func transactionID(appReceipt: String) throws(LegacyReceiptError) -> String? {
+        try read(appReceipt: appReceipt).transactionId
+    }
+
+    /// What routes a legacy receipt's lookup: the transaction it names, and the app and environment
+    /// it says it is from. None of it is trusted: Apple's signed answers to the lookup are verified,
+    /// and must name the app and environment asked about.
+    public struct Contents: Sendable, Equatable {
+        /// As ``LegacyReceipt/transactionID(appReceipt:)`` finds it; nil when the receipt names none.
+        public var transactionId: String?
+        /// The app receipt's bundle ID (attribute 2), a transaction receipt's `bid`.
+        public var bundleId: String?
+        /// The app receipt's receipt type (attribute 0: `Production`, `ProductionSandbox`, `Xcode`), a
+        /// transaction receipt's `environment` (`Sandbox`; absent in Production).
+        public var environment: AppStoreEnvironment?
+
+        public init(transactionId: String?, bundleId: String? = nil, environment: AppStoreEnvironment? = nil) {
+            self.transactionId = transactionId
+            self.bundleId = bundleId
+            self.environment = environment
+        }
+    }
+
+    /// The contents of a base64 app receipt (see ``transactionID(appReceipt:)``).
+    public static func read(appReceipt: String) throws(LegacyReceiptError) -> Contents {
         let bytes = try decodeBase64(appReceipt)
         let payload: [UInt8]
         do {
@@ -26,23 +50,51 @@ public enum LegacyReceipt {
         } catch {
             throw LegacyReceiptError(.malformed, "the app receipt is not PKCS #7 signed data in BER: \(error)")
         }
-        var found: String?
-        for inApp in try attributes(payload, what: "the receipt's attribute set") where inApp.type == Self.inAppPurchase {
-            for field in try attributes(inApp.value, what: "an in-app purchase's attribute set")
-            where field.type == Self.transactionIdentifier || field.type == Self.originalTransactionIdentifier {
-                do {
-                    found = String(try ASN1UTF8String(berEncoded: BER.parse(field.value), withIdentifier: .utf8String))
-                } catch {
-                    throw LegacyReceiptError(.malformed, "an in-app purchase's transaction identifier is not a UTF8String")
+        var contents = Contents(transactionId: nil)
+        for attribute in try attributes(payload, what: "the receipt's attribute set") {
+            switch attribute.type {
+            case Self.bundleIdentifier:
+                contents.bundleId = text(attribute.value)
+            case Self.receiptType:
+                contents.environment = text(attribute.value).flatMap(Self.environment(receiptType:))
+            case Self.inAppPurchase:
+                for field in try attributes(attribute.value, what: "an in-app purchase's attribute set")
+                where field.type == Self.transactionIdentifier || field.type == Self.originalTransactionIdentifier {
+                    guard let id = text(field.value) else {
+                        throw LegacyReceiptError(.malformed, "an in-app purchase's transaction identifier is not a UTF8String")
+                    }
+                    contents.transactionId = id
                 }
+            default:
+                continue
             }
         }
-        return found
+        return contents
+    }
+
+    /// A UTF8String attribute value, or nil when it is not one.
+    private static func text(_ value: [UInt8]) -> String? {
+        (try? ASN1UTF8String(berEncoded: BER.parse(value), withIdentifier: .utf8String)).map { String($0) }
+    }
+
+    /// The environment an app receipt's type names.
+    static func environment(receiptType: String) -> AppStoreEnvironment? {
+        switch receiptType {
+        case "Production": .production
+        case "ProductionSandbox", "Sandbox": .sandbox
+        case "Xcode": .xcode
+        default: nil
+        }
     }
 
     /// The `transaction-id` in a base64 transaction receipt (the old-style property list whose
     /// `purchase-info` is itself base64 text). `nil` when the purchase info names none.
     public static func transactionID(transactionReceipt: String) throws(LegacyReceiptError) -> String? {
+        try read(transactionReceipt: transactionReceipt).transactionId
+    }
+
+    /// The contents of a base64 transaction receipt (see ``transactionID(transactionReceipt:)``).
+    public static func read(transactionReceipt: String) throws(LegacyReceiptError) -> Contents {
         guard let text = String(bytes: try decodeBase64(transactionReceipt), encoding: .utf8) else {
             throw LegacyReceiptError(.malformed, "the transaction receipt is not UTF-8 text")
         }
@@ -52,13 +104,17 @@ public enum LegacyReceipt {
         guard let info = String(bytes: try decodeBase64(purchaseInfo), encoding: .utf8) else {
             throw LegacyReceiptError(.malformed, "the transaction receipt's purchase-info is not UTF-8 text")
         }
-        return quotedValue(of: "transaction-id", in: info)
+        let environment: AppStoreEnvironment = quotedValue(of: "environment", in: text) == "Sandbox" ? .sandbox : .production
+        return Contents(
+            transactionId: quotedValue(of: "transaction-id", in: info), bundleId: quotedValue(of: "bid", in: info), environment: environment)
     }
 
     // MARK: - The app receipt's structure
 
     static let signedDataType: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 7, 2]
     static let dataType: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 7, 1]
+    static let receiptType: Int64 = 0
+    static let bundleIdentifier: Int64 = 2
     static let inAppPurchase: Int64 = 17
     static let transactionIdentifier: Int64 = 1703
     static let originalTransactionIdentifier: Int64 = 1705
@@ -142,7 +198,7 @@ public enum LegacyReceipt {
     }
 
     /// The value of `"key" = "value";` in an old-style property list, the value in the base64 alphabet
-    /// (the only values the two keys read here carry).
+    /// plus `.` and `-` (the only characters the keys read here carry: base64, IDs, bundle IDs).
     private static func quotedValue(of key: String, in text: String) -> String? {
         var rest = Substring(text)
         let opening = "\"\(key)\""
@@ -153,7 +209,7 @@ public enum LegacyReceipt {
                 cursor = afterKey.dropFirst()
                 let value = cursor.drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
                 if value.count < cursor.count, value.first == "\"" {
-                    let body = value.dropFirst().prefix { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "/" || $0 == "=") }
+                    let body = value.dropFirst().prefix { $0.isASCII && ($0.isLetter || $0.isNumber || "+/=.-".contains($0)) }
                     let after = value.dropFirst().dropFirst(body.count)
                     if !body.isEmpty, after.hasPrefix("\";") { return String(body) }
                 }

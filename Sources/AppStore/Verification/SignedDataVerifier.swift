@@ -19,6 +19,11 @@ import X509
 public final class SignedDataVerifier: Sendable {
     let configuration: Configuration
     let appsByBundleId: [String: AppStoreApp]
+
+    /// Whether signed data of `bundleId` in `environment` can pass (the app is configured for it).
+    public func accepts(_ bundleId: String, in environment: AppStoreEnvironment) -> Bool {
+        appsByBundleId[bundleId]?.environments.contains(environment) ?? false
+    }
     let allEnvironments: Set<AppStoreEnvironment>
     let validator: AppStoreChainValidator
     let cache: Mutex<ChainCache>

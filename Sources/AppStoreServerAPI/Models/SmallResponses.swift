@@ -126,6 +126,15 @@ public struct ConsumptionRequest: Codable, Hashable, Sendable {
 }
 
 /// Extend a Subscription Renewal Date's body.
+/// The body of Set App Account Token.
+public struct UpdateAppAccountTokenRequest: Codable, Hashable, Sendable {
+    /// The customer's UUID; Apple answers 400 `4000183` for anything else.
+    public var appAccountToken: UUID?
+    public init(appAccountToken: UUID?) {
+        self.appAccountToken = appAccountToken
+    }
+}
+
 public struct ExtendRenewalDateRequest: Codable, Hashable, Sendable {
     /// 1…90.
     public var extendByDays: Int32?

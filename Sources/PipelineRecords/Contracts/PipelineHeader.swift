@@ -17,6 +17,8 @@ public enum PipelineHeader {
     public enum Source {
         public static let appleWebhook = "apple-webhook"
         public static let appUpload = "app-upload"
+        /// A StoreKit 1 receipt an app uploaded (`POST /v1/receipts`): the transaction it names, to look up.
+        public static let appReceipt = "app-receipt"
         public static let notificationHistory = "notification-history"
         public static let reconcile = "reconcile"
     }

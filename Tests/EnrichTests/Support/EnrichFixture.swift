@@ -63,11 +63,22 @@ enum EnrichFixture {
 
     static func stage(
         _ sim: RunningSimulator, outputTopic: String = Topics.enriched, coalesce: Bool = true,
-        rateLimits: RateLimitPolicy = RateLimitPolicy(scale: 1000)
+        rateLimits: RateLimitPolicy = RateLimitPolicy(scale: 1000), historyWait: Duration = .seconds(60),
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) throws -> EnrichStage {
         EnrichStage(
             lookup: PurchaseLookup(client: try SimFixture.client(sim, rateLimits: rateLimits)), outputTopic: outputTopic, coalesce: coalesce,
-            logger: TestServices.logger)
+            historyWait: historyWait, logger: TestServices.logger, clock: clock)
+    }
+
+    /// A notification about a purchase that carries no transaction of its own (only renewal info),
+    /// so nothing Apple signed stands in for its history.
+    static func withoutTransaction(_ transaction: JWSTransactionDecodedPayload) -> VerifiedRecord {
+        var record = notification(transaction)
+        record.transaction = nil
+        record.transactionId = nil
+        record.renewalInfo = JWSRenewalInfoDecodedPayload(originalTransactionId: transaction.originalTransactionId, productId: transaction.productId)
+        return record
     }
 
     /// Produces verified records in order.
