@@ -104,6 +104,35 @@ struct TokenReassignmentTests {
         }
     }
 
+    @Test("a purchase whose history answers 404 (4040010) twice ends with the right entitlement and no dead letter")
+    func historyNotVisibleYet() async throws {
+        try await PipelineUnderTest.with { pipeline in
+            let apple = try SimulatedApple(stateDirectory: pipeline.stateDirectory)
+            let signer = try apple.authority.makeSigner()
+            let product = SimulationCatalog.standard(bundleId: pipeline.bundleId).lifetime
+            let id = "85\(String(UInt64(Date().timeIntervalSince1970 * 1000)).suffix(14))"
+            let customer = UUID()
+            var transaction = SimFixture.transaction(
+                original: id, id: id, purchased: Date().addingTimeInterval(-60), type: .nonConsumable, token: customer,
+                product: product.productId, price: product.price, bundleId: pipeline.bundleId)
+            transaction.signedDate = Date().addingTimeInterval(-30)
+            #expect(try await pipeline.post("/sim/transactions", json: SeedTransactionsRequest(transactions: [transaction])) == 201)
+            // Apple has just signed the purchase; its history does not show it for the next two lookups.
+            #expect(try await pipeline.post("/sim/faults", json: FaultPlan(historyNotVisibleLookups: 2), method: .PUT) == 200)
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(pipeline.ports["ingest"]!)/v1/transactions")
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(["signedTransaction": try signer.sign(transaction)])))
+            #expect(try await HTTPClient.shared.execute(request, timeout: .seconds(10)).status.code == 200)
+            try await Self.waitFor(pipeline) { try await $0.entitlements()[customer.uuidString.lowercased()]?[product.entitlement] != nil }
+
+            let stats = try AppStoreJSON.decoder.decode(SimulatorStatistics.self, from: try await pipeline.get("/sim/stats"))
+            #expect(stats.historyNotVisible == 2, "the history answered 404 twice: \(stats)")
+            #expect(await pipeline.metric(.enrich, "pipeline_messages_dead_lettered_total") == 0)
+            #expect(await pipeline.metric(.enrich, "pipeline_retries_total") >= 2, "retried, not dead-lettered")
+        }
+    }
+
     static func waitFor(_ pipeline: PipelineUnderTest, _ done: (PipelineUnderTest) async throws -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(240)
         while try await !done(pipeline) {
