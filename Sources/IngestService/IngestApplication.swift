@@ -45,7 +45,7 @@ public enum IngestApplication {
                 // Credentials first: an unauthenticated client learns nothing about its body.
                 let credential = try await authenticator.authenticate(headers: request.headers, body: body)
                 let accepted = try RequestValidation.transaction(body, maxJWSBytes: limit)
-                let identity = try UploadIdentity.resolve(credential: credential, accepted: accepted)
+                let identity = try UploadIdentity.resolve(credential: credential, accepted: accepted.hints)
                 return IngestHandler.Record(
                     source: PipelineHeader.Source.appUpload,
                     body: RawRecord.uploadBody(
@@ -58,7 +58,7 @@ public enum IngestApplication {
                 // Authenticated exactly like an upload; the receipt only names what enrich looks up.
                 let credential = try await authenticator.authenticate(headers: request.headers, body: body)
                 let accepted = try RequestValidation.receipt(body)
-                let identity = try UploadIdentity.resolve(credential: credential, accepted: accepted.upload)
+                let identity = try UploadIdentity.resolve(credential: credential, accepted: accepted.hints)
                 return IngestHandler.Record(
                     source: PipelineHeader.Source.appReceipt,
                     body: RawRecord.receiptBody(

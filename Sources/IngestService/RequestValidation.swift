@@ -14,22 +14,23 @@ enum RequestValidation {
     /// The app's `{"signedTransaction":"<JWS>","appAccountToken":"<UUID>","userId":"…"}`, once accepted.
     struct Transaction {
         var signedTransaction: String
-        /// As sent, when present and not null; ingest stores the customer it resolves (``UploadIdentity``).
-        var appAccountToken: String?
-        /// The body's user, when present and not null: stored with hmac and none, replaced by
-        /// the token's claim with jwt.
-        var userId: String?
+        var hints: Hints
     }
 
     /// The app's `{"appReceipt":"<base64>"}` or `{"transactionReceipt":"<base64>"}` (StoreKit 1),
     /// with the upload's optional fields, once read: the transaction it names and where it says it is from.
     struct Receipt {
         var reference: RawRecord.ReceiptReference
-        var appAccountToken: String?
-        var userId: String?
+        var hints: Hints
+    }
 
-        /// The upload's fields, for ``UploadIdentity``.
-        var upload: Transaction { Transaction(signedTransaction: "", appAccountToken: appAccountToken, userId: userId) }
+    /// What an upload (of a transaction or a receipt) says about its buyer, checked.
+    struct Hints {
+        /// As sent, when present and not null; ingest stores the customer it resolves (``UploadIdentity``).
+        var appAccountToken: String?
+        /// The body's user, when present and not null: stored with hmac and none, replaced by
+        /// the token's claim with jwt.
+        var userId: String?
     }
 
     static func receipt(_ body: [UInt8]) throws(IngestError) -> Receipt {
@@ -50,13 +51,12 @@ enum RequestValidation {
             throw IngestError.invalidJSON()
         }
         guard let id = contents.transactionId else { throw IngestError.receiptWithoutPurchase() }
-        guard !id.isEmpty, id.utf8.count <= 20, id.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+        guard RawRecord.ReceiptReference.isValidTransactionId(id) else {
             throw IngestError.receiptTransactionNotNumeric()
         }
-        let hints = try transactionHints(object)
         return Receipt(
             reference: RawRecord.ReceiptReference(transactionId: id, bundleId: contents.bundleId, environment: contents.environment?.rawValue),
-            appAccountToken: hints.appAccountToken, userId: hints.userId)
+            hints: try hints(object))
     }
 
     static func notification(_ body: [UInt8], maxJWSBytes: Int) throws(IngestError) -> Notification {
@@ -67,14 +67,12 @@ enum RequestValidation {
     static func transaction(_ body: [UInt8], maxJWSBytes: Int) throws(IngestError) -> Transaction {
         let object = try jsonObject(body)
         let jws = try checkJWS(object["signedTransaction"], name: "signedTransaction", maxBytes: maxJWSBytes)
-        var accepted = try transactionHints(object)
-        accepted.signedTransaction = jws
-        return accepted
+        return Transaction(signedTransaction: jws, hints: try hints(object))
     }
 
     /// The upload's `appAccountToken` and `userId`, checked.
-    private static func transactionHints(_ object: [String: Any]) throws(IngestError) -> Transaction {
-        var accepted = Transaction(signedTransaction: "")
+    private static func hints(_ object: [String: Any]) throws(IngestError) -> Hints {
+        var accepted = Hints()
         if let token = object["appAccountToken"], !(token is NSNull) {
             guard let s = token as? String, AppUploadHints.appAccountToken(from: s) != nil else {
                 throw .invalidField("appAccountToken", "must be a UUID string")

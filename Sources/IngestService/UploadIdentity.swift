@@ -12,7 +12,7 @@ struct UploadIdentity: Equatable {
     /// The customer stored as the upload's `appAccountToken`.
     var customer: UUID?
 
-    static func resolve(credential: UploadCredential, accepted: RequestValidation.Transaction) throws(IngestError) -> UploadIdentity {
+    static func resolve(credential: UploadCredential, accepted: RequestValidation.Hints) throws(IngestError) -> UploadIdentity {
         let bodyToken = accepted.appAccountToken.flatMap(AppUploadHints.appAccountToken(from:))
         let user: String?
         switch credential.mode {

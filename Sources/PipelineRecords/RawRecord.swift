@@ -33,6 +33,12 @@ public enum RawRecord: Hashable, Sendable {
             self.bundleId = bundleId
             self.environment = environment
         }
+
+        /// The shape rule shared by ingest (which answers 400) and verify (which dead-letters):
+        /// Apple's transaction IDs are 1 to 20 decimal digits.
+        public static func isValidTransactionId(_ id: String) -> Bool {
+            !id.isEmpty && id.utf8.count <= 20 && id.utf8.allSatisfy { (0x30...0x39).contains($0) }
+        }
     }
 
     /// Why a raw body cannot be read; verify dead-letters it as malformed with this message.

@@ -120,7 +120,7 @@ public struct VerifyStage: PipelineStage {
     /// is configured for (the receipt's, or the app's only one, else Production).
     func route(_ receipt: RawRecord.ReceiptReference) throws -> (bundleId: String, environment: AppStoreEnvironment) {
         let id = receipt.transactionId
-        guard !id.isEmpty, id.utf8.count <= 20, id.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+        guard RawRecord.ReceiptReference.isValidTransactionId(id) else {
             throw MalformedRecord.error("the receipt's transactionId is not Apple's numeric ID")
         }
         let app: AppStoreApp
