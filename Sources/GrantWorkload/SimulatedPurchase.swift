@@ -94,6 +94,13 @@ public struct SimulatedPurchase: Sendable {
             renewalDate: latest?.expiresDate, appAccountToken: customer)
     }
 
+    /// Apple re-assigns the purchase's token (Set App Account Token, or a crossgrade bought under
+    /// another account): every transaction and the renewal info carry `customer` from now on.
+    public mutating func reassignToken(to customer: UUID) {
+        self.customer = customer
+        for i in transactions.indices { transactions[i].appAccountToken = customer }
+    }
+
     /// A new notification UUID (deterministic).
     public mutating func nextUUID() -> String {
         uuidSeed = uuidSeed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407

@@ -23,13 +23,6 @@ struct OwnershipRuleTests {
         return sub
     }
 
-    /// Apple re-assigns the purchase's token (Set App Account Token, or a crossgrade bought under
-    /// another account): every transaction and the renewal info now carry `to`.
-    private func reassign(_ sub: inout SimulatedPurchase, to customer: UUID) {
-        sub.customer = customer
-        for i in sub.transactions.indices { sub.transactions[i].appAccountToken = customer }
-    }
-
     /// Applies `records` in every order; each ends with the same owner, the same claims (customer,
     /// evidence, status) and the same customers holding the same entitlements. Returns the first.
     private func everyOrder(_ records: [EnrichedRecord], policy: GrantPolicy) throws -> InMemoryLedger {
@@ -77,7 +70,7 @@ struct OwnershipRuleTests {
         var sub = subscription(customer: alice)
         let buy = sub.notify(.subscribed, .initialBuy)
         sub.advance(86_400)
-        reassign(&sub, to: bob)
+        sub.reassignToken(to: bob)
         let moved = sub.notify(.didChangeRenewalPref)
         for policy in [Self.refuse, Self.allow] {
             let ledger = try everyOrder([buy, moved], policy: policy)
@@ -99,7 +92,7 @@ struct OwnershipRuleTests {
         }
         // And back again: the newest word is alice's once more.
         sub.advance(86_400)
-        reassign(&sub, to: alice)
+        sub.reassignToken(to: alice)
         let back = sub.notify(.didRenew)
         let ledger = try everyOrder([buy, moved, back], policy: Self.refuse)
         #expect(owner(ledger, policy: Self.refuse) == alice)
@@ -113,7 +106,7 @@ struct OwnershipRuleTests {
         // Signed while alice's token stood, delivered late (after Apple's retries): enrich fetched the history after the move.
         var late = sub.notify(.didChangeRenewalStatus, .autoRenewEnabled)
         sub.advance(3000)
-        reassign(&sub, to: bob)
+        sub.reassignToken(to: bob)
         let moved = sub.notify(.didChangeRenewalPref)
         #expect(late.verified.transaction?.appAccountToken == alice)
         late.enrichment.appAccountToken = bob
@@ -177,7 +170,7 @@ struct OwnershipRuleTests {
         #expect(owner(ledger, policy: Self.refuse) == alice)
 
         // Then Apple names carol (Set App Account Token): Apple's word outranks both uploads.
-        reassign(&sub, to: Self.carol)
+        sub.reassignToken(to: Self.carol)
         let named = sub.notify(.didChangeRenewalPref)
         let settled = try everyOrder([buy, aliceUpload, bobUpload, named], policy: Self.refuse)
         #expect(owner(settled, policy: Self.refuse) == Self.carol)

@@ -143,8 +143,7 @@ struct StoreTests {
         sub.addTransaction(reason: .purchase)
         let buy = sub.notify(.subscribed, .initialBuy)
         sub.advance(600)
-        sub.customer = second
-        for i in sub.transactions.indices { sub.transactions[i].appAccountToken = second }
+        sub.reassignToken(to: second)
         let moved = sub.notify(.didChangeRenewalPref)
         try await ScratchDatabase.with { db in
             try await applyAll([buy, moved], db.store, policy: generatorPolicy)
