@@ -94,6 +94,8 @@ public final class FaultInjector: Sendable {
     private let nextAllowed = Mutex<[String: Double]>([:])
     /// History lookups answered so far per transaction ID under ``FaultPlan/historyNotVisibleLookups``.
     private let historyLookups = Mutex<[String: Int]>([:])
+    /// Lookups still to hide per transaction ID (``hideHistory(of:lookups:)``).
+    private let hiddenPurchases = Mutex<[String: Int]>([:])
     let clock: @Sendable () -> Date
 
     init(clock: @escaping @Sendable () -> Date) {
@@ -109,14 +111,28 @@ public final class FaultInjector: Sendable {
         historyLookups.withLock { $0 = [:] }
     }
 
-    /// Whether this history lookup of `transactionId` is one the plan hides (counted when it is).
+    /// One purchase Apple has just made that its history does not show yet: its next `lookups`
+    /// history lookups answer 404 `4040010`, whatever the plan says.
+    public func hideHistory(of transactionId: String, lookups: Int) {
+        hiddenPurchases.withLock { $0[transactionId] = lookups }
+    }
+
+    /// Whether this history lookup of `transactionId` is one the plan, or ``hideHistory(of:lookups:)``,
+    /// hides (counted when it is).
     func hidesHistory(of transactionId: String) -> Bool {
-        let hidden = current.historyNotVisibleLookups
-        guard hidden > 0 else { return false }
-        let hides = historyLookups.withLock { seen in
-            seen[transactionId, default: 0] += 1
-            return seen[transactionId]! <= hidden
+        let hiddenAlone = hiddenPurchases.withLock { hidden -> Bool in
+            guard let left = hidden[transactionId], left > 0 else { return false }
+            hidden[transactionId] = left - 1
+            return true
         }
+        let hidden = current.historyNotVisibleLookups
+        guard hiddenAlone || hidden > 0 else { return false }
+        let hides =
+            hiddenAlone
+            || historyLookups.withLock { seen in
+                seen[transactionId, default: 0] += 1
+                return seen[transactionId]! <= hidden
+            }
         if hides { stats.withLock { $0.historyNotVisible += 1 } }
         return hides
     }

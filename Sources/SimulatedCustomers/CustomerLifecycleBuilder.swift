@@ -24,8 +24,9 @@ public struct CustomerLifecycleBuilder: Sendable {
 
     public let catalog: SimulationCatalog
     public let customerIndex: Int
-    /// The token the app sets at purchase (`nil`: the app sets none).
-    public let appAccountToken: UUID?
+    /// The token Apple's records carry (`nil`: none). Set by the app at purchase, or by Apple later
+    /// (``reassignToken(to:at:)``).
+    public private(set) var appAccountToken: UUID?
     public let ownership: InAppOwnershipType
     /// How long one simulated month lasts.
     public let month: TimeInterval
@@ -50,17 +51,29 @@ public struct CustomerLifecycleBuilder: Sendable {
     // MARK: Auto-renewable subscriptions
 
     /// `SUBSCRIBED` (`INITIAL_BUY` or, after an expiry in the same group, `RESUBSCRIBE`).
-    public mutating func subscribe(_ product: SimulatedProduct, at time: Date, upload hint: UUID? = nil) {
+    /// - Parameters:
+    ///   - hint: the app uploads the purchase at once for this customer.
+    ///   - offerCode: redeemed with an offer code (in the App Store, outside the app: no token).
+    ///   - notVisibleLookups: Apple's history does not show the purchase for this many lookups.
+    public mutating func subscribe(
+        _ product: SimulatedProduct, at time: Date, upload hint: UUID? = nil, offerCode: String? = nil, notVisibleLookups: Int = 0
+    ) {
         let resubscribing = subscription != nil
         let id = nextTransactionID()
         let original = subscription?.originalTransactionId ?? id
         let expires = time.addingTimeInterval(Double(product.months ?? 1) * month)
-        let tx = transaction(id: id, original: original, product: product, purchase: time, expires: expires, reason: .purchase)
+        var tx = transaction(id: id, original: original, product: product, purchase: time, expires: expires, reason: .purchase)
+        if let offerCode {
+            tx.offerType = .offerCode
+            tx.offerIdentifier = offerCode
+            transactions[id] = tx
+        }
         subscription = Subscription(
             originalTransactionId: original, product: product, autoRenewProduct: product, expires: expires,
             latestTransactionId: id, recentStart: resubscribing ? time : (subscription?.recentStart ?? time))
+        let hidden: [AppleMutation] = notVisibleLookups > 0 ? [.historyNotVisible(transactionId: id, lookups: notVisibleLookups)] : []
         record(
-            time, [.transaction(tx), subscriptionMutation(at: time)],
+            time, hidden + [.transaction(tx), subscriptionMutation(at: time)],
             NotificationSpec(.subscribed, resubscribing ? .resubscribe : .initialBuy, transactionId: id),
             upload: hint.map { UploadSpec(transactionId: id, appAccountToken: $0) })
     }
@@ -185,6 +198,30 @@ public struct CustomerLifecycleBuilder: Sendable {
         transactions[tx.transactionId!] = tx
         subscription = sub
         record(time, [.transaction(tx), subscriptionMutation(at: time)], NotificationSpec(.renewalExtended, transactionId: tx.transactionId!))
+    }
+
+    // MARK: Who the purchase belongs to
+
+    /// The app tells the backend about a purchase later (e.g. on its next launch after a purchase
+    /// made outside it): the transaction as StoreKit signs it, or a StoreKit 1 app receipt.
+    public mutating func upload(_ kind: UploadSpec.Kind, of transactionId: String, for customer: UUID, at time: Date) {
+        record(time, [], nil, upload: UploadSpec(transactionId: transactionId, appAccountToken: customer, kind: kind))
+    }
+
+    /// Apple re-assigns the subscription's token (Set App Account Token, or a crossgrade made while
+    /// signed in as another account): its transactions and renewal info carry `token` from now on.
+    /// Apple sends no notification for it; the next one carries the new token.
+    public mutating func reassignToken(to token: UUID, at time: Date) {
+        guard let sub = subscription else { preconditionFailure("reassignToken without a subscription") }
+        appAccountToken = token
+        var mutations: [AppleMutation] = []
+        for (id, var tx) in transactions.sorted(by: { $0.key < $1.key }) where tx.originalTransactionId == sub.originalTransactionId {
+            tx.appAccountToken = token
+            tx.signedDate = time
+            transactions[id] = tx
+            mutations.append(.transaction(tx))
+        }
+        record(time, mutations + [subscriptionMutation(at: time)], nil)
     }
 
     // MARK: Refunds and revocation

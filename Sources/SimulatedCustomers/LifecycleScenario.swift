@@ -27,10 +27,41 @@ public enum LifecycleScenario: String, CaseIterable, Codable, Sendable {
     case consumables
     case nonConsumable = "non-consumable"
     case nonRenewing = "non-renewing"
+    /// An old app version (StoreKit 1, no token) sends its app receipt after the purchase.
+    case storeKit1Receipt = "storekit1-receipt"
+    /// An offer code redeemed in the App Store (no token); the app uploads the purchase on its next launch.
+    case offerCodeUploaded = "offer-code-uploaded"
+    /// Apple re-assigns the purchase's token to another customer (Set App Account Token).
+    case tokenReassigned = "token-reassigned"
+    /// A family member's own `FAMILY_SHARED` transaction (no token), uploaded by the member's app.
+    case familyShared = "family-shared"
+    /// Apple's history does not show the purchase yet when the pipeline first asks.
+    case notYetInHistory = "not-yet-in-history"
 
-    /// Plays the scenario into `builder`, ending before `horizon`. `jitter` (0…1) shifts times by up
-    /// to 0.05 months so customers do not all act at the same instant.
-    func play(into builder: inout CustomerLifecycleBuilder, horizon: Date, hint: UUID?, jitter: Double) {
+    /// The order customers take scenarios in: every scenario once, and a second family member, so
+    /// each family in a run has members who keep access beside the one whose access is revoked.
+    public static let rotation: [LifecycleScenario] = allCases + [.familyShared]
+
+    /// The token Apple's records carry at purchase: the customer's, none (the app or the App Store
+    /// set none: the customer is known only from an upload), or another customer's that Apple later
+    /// replaces.
+    func initialToken(customer: UUID, former: UUID?) -> UUID? {
+        switch self {
+        case .withoutTokenUploaded, .storeKit1Receipt, .offerCodeUploaded, .familyShared, .familySharingRevoked: nil
+        case .tokenReassigned: former
+        default: customer
+        }
+    }
+
+    /// Family members' purchases are `FAMILY_SHARED`; everyone else bought their own.
+    var ownership: InAppOwnershipType {
+        self == .familyShared || self == .familySharingRevoked ? .familyShared : .purchased
+    }
+
+    /// Plays the scenario into `builder`, ending before `horizon`, for `customer` (who uploads what
+    /// Apple does not name). `jitter` (0…1) shifts times by up to 0.05 months so customers do not
+    /// all act at the same instant.
+    func play(into builder: inout CustomerLifecycleBuilder, horizon: Date, customer: UUID, jitter: Double) {
         let m = builder.month
         func at(_ monthsBeforeHorizon: Double) -> Date {
             horizon.addingTimeInterval(-(monthsBeforeHorizon - 0.05 * jitter) * m)
@@ -42,7 +73,7 @@ public enum LifecycleScenario: String, CaseIterable, Codable, Sendable {
             builder.renew()
             builder.renew()
         case .withoutTokenUploaded:
-            builder.subscribe(c.premiumMonthly, at: at(1.5), upload: hint)
+            builder.subscribe(c.premiumMonthly, at: at(1.5), upload: customer)
             builder.renew()
         case .upgrade:
             builder.subscribe(c.basicMonthly, at: at(1.5))
@@ -116,7 +147,7 @@ public enum LifecycleScenario: String, CaseIterable, Codable, Sendable {
             builder.renew()
             builder.refundRequested(builder.latestSubscriptionTransactionId!, at: at(0.4), declinedAt: at(0.3))
         case .familySharingRevoked:
-            builder.subscribe(c.premiumMonthly, at: at(0.8))
+            builder.subscribe(c.premiumMonthly, at: at(0.8), upload: customer)
             builder.revoke(builder.latestSubscriptionTransactionId!, at: at(0.4), familySharing: true)
         case .renewalExtended:
             builder.subscribe(c.premiumMonthly, at: at(0.8))
@@ -130,6 +161,23 @@ public enum LifecycleScenario: String, CaseIterable, Codable, Sendable {
             builder.buyOnce(c.lifetime, at: at(2.0))
         case .nonRenewing:
             builder.buyOnce(c.seasonPass, at: at(1.0))
+        case .storeKit1Receipt:
+            builder.subscribe(c.premiumMonthly, at: at(1.5))
+            builder.upload(.appReceipt, of: builder.latestSubscriptionTransactionId!, for: customer, at: at(1.4))
+            builder.renew()
+        case .offerCodeUploaded:
+            builder.subscribe(c.premiumMonthly, at: at(1.5), offerCode: "WELCOME-BACK")
+            builder.upload(.signedTransaction, of: builder.latestSubscriptionTransactionId!, for: customer, at: at(1.3))
+            builder.renew()
+        case .tokenReassigned:
+            builder.subscribe(c.premiumMonthly, at: at(1.5))
+            builder.reassignToken(to: customer, at: at(1.2))
+            builder.renew()
+        case .familyShared:
+            builder.subscribe(c.premiumMonthly, at: at(1.5), upload: customer)
+            builder.renew()
+        case .notYetInHistory:
+            builder.subscribe(c.premiumMonthly, at: at(0.6), notVisibleLookups: 2)
         }
     }
 }

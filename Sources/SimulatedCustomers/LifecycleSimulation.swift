@@ -9,6 +9,9 @@ public struct SimulatedCustomer: Sendable {
     public var customer: UUID
     public var scenario: LifecycleScenario
     public var ownership: InAppOwnershipType
+    /// Customers whose token Apple's records carried before Apple re-assigned it: they must end
+    /// with nothing from this purchase.
+    public var formerCustomers: [UUID]
     /// Apple's records and what Apple sends, in time order.
     public var steps: [LifecycleStep]
     /// The active entitlements at the horizon.
@@ -36,24 +39,25 @@ public struct LifecycleSimulation: Sendable {
         self.seed = seed
     }
 
-    /// `count` customers; scenarios rotate so every one is played by ⌈count/23⌉ customers or so.
+    /// `count` customers; scenarios take turns in ``LifecycleScenario/rotation``'s order.
     /// Transaction IDs follow from a customer's index, so runs into one simulator or database keep
     /// their purchases apart by starting at different indexes (`firstIndex`).
     public func customers(
-        _ count: Int, firstIndex: Int = 0, scenarios: [LifecycleScenario] = LifecycleScenario.allCases
+        _ count: Int, firstIndex: Int = 0, scenarios: [LifecycleScenario] = LifecycleScenario.rotation
     ) -> [SimulatedCustomer] {
         var random = SplitMix64(seed: seed)
         return (firstIndex..<firstIndex + count).map { index in
             let scenario = scenarios[(index - firstIndex) % scenarios.count]
             let customer = random.uuid()
-            let withoutToken = scenario == .withoutTokenUploaded
-            let ownership: InAppOwnershipType = scenario == .familySharingRevoked ? .familyShared : .purchased
+            let former = scenario == .tokenReassigned ? random.uuid() : nil
+            let ownership = scenario.ownership
             var builder = CustomerLifecycleBuilder(
-                catalog: catalog, customerIndex: index, appAccountToken: withoutToken ? nil : customer, ownership: ownership,
-                month: month)
-            scenario.play(into: &builder, horizon: horizon, hint: withoutToken ? customer : nil, jitter: random.unit())
+                catalog: catalog, customerIndex: index, appAccountToken: scenario.initialToken(customer: customer, former: former),
+                ownership: ownership, month: month)
+            scenario.play(into: &builder, horizon: horizon, customer: customer, jitter: random.unit())
             return SimulatedCustomer(
-                index: index, customer: customer, scenario: scenario, ownership: ownership, steps: builder.steps,
+                index: index, customer: customer, scenario: scenario, ownership: ownership, formerCustomers: former.map { [$0] } ?? [],
+                steps: builder.steps,
                 expected: builder.expectedEntitlements(for: customer, at: horizon),
                 consumableUnits: builder.consumableUnits(),
                 transactions: builder.transactions.values.sorted { $0.purchaseDate! < $1.purchaseDate! })

@@ -7,6 +7,10 @@ public enum AppleMutation: Hashable, Sendable {
     case transaction(JWSTransactionDecodedPayload)
     /// An auto-renewable subscription's status and renewal info change.
     case subscription(originalTransactionId: String, status: SubscriptionStatus, renewalInfo: JWSRenewalInfoDecodedPayload)
+    /// A purchase Apple has just signed is not in its history yet: the next `lookups` history
+    /// lookups of the transaction answer 404 `4040010` (Apple's "not found" for a transaction it has
+    /// not indexed).
+    case historyNotVisible(transactionId: String, lookups: Int)
 }
 
 /// A notification Apple sends about a step: built and signed by the simulated Apple from its records
@@ -28,14 +32,23 @@ public struct NotificationSpec: Hashable, Sendable {
     }
 }
 
-/// The app uploading a fresh purchase with who it believes the buyer is (`POST /v1/transactions`).
+/// The app telling the backend about a purchase, for its signed-in customer: the transaction as
+/// StoreKit 2 signs it (`POST /v1/transactions`), or an old app version's StoreKit 1 app receipt
+/// listing the purchase (`POST /v1/receipts`).
 public struct UploadSpec: Hashable, Sendable {
+    public enum Kind: String, Hashable, Sendable {
+        case signedTransaction
+        case appReceipt
+    }
+
     public var transactionId: String
     public var appAccountToken: UUID
+    public var kind: Kind
 
-    public init(transactionId: String, appAccountToken: UUID) {
+    public init(transactionId: String, appAccountToken: UUID, kind: Kind = .signedTransaction) {
         self.transactionId = transactionId
         self.appAccountToken = appAccountToken
+        self.kind = kind
     }
 }
 

@@ -10,7 +10,7 @@ import Synchronization
 /// Plays simulated customers like Apple: applies each lifecycle step to the records in time order,
 /// signs the notification the step causes, and delivers it to the webhook (`POST /v2/notifications`)
 /// with Apple's retries — and, on request, with duplicates, delays, reordering and losses. App
-/// uploads go to `POST /v1/transactions`.
+/// uploads go to `POST /v1/transactions`, StoreKit 1 receipts to `POST /v1/receipts`.
 public final class LifecyclePlayer: Sendable {
     public let records: any LifecycleRecords
     /// The webhook's base URL, e.g. `http://127.0.0.1:8080` (ingest or the gateway in front of it).
@@ -39,12 +39,12 @@ public final class LifecyclePlayer: Sendable {
 
     enum Job: Sendable {
         case notification(Delivery)
-        case upload(body: ByteBuffer)
+        case upload(path: String, body: ByteBuffer)
     }
 
     /// One request the player would send, made ahead of time.
     public struct PreparedRequest: Sendable {
-        /// `/v2/notifications` (Apple's notification) or `/v1/transactions` (the app's upload).
+        /// `/v2/notifications` (Apple's notification), `/v1/transactions` or `/v1/receipts` (the app's upload).
         public var path: String
         /// The JSON body, as ``play(_:)`` would post it.
         public var body: ByteBuffer
@@ -61,11 +61,17 @@ public final class LifecyclePlayer: Sendable {
         ByteBuffer(bytes: try StreamingJSONEncoder.encode(["signedPayload": signedPayload]))
     }
 
-    static func uploadBody(_ signedTransaction: String, appAccountToken: UUID) throws -> ByteBuffer {
-        ByteBuffer(
-            bytes: try StreamingJSONEncoder.encode([
-                "signedTransaction": signedTransaction, "appAccountToken": appAccountToken.uuidString.lowercased(),
-            ]))
+    /// The path and body of an app's upload: the signed transaction, or an app receipt listing it.
+    func uploadRequest(_ upload: UploadSpec) async throws -> (path: String, body: ByteBuffer) {
+        let token = upload.appAccountToken.uuidString.lowercased()
+        switch upload.kind {
+        case .signedTransaction:
+            let signed = try await records.signedTransaction(upload.transactionId)
+            return ("/v1/transactions", ByteBuffer(bytes: try StreamingJSONEncoder.encode(["signedTransaction": signed, "appAccountToken": token])))
+        case .appReceipt:
+            let receipt = try await records.appReceipt(upload.transactionId)
+            return ("/v1/receipts", ByteBuffer(bytes: try StreamingJSONEncoder.encode(["appReceipt": receipt, "appAccountToken": token])))
+        }
     }
 
     /// Applies every customer's steps to the records and signs what they cause, in the order
@@ -83,8 +89,8 @@ public final class LifecyclePlayer: Sendable {
                 report.withLock { $0.notifications += 1 }
             }
             if let upload = step.upload {
-                let signed = try await records.signedTransaction(upload.transactionId)
-                requests.append(PreparedRequest(path: "/v1/transactions", body: try Self.uploadBody(signed, appAccountToken: upload.appAccountToken)))
+                let (path, body) = try await uploadRequest(upload)
+                requests.append(PreparedRequest(path: path, body: body))
             }
         }
         return requests
@@ -129,8 +135,8 @@ public final class LifecyclePlayer: Sendable {
                     window.append(.notification(delivery))
                 }
                 if let upload = step.upload {
-                    let signed = try await records.signedTransaction(upload.transactionId)
-                    window.append(.upload(body: try Self.uploadBody(signed, appAccountToken: upload.appAccountToken)))
+                    let (path, body) = try await uploadRequest(upload)
+                    window.append(.upload(path: path, body: body))
                 }
                 if window.count >= max(1, options.reorderWindow) {
                     window.shuffle(using: &random)
@@ -148,7 +154,7 @@ public final class LifecyclePlayer: Sendable {
     private func run(_ job: Job) async throws {
         switch job {
         case .notification(let delivery): try await deliver(delivery)
-        case .upload(let body): try await upload(body)
+        case .upload(let path, let body): try await upload(path, body)
         }
     }
 
@@ -186,9 +192,9 @@ public final class LifecyclePlayer: Sendable {
     }
 
     /// An app upload, retried like an app would (a few times, a second apart).
-    private func upload(_ body: ByteBuffer) async throws {
+    private func upload(_ path: String, _ body: ByteBuffer) async throws {
         for _ in 0..<5 {
-            if await post("/v1/transactions", body) == "SUCCESS" {
+            if await post(path, body) == "SUCCESS" {
                 report.withLock { $0.uploads += 1 }
                 return
             }

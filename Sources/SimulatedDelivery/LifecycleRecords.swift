@@ -11,6 +11,8 @@ public protocol LifecycleRecords: Sendable {
     func sign(_ notification: NotificationSpec, signedAt: Date) async throws -> (notificationUUID: String, signedPayload: String)
     /// The transaction signed as the app receives it from StoreKit (for an app upload).
     func signedTransaction(_ transactionId: String) async throws -> String
+    /// A StoreKit 1 app receipt (base64) listing the transaction, as an old app version holds it.
+    func appReceipt(_ transactionId: String) async throws -> String
     /// Notes one delivery attempt's result (`SUCCESS`, `NO_RESPONSE`, `UNSUCCESSFUL_HTTP_RESPONSE_CODE`,
     /// `TIMED_OUT`, …) for notification history.
     func recordAttempt(notificationUUID: String, result: String, at: Date) async

@@ -47,7 +47,8 @@ public struct LifecyclePrepareRequest: Codable, Sendable, Hashable {
     }
 }
 
-/// What `GET /sim/lifecycle` answers: the run's progress and, per customer, the ground truth.
+/// What `GET /sim/lifecycle` answers: the run's progress and, per customer, the ground truth (a customer
+/// whose token Apple re-assigned is listed too, as scenario `… (former)`, with nothing).
 public struct LifecycleRunStatus: Codable, Sendable {
     public struct Customer: Codable, Sendable {
         public var customer: UUID
@@ -168,8 +169,12 @@ public final class LifecycleRuns: Sendable {
             guard current.state != "running", current.state != "preparing" else { throw SimulatorInputError("a lifecycle run is in progress") }
             current = LifecycleRunStatus(
                 state: name, horizon: simulation.horizon,
-                customers: customers.map {
-                    .init(customer: $0.customer, scenario: $0.scenario.rawValue, entitlements: $0.expected, consumables: $0.consumableUnits)
+                customers: customers.flatMap { c in
+                    // A customer whose token Apple replaced ends with nothing from that purchase.
+                    [.init(customer: c.customer, scenario: c.scenario.rawValue, entitlements: c.expected, consumables: c.consumableUnits)]
+                        + c.formerCustomers.map {
+                            .init(customer: $0, scenario: c.scenario.rawValue + " (former)", entitlements: [], consumables: [:])
+                        }
                 })
             return current
         }

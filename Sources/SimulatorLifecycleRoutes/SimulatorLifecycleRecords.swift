@@ -22,6 +22,8 @@ public struct SimulatorLifecycleRecords: LifecycleRecords {
                 try apple.store.upsert([transaction], customerID: customerID)
             case .subscription(let originalTransactionId, let status, let renewalInfo):
                 apple.store.setSubscription(originalTransactionId, SimulatedSubscriptionOverride(status: status, renewalInfo: renewalInfo))
+            case .historyNotVisible(let transactionId, let lookups):
+                apple.faults.hideHistory(of: transactionId, lookups: lookups)
             }
         }
     }
@@ -37,6 +39,13 @@ public struct SimulatorLifecycleRecords: LifecycleRecords {
 
     public func signedTransaction(_ transactionId: String) async throws -> String {
         try apple.signedTransaction(transactionId, bundleId: bundleId)
+    }
+
+    public func appReceipt(_ transactionId: String) async throws -> String {
+        guard let transaction = apple.store.transaction(anyID: transactionId, bundleId: bundleId)?.payload else {
+            throw SimulatorInputError("no transaction \(transactionId) to list in a receipt")
+        }
+        return try SimulatedReceipt.appReceipt(bundleId: bundleId, transactions: [transaction])
     }
 
     public func recordAttempt(notificationUUID: String, result: String, at date: Date) async {

@@ -159,8 +159,8 @@ struct EnrichPipelineTests {
         let twice = SimFixture.transaction(original: "2000000000900001", id: "2000000000900001", purchased: t0, token: token)
         let never = SimFixture.transaction(original: "2000000000900002", id: "2000000000900002", purchased: t0, token: token)
         try sim.apple.store.upsert([twice, never])
-        // The history hides each purchase for its first two lookups; `never` is looked up only past its wait.
-        sim.apple.faults.set(FaultPlan(historyNotVisibleLookups: 2))
+        // The history hides this one purchase for its first two lookups (as a lifecycle does).
+        sim.apple.faults.hideHistory(of: twice.transactionId!, lookups: 2)
         try await EnrichFixture.produce([EnrichFixture.notification(twice)], to: topics.verified)
         var harness = try StageHarness(
             stage: try EnrichFixture.stage(sim, outputTopic: topics.enriched), input: topics.verified, deadLetters: topics.deadLetters,
@@ -173,7 +173,8 @@ struct EnrichPipelineTests {
         #expect(fromHistory.enrichment.lookup == .history)
         #expect(fromHistory.enrichment.appAccountToken == token)
 
-        // Hidden for longer than the wait (zero here): the record's own signed transaction stands in.
+        // Hidden for longer than the wait (zero here), by the plan for every purchase: the record's
+        // own signed transaction stands in.
         sim.apple.faults.set(FaultPlan(historyNotVisibleLookups: 1_000))
         let later = try await Topics3.make("enrich-notvisible-wait")
         try await EnrichFixture.produce([EnrichFixture.notification(never)], to: later.verified)

@@ -29,6 +29,8 @@ final class MemoryRecords: LifecycleRecords {
 
     func signedTransaction(_ transactionId: String) async throws -> String { "eyJhbGciOiJFUzI1NiJ9.\(transactionId).c2ln" }
 
+    func appReceipt(_ transactionId: String) async throws -> String { "receipt-\(transactionId)" }
+
     func recordAttempt(notificationUUID: String, result: String, at: Date) async {
         state.withLock { $0.attempts[notificationUUID, default: []].append(result) }
     }
@@ -38,6 +40,8 @@ final class MemoryRecords: LifecycleRecords {
 final class CountingWebhook: Sendable {
     let deliveries = Mutex([String: Int]())
     let uploads = Mutex([String]())
+    /// Each receipt upload's token and `appReceipt`.
+    let receipts = Mutex([(String, String)]())
     let refuseFirstAttempt: Bool
 
     init(refuseFirstAttempt: Bool) { self.refuseFirstAttempt = refuseFirstAttempt }
@@ -58,6 +62,12 @@ final class CountingWebhook: Sendable {
             let body = try await request.body.collect(upTo: 1 << 20)
             let json = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: String]
             self.uploads.withLock { $0.append(json?["appAccountToken"] ?? "") }
+            return .ok
+        }
+        router.post("/v1/receipts") { request, _ -> HTTPResponse.Status in
+            let body = try await request.body.collect(upTo: 1 << 20)
+            let json = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: String]
+            self.receipts.withLock { $0.append((json?["appAccountToken"] ?? "", json?["appReceipt"] ?? "")) }
             return .ok
         }
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
@@ -95,9 +105,20 @@ struct LifecyclePlayerTests {
         #expect(counts.count == notifications)
         #expect(counts.values.filter { $0 == 2 }.count == report.duplicates)
         #expect(report.duplicates > notifications / 6, "about 30% duplicated (\(report.duplicates) of \(notifications))")
-        // Uploads carry the customer's token.
-        let uploaders = customers.filter { $0.scenario == .withoutTokenUploaded }.map { $0.customer.uuidString.lowercased() }
-        #expect(Set(webhook.uploads.withLock { $0 }) == Set(uploaders))
+        // Uploads carry the customer's token: signed transactions to /v1/transactions, StoreKit 1
+        // receipts (listing the purchase) to /v1/receipts.
+        func uploaders(_ kind: UploadSpec.Kind) -> [String] {
+            customers.filter { $0.steps.contains { $0.upload?.kind == kind } }.map { $0.customer.uuidString.lowercased() }
+        }
+        #expect(Set(webhook.uploads.withLock { $0 }) == Set(uploaders(.signedTransaction)))
+        #expect(
+            Set(uploaders(.signedTransaction).compactMap { id in customers.first { $0.customer.uuidString.lowercased() == id }?.scenario }) == [
+                .withoutTokenUploaded, .offerCodeUploaded, .familyShared, .familySharingRevoked,
+            ])
+        let receipts = webhook.receipts.withLock { $0 }
+        #expect(Set(receipts.map(\.0)) == Set(uploaders(.appReceipt)) && !receipts.isEmpty)
+        let receiptIDs = customers.flatMap(\.steps).compactMap(\.upload).filter { $0.kind == .appReceipt }.map { "receipt-\($0.transactionId)" }
+        #expect(Set(receipts.map(\.1)) == Set(receiptIDs))
         #expect(report.steps == customers.flatMap(\.steps).count)
         let applied = records.state.withLock { $0.applied }
         #expect(applied.count == report.steps)

@@ -71,8 +71,10 @@ struct LifecyclePrepareTests {
 
         let steps = expected.flatMap(\.steps)
         #expect(first.filter { $0.path == "/v2/notifications" }.count == steps.compactMap(\.notification).count)
-        #expect(first.filter { $0.path == "/v1/transactions" }.count == steps.compactMap(\.upload).count)
-        #expect(first.allSatisfy { ["/v2/notifications", "/v1/transactions"].contains($0.path) })
+        let uploads = steps.compactMap(\.upload)
+        #expect(first.filter { $0.path == "/v1/transactions" }.count == uploads.filter { $0.kind == .signedTransaction }.count)
+        #expect(first.filter { $0.path == "/v1/receipts" }.count == uploads.filter { $0.kind == .appReceipt }.count)
+        #expect(first.allSatisfy { ["/v2/notifications", "/v1/transactions", "/v1/receipts"].contains($0.path) })
 
         var kinds: [String] = []
         var firstRunTransactions: Set<String> = []
@@ -107,7 +109,9 @@ struct LifecyclePrepareTests {
         let status = runs.status
         #expect(status.state == "prepared")
         #expect(status.report?.notifications == expectedKinds.count)
-        #expect(status.customers.count == request.customers)
+        // Every customer, and each one whose token Apple re-assigned away (expected to hold nothing).
+        #expect(status.customers.count == request.customers + expected.flatMap(\.formerCustomers).count)
+        #expect(status.customers.filter { $0.scenario.hasSuffix("(former)") }.allSatisfy { $0.entitlements.isEmpty && $0.consumables.isEmpty })
     }
 }
 

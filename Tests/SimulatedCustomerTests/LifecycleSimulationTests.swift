@@ -106,6 +106,11 @@ struct SimulatedCustomerTests {
             (.consumables, ["ONE_TIME_CHARGE", "ONE_TIME_CHARGE", "ONE_TIME_CHARGE", "REFUND"], []),
             (.nonConsumable, ["ONE_TIME_CHARGE"], ["lifetime"]),
             (.nonRenewing, ["ONE_TIME_CHARGE"], ["season"]),
+            (.storeKit1Receipt, ["SUBSCRIBED/INITIAL_BUY", "DID_RENEW"], ["premium"]),
+            (.offerCodeUploaded, ["SUBSCRIBED/INITIAL_BUY", "DID_RENEW"], ["premium"]),
+            (.tokenReassigned, ["SUBSCRIBED/INITIAL_BUY", "DID_RENEW"], ["premium"]),
+            (.familyShared, ["SUBSCRIBED/INITIAL_BUY", "DID_RENEW"], ["premium"]),
+            (.notYetInHistory, ["SUBSCRIBED/INITIAL_BUY"], ["premium"]),
         ])
     func scenario(_ scenario: LifecycleScenario, notifications: [String], entitlements: [String]) {
         let c = customer(scenario)
@@ -151,6 +156,55 @@ struct SimulatedCustomerTests {
         let upload = try #require(c.steps.compactMap(\.upload).first)
         #expect(upload.appAccountToken == c.customer)
         #expect(upload.transactionId == c.transactions.first?.transactionId)
+    }
+
+    @Test("an old app's StoreKit 1 receipt and an offer code redeemed outside the app: no token, uploaded after the purchase")
+    func laterUploads() throws {
+        for (scenario, kind) in [(LifecycleScenario.storeKit1Receipt, UploadSpec.Kind.appReceipt), (.offerCodeUploaded, .signedTransaction)] {
+            let c = customer(scenario)
+            #expect(c.transactions.allSatisfy { $0.appAccountToken == nil }, "\(scenario)")
+            let uploadStep = try #require(c.steps.firstIndex { $0.upload != nil })
+            #expect(
+                c.steps[uploadStep].upload == UploadSpec(transactionId: c.transactions[0].transactionId!, appAccountToken: c.customer, kind: kind))
+            #expect(uploadStep > 0 && c.steps[uploadStep].notification == nil, "uploaded after the purchase, on its own")
+            #expect(c.formerCustomers.isEmpty)
+        }
+        let offer = customer(.offerCodeUploaded).transactions[0]
+        #expect(offer.offerType == .offerCode && offer.offerIdentifier == "WELCOME-BACK")
+    }
+
+    @Test("Apple re-assigns the token: the purchase and later renewals name the new customer; the old one is a former customer")
+    func tokenReassigned() throws {
+        let c = customer(.tokenReassigned)
+        let former = try #require(c.formerCustomers.first)
+        #expect(former != c.customer)
+        let purchase = try #require(c.steps.first?.mutations.compactMap { if case .transaction(let t) = $0 { t } else { nil } }.first)
+        #expect(purchase.appAccountToken == former, "bought under the former customer's token")
+        let change = try #require(c.steps.first { $0.notification == nil })
+        let changed = change.mutations.compactMap { if case .transaction(let t) = $0 { t } else { nil } }
+        #expect(!changed.isEmpty && changed.allSatisfy { $0.appAccountToken == c.customer && $0.signedDate == change.time })
+        #expect(change.mutations.contains { if case .subscription(_, _, let r) = $0 { r.appAccountToken == c.customer } else { false } })
+        #expect(c.transactions.allSatisfy { $0.appAccountToken == c.customer })
+    }
+
+    @Test("family members' own transactions are FAMILY_SHARED without a token; each member's app uploads them; a run has two members per revoked one")
+    func familyMembers() throws {
+        for scenario in [LifecycleScenario.familyShared, .familySharingRevoked] {
+            let c = customer(scenario)
+            #expect(c.ownership == .familyShared)
+            #expect(c.transactions.allSatisfy { $0.appAccountToken == nil && $0.inAppOwnershipType == .familyShared }, "\(scenario)")
+            #expect(c.steps.compactMap(\.upload).map(\.appAccountToken) == [c.customer])
+        }
+        let run = simulation.customers(LifecycleScenario.rotation.count)
+        #expect(run.filter { $0.scenario == .familyShared }.count == 2 && run.filter { $0.scenario == .familySharingRevoked }.count == 1)
+    }
+
+    @Test("a purchase not yet in Apple's history hides it from the next two lookups")
+    func notYetInHistory() throws {
+        let c = customer(.notYetInHistory)
+        let id = try #require(c.transactions.first?.transactionId)
+        #expect(c.steps.first?.mutations.first == .historyNotVisible(transactionId: id, lookups: 2))
+        #expect(c.transactions.first?.appAccountToken == c.customer)
     }
 
     @Test("consumables count the units bought and not refunded")

@@ -46,6 +46,7 @@ struct SimulatorLifecycleTests {
                 }
             }
             router.post("/v1/transactions") { _, _ -> HTTPResponse.Status in .ok }
+            router.post("/v1/receipts") { _, _ -> HTTPResponse.Status in .ok }
             return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         }
     }
@@ -82,6 +83,18 @@ struct SimulatorLifecycleTests {
         let grace = try #require(received.values.first { $0.payload.notificationType == .didFailToRenew && $0.payload.subtype == .gracePeriod })
         #expect(grace.payload.data?.status == .billingGracePeriod)
         #expect(grace.renewalInfo?.isInBillingRetryPeriod == true && grace.renewalInfo?.gracePeriodExpiresDate != nil)
+
+        // Apple re-assigned a token: the renewal after it names the new customer, the purchase
+        // notification the one before.
+        let reassigned = try #require(customers.first { $0.scenario == .tokenReassigned })
+        let reassignedNotes = received.values.filter { $0.transaction?.originalTransactionId == reassigned.transactions[0].transactionId }
+        #expect(reassignedNotes.first { $0.payload.notificationType == .didRenew }?.transaction?.appAccountToken == reassigned.customer)
+        #expect(
+            reassignedNotes.first { $0.payload.notificationType == .subscribed }?.transaction?.appAccountToken == reassigned.formerCustomers.first)
+        // The StoreKit 1 receipt the simulator mints names the purchase, as Apple's ReceiptUtility reads it.
+        let receiptStep = try #require(customers.flatMap(\.steps).compactMap(\.upload).first { $0.kind == .appReceipt })
+        let receipt = try await SimulatorLifecycleRecords(apple: apple, bundleId: Self.bundleId).appReceipt(receiptStep.transactionId)
+        #expect(try LegacyReceipt.transactionID(appReceipt: receipt) == receiptStep.transactionId)
 
         // The simulator's records end as the builder's: each customer's transactions, final state.
         for customer in customers {
