@@ -163,6 +163,127 @@ struct UploadAuthEndToEndTests {
         }
     }
 
+    @Test(
+        "with a backend's HMAC: an older copy uploaded by another user, and a purchase Apple names uploaded by another user in both arrival orders, change no owner, link or entitlement"
+    )
+    func hmacUploads() async throws {
+        let secret = Array("a backend's shared secret, 32 bytes or more: e2e".utf8)
+        let secretFile = FileManager.default.temporaryDirectory.appendingPathComponent("hmac-\(UUID().uuidString.prefix(8))")
+        try Data(secret).write(to: secretFile)
+        defer { try? FileManager.default.removeItem(at: secretFile) }
+        try await PipelineUnderTest.with(ingest: ["INGEST_UPLOAD_AUTH": "hmac", "INGEST_UPLOAD_HMAC_SECRET_FILE": secretFile.path]) { pipeline in
+            let apple = try SimulatedApple(stateDirectory: pipeline.stateDirectory)
+            let signer = try apple.authority.makeSigner()
+            let product = SimulationCatalog.standard(bundleId: pipeline.bundleId).lifetime
+            let purchased = Date().addingTimeInterval(-86_400)
+            let alice = CustomerIdentity.customer(forUser: "alice@backend")
+            let mallory = CustomerIdentity.customer(forUser: "mallory@backend")
+            let victim = CustomerIdentity.customer(forUser: "victim@backend")
+            let stamp = String(UInt64(Date().timeIntervalSince1970 * 1000)).suffix(13)
+            func purchase(_ prefix: String, token: UUID?) async throws -> JWSTransactionDecodedPayload {
+                var t = SimFixture.transaction(
+                    original: prefix + stamp, id: prefix + stamp, purchased: purchased, type: .nonConsumable, product: product.productId,
+                    price: product.price, bundleId: pipeline.bundleId)
+                t.appAccountToken = token
+                t.signedDate = purchased
+                #expect(try await pipeline.post("/sim/transactions", json: SeedTransactionsRequest(transactions: [t])) == 201)
+                return t
+            }
+            func upload(
+                _ transaction: JWSTransactionDecodedPayload, user: String, customer: UUID? = nil, signedAgo: TimeInterval = 60
+            ) async throws
+                -> (status: Int, body: String)
+            {
+                var copy = transaction
+                copy.signedDate = Date().addingTimeInterval(-signedAgo)
+                var fields = ["signedTransaction": try signer.sign(copy), "userId": user]
+                if let customer { fields["appAccountToken"] = customer.uuidString }
+                let body = try JSONEncoder().encode(fields)
+                var request = HTTPClientRequest(url: "http://127.0.0.1:\(pipeline.ports["ingest"]!)/v1/transactions")
+                request.method = .POST
+                request.headers.add(name: "Content-Type", value: "application/json")
+                for header in UploadTokens.hmacHeaders(secret: secret, body: Array(body)) {
+                    request.headers.add(name: header.name, value: header.value)
+                }
+                request.body = .bytes(ByteBuffer(bytes: body))
+                let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+                return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 16)))
+            }
+
+            // A purchase without Apple's token: alice's backend uploads it first; mallory's (another
+            // user it vouches for) uploads an older copy later. Received later, it is refused.
+            let unnamed = try await purchase("87", token: nil)
+            #expect(try await upload(unnamed, user: "alice@backend", signedAgo: 30).status == 200)
+            try await waitFor(pipeline, events: 1)
+            #expect(try await upload(unnamed, user: "mallory@backend", signedAgo: 3_600).status == 200)
+            // Purchases Apple names alice by: mallory's upload before alice's, and after it.
+            let namedFirst = try await purchase("85", token: alice)
+            let namedLater = try await purchase("84", token: alice)
+            #expect(try await upload(namedFirst, user: "mallory@backend").status == 200)
+            try await waitFor(pipeline, events: 3)
+            #expect(try await upload(namedFirst, user: "alice@backend").status == 200)
+            #expect(try await upload(namedLater, user: "alice@backend").status == 200)
+            try await waitFor(pipeline, events: 5)
+            #expect(try await upload(namedLater, user: "mallory@backend").status == 200)
+            // Mallory's own purchase, bought with the victim's customer as its token, and a body naming the victim.
+            let gift = try await purchase("83", token: victim)
+            #expect(try await upload(gift, user: "mallory@backend").status == 200)
+            let foreign = try await upload(gift, user: "mallory@backend", customer: victim)
+            #expect(foreign.status == 403 && foreign.body.contains(#""code":"auth.foreign_account_token""#), "\(foreign)")
+            try await waitFor(pipeline, events: 7)
+
+            let owned = try await pipeline.entitlements()
+            #expect(owned[alice.uuidString.lowercased()]?.keys.contains(product.entitlement) == true, "\(owned)")
+            #expect(owned[mallory.uuidString.lowercased()] == nil, "mallory holds nothing: \(owned)")
+            #expect(owned[victim.uuidString.lowercased()]?.keys.contains(product.entitlement) == true, "Apple's token decides the gift")
+            // Recorded as refused: a claim lost to an earlier upload in ownership_claims; an upload's
+            // customer where Apple's token names another in the event's note, and never a claim.
+            #expect(try await claimStatus(pipeline, unnamed.transactionId!, mallory) == "refused")
+            for id in [unnamed, namedFirst, namedLater].map({ $0.transactionId! }) {
+                #expect(try await owner(pipeline, id) == alice, "alice owns \(id)")
+            }
+            for id in [namedFirst, namedLater].map({ $0.transactionId! }) {
+                #expect(try await claimStatus(pipeline, id, mallory) == nil, "mallory never claims \(id)")
+                let notes = try await uploadNotes(pipeline, id)
+                #expect(
+                    notes.filter {
+                        $0.contains(
+                            "upload's customer \(mallory.uuidString.lowercased()) not counted: Apple's signed token names \(alice.uuidString.lowercased())"
+                        )
+                    }.count == 1,
+                    "\(notes)")
+            }
+            #expect(try await owner(pipeline, gift.transactionId!) == victim)
+            #expect(try await externalUserId(pipeline, alice) == "alice@backend")
+            #expect(try await externalUserId(pipeline, victim) == nil, "the victim's user is never written from mallory's upload")
+            #expect(await pipeline.metric(.ingest, "hb_requests", labelContains: "http_response_status_code=\"403\"") == 1)
+            #expect(try await pipeline.loggedEvents() == 7)
+        }
+    }
+
+    /// The notes grant recorded with each upload of the purchase.
+    private func uploadNotes(_ pipeline: PipelineUnderTest, _ originalTransactionId: String) async throws -> [String] {
+        try await pipeline.withDatabase { client in
+            var notes: [String] = []
+            let rows = try await client.query(
+                "SELECT coalesce(note, '') FROM notifications WHERE original_transaction_id = \(originalTransactionId) AND kind = 'transaction'",
+                logger: ScratchDatabase.logger)
+            for try await note in rows.decode(String.self) { notes.append(note) }
+            return notes
+        }
+    }
+
+    private func owner(_ pipeline: PipelineUnderTest, _ originalTransactionId: String) async throws -> UUID? {
+        try await pipeline.withDatabase { client in
+            var found: UUID?
+            let rows = try await client.query(
+                "SELECT customer_id FROM ownership_claims WHERE original_transaction_id = \(originalTransactionId) AND status = 'owner'",
+                logger: ScratchDatabase.logger)
+            for try await value in rows.decode(UUID.self) { found = value }
+            return found
+        }
+    }
+
     private func claimStatus(_ pipeline: PipelineUnderTest, _ originalTransactionId: String, _ customer: UUID) async throws -> String? {
         try await pipeline.withDatabase { client in
             var found: String?
