@@ -303,7 +303,7 @@ let package = Package(
         .testTarget(
             name: "RecoveryJobsTests",
             dependencies: [
-                "RecoveryJobs", "ConsumptionResponder", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
+                "RecoveryJobs", "ConsumptionResponder", "TokenStamping", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
                 "AppStoreSigning", "PipelineRecords", "KafkaClient", "StageRuntime", "TestSupport", "GrantTestSupport",
                 "GrantWorkload", "EntitlementStore", asyncHTTPClient, crypto, postgresNIO, serviceLifecycle, logging,
             ],
@@ -426,9 +426,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Stamps Apple's appAccountToken on purchases only an upload or receipt tied to a customer,
+        // for the apps that opted in (TOKEN_STAMP_APPS).
+        .target(
+            name: "TokenStamping",
+            dependencies: [
+                "EnvironmentSettings", "EntitlementStore", "AppStore", "AppStoreServerAPI", asyncHTTPClient, logging, metrics,
+                serviceLifecycle,
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "grant",
-            dependencies: ["PipelineRecords", "GrantService", "ConsumptionResponder", "StageRuntime"],
+            dependencies: ["PipelineRecords", "GrantService", "ConsumptionResponder", "TokenStamping", "StageRuntime"],
             path: "Sources/Executables/grant",
             swiftSettings: swiftSettings
         ),

@@ -25,6 +25,8 @@ public enum LogKey {
     public static let notificationType = "appstore.notification_type"
     public static let originalTransactionId = "appstore.original_transaction_id"
     public static let transactionId = "appstore.transaction_id"
+    /// The customer a purchase belongs to (the `appAccountToken` grant keys entitlements by).
+    public static let customerId = "grant.customer_id"
     /// The App Store Server API endpoint (`GET /inApps/v2/history`).
     public static let appStoreEndpoint = "appstore.endpoint"
     /// Production or sandbox, and the bundle ID, of an API call.
@@ -82,6 +84,8 @@ public enum LogKey {
     public static let migrationsApplied = "migration.applied"
 
     public static let consumptionApps = "consumption.apps"
+    /// The apps whose upload-owned purchases grant stamps Apple's token on (`TOKEN_STAMP_APPS`).
+    public static let tokenStampApps = "token_stamp.apps"
     public static let consumptionDelivery = "consumption.delivery"
     public static let consumptionRefundPreference = "consumption.refund_preference"
     /// Why a consumption request was not answered.

@@ -26,12 +26,12 @@ LAYERS = [
     # Postgres, operations on topics and groups, the simulator's lifecycle routes.
     {"EntitlementStore", "PipelineOperations", "SimulatorLifecycleRoutes"},
     # The stages and the recovery jobs, side by side (a stage never imports another).
-    {"IngestService", "VerifyService", "EnrichService", "GrantService", "ConsumptionResponder", "RecoveryJobs"},
+    {"IngestService", "VerifyService", "EnrichService", "GrantService", "ConsumptionResponder", "TokenStamping", "RecoveryJobs"},
     # What grant is measured and tested with (generated enriched-event lifecycles): for benchmarks and
     # tests only, so above every stage, where none may import it.
     {"GrantWorkload"},
 ]
-STAGES = {"IngestService", "VerifyService", "EnrichService", "GrantService", "ConsumptionResponder"}
+STAGES = {"IngestService", "VerifyService", "EnrichService", "GrantService", "ConsumptionResponder", "TokenStamping"}
 STORE = {"EntitlementStore"}
 RUNTIME = {"StageRuntime", "KafkaClient"}
 

@@ -189,6 +189,12 @@ def main():
     answered = len(get_json(args.sim + "/sim/consumption"))
     summary = ", ".join(f"{statuses[i + 1]} {statuses[i]}" for i in range(0, len(statuses), 2)) or "none"
     print(f"consumption requests: {summary}; answers Apple received: {answered}")
+    # Apple's token stamped on purchases only an upload or receipt tied to a customer (TOKEN_STAMP_APPS).
+    try:
+        stamps = query("select outcome, count(*) from token_bindings group by outcome order by outcome").split()
+        print("appAccountTokens stamped at Apple: " + (", ".join(f"{stamps[i + 1]} {stamps[i]}" for i in range(0, len(stamps), 2)) or "none"))
+    except subprocess.CalledProcessError:
+        pass
     return 0 if mismatches == 0 and lost == 0 else 1
 
 if __name__ == "__main__":
