@@ -16,11 +16,12 @@ public enum AppStoreAPIEndpoint: String, CaseIterable, Hashable, Sendable {
     case sendConsumption = "PUT /inApps/v2/transactions/consumption/{transactionId}"
     case extendRenewalDate = "PUT /inApps/v1/subscriptions/extend/{originalTransactionId}"
     case setAppAccountToken = "PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken"
+    case appTransactionInfo = "GET /inApps/v1/transactions/appTransactions/{transactionId}"
 
     /// Apple's documented Production limit, requests per second.
     public var productionLimit: Double {
         switch self {
-        case .transactionInfo, .transactionHistory, .subscriptionStatuses, .sendConsumption, .notificationHistory: 50
+        case .transactionInfo, .transactionHistory, .subscriptionStatuses, .sendConsumption, .notificationHistory, .appTransactionInfo: 50
         case .extendRenewalDate, .setAppAccountToken: 20
         case .orderLookup, .refundHistory: 10
         case .requestTestNotification, .testNotificationStatus: 1
@@ -46,6 +47,7 @@ public enum AppStoreAPIEndpoint: String, CaseIterable, Hashable, Sendable {
         case .sendConsumption: "send_consumption"
         case .extendRenewalDate: "extend_renewal_date"
         case .setAppAccountToken: "set_app_account_token"
+        case .appTransactionInfo: "app_transaction_info"
         }
     }
 }

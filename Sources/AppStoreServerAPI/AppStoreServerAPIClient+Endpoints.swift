@@ -210,4 +210,19 @@ extension AppStoreServerAPIClient {
             endpoint, target, method: .PUT, path: "/inApps/v1/transactions/\(Self.segment(originalTransactionId))/appAccountToken",
             body: try encode(UpdateAppAccountTokenRequest(appAccountToken: appAccountToken), endpoint: endpoint))
     }
+
+    /// Get App Transaction Info: the customer's app transaction (their download or purchase of the
+    /// app itself, with its `appTransactionId`), found by any of their transaction IDs or by the
+    /// `appTransactionId`. Verified like every answer; its `receiptType` must be the target's
+    /// environment and its bundle ID the target's. Apple answers 404 `4040019` when there is none.
+    public func appTransactionInfo(transactionId: String, target: Target) async throws(AppStoreAPIError) -> AppTransaction {
+        let endpoint = AppStoreAPIEndpoint.appTransactionInfo
+        let bytes = try await send(endpoint, target, method: .GET, path: "/inApps/v1/transactions/appTransactions/\(Self.segment(transactionId))")
+        let response = try decode(AppTransactionInfoResponse.self, bytes, endpoint: endpoint)
+        guard let signed = response.signedAppTransactionInfo else {
+            throw AppStoreAPIError(
+                .invalidResponse, "Get App Transaction Info answered without signedAppTransactionInfo", endpoint: endpoint.rawValue)
+        }
+        return try await verifyAppTransaction(signed, target: target, endpoint: endpoint)
+    }
 }

@@ -20,6 +20,25 @@ extension AppStoreServerAPIClient {
         return transaction
     }
 
+    /// Verifies an app transaction of an answer: the target's app, its `receiptType` the target's environment.
+    func verifyAppTransaction(
+        _ signed: String, target: Target, endpoint: AppStoreAPIEndpoint
+    ) async throws(AppStoreAPIError) -> AppTransaction {
+        let app: AppTransaction
+        do {
+            app = try await verifier.verifyAppTransaction(signed)
+        } catch {
+            throw untrusted(error, endpoint: endpoint, what: "an app transaction")
+        }
+        guard app.bundleId == target.bundleId, app.receiptType == target.environment else {
+            throw AppStoreAPIError(
+                .untrustedResponse,
+                "\(endpoint.rawValue) returned an app transaction of \(app.bundleId ?? "?")/\(app.receiptType?.rawValue ?? "?") when asked about \(target)",
+                endpoint: endpoint.rawValue)
+        }
+        return app
+    }
+
     /// Verifies renewal info of an answer (it names no app; its environment must match).
     func verifyRenewalInfo(
         _ signed: String, target: Target, endpoint: AppStoreAPIEndpoint

@@ -100,4 +100,24 @@ extension SimulatorAPIRoutes {
         store.setAppAccountToken(token, originalTransactionId: id, bundleId: bundleId)
         return Response(status: .ok)
     }
+
+    /// Get App Transaction Info: the customer's app transaction, found by any of their transaction
+    /// IDs or by its `appTransactionId` (the one their transactions carry, or one derived from who
+    /// they are); 404
+    /// `4040019` when neither names a customer of the app.
+    func appTransactionInfo(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) throws -> Response {
+        let id = try Self.transactionID(context)
+        let customer =
+            store.transaction(anyID: id, bundleId: bundleId)?.customerID
+            ?? store.customerIDs(bundleId: bundleId).first { SimulatorStore.appTransactionId(ofCustomer: $0) == id }
+        guard let customer else { throw SimulatorError.notFound(4_040_019, "App transaction does not exist.") }
+        let purchases = store.transactions(customerID: customer, bundleId: bundleId).map(\.payload)
+        let appTransactionId = purchases.lazy.compactMap(\.appTransactionId).first ?? SimulatorStore.appTransactionId(ofCustomer: customer)
+        let app = AppTransaction(
+            receiptType: .sandbox, appAppleId: store.appAppleIds[bundleId], bundleId: bundleId, applicationVersion: "1",
+            receiptCreationDate: Date(), originalPurchaseDate: purchases.compactMap(\.originalPurchaseDate).min(),
+            originalApplicationVersion: "1.0", appTransactionId: appTransactionId,
+            originalPlatform: .iOS)
+        return try Self.json(AppTransactionInfoResponse(signedAppTransactionInfo: try signing.sign(payload: app)))
+    }
 }

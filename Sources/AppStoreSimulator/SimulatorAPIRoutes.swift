@@ -45,6 +45,9 @@ struct SimulatorAPIRoutes: Sendable {
         router.put("/inApps/v1/subscriptions/extend/:id") { request, context in
             try await api("extend_renewal_date", request) { bundleId in try await extend(request, context, bundleId) }
         }
+        router.get("/inApps/v1/transactions/appTransactions/:id") { request, context in
+            try await api("app_transaction_info", request) { bundleId in try appTransactionInfo(request, context, bundleId) }
+        }
         router.put("/inApps/v1/transactions/:id/appAccountToken") { request, context in
             try await api("set_app_account_token", request) { bundleId in try await setAppAccountToken(request, context, bundleId) }
         }

@@ -164,6 +164,22 @@ public final class SimulatorStore: Sendable {
         }
     }
 
+    /// The customers holding transactions of `bundleId`.
+    public func customerIDs(bundleId: String) -> [String] {
+        state.withLock { state in
+            state.transactionIDsByCustomer.filter { $0.value.contains { state.transactions[$0]?.payload.bundleId == bundleId } }.map(\.key)
+        }
+    }
+
+    /// A customer's `appTransactionId` when their transactions carry none: "70" and 16 digits
+    /// derived from who they are (FNV-1a), the same on every run.
+    public static func appTransactionId(ofCustomer customerID: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in customerID.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let digits = String(hash % 10_000_000_000_000_000)
+        return "70" + String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
     /// Every transaction of a customer in an app, in modification order.
     public func transactions(customerID: String, bundleId: String) -> [SimulatedTransaction] {
         state.withLock { state in

@@ -203,6 +203,28 @@ struct AppStoreServerAPIClientTests {
         #expect(response.status.code == 400 && body.contains("4000183"), "\(body)")
     }
 
+    @Test(
+        "Get App Transaction Info: the customer's app transaction, verified, found by any of their transaction IDs or its own ID; 4040019 otherwise")
+    func appTransactionInfo() async throws {
+        let sim = try await RunningSimulator.start()
+        defer { Task { await sim.stop() } }
+        let client = try SimFixture.client(sim)
+        let seeded = try Self.seedSubscription(sim, original: "2000000000270000", count: 2)
+        let byOriginal = try await client.appTransactionInfo(transactionId: "2000000000270000", target: SimFixture.target)
+        let appTransactionId = try #require(byOriginal.appTransactionId)
+        #expect(byOriginal.bundleId == SimFixture.bundleId && byOriginal.receiptType == .sandbox)
+        #expect(byOriginal.originalPurchaseDate == seeded.compactMap(\.originalPurchaseDate).min())
+        let byRenewal = try await client.appTransactionInfo(transactionId: seeded[1].transactionId!, target: SimFixture.target)
+        let byOwnID = try await client.appTransactionInfo(transactionId: appTransactionId, target: SimFixture.target)
+        #expect(byRenewal.appTransactionId == appTransactionId && byOwnID.appTransactionId == appTransactionId)
+        do {
+            _ = try await client.appTransactionInfo(transactionId: "2000000000279998", target: SimFixture.target)
+            Issue.record("an unknown transaction has no app transaction")
+        } catch {
+            #expect(error.errorCode == 4_040_019 && !error.isTransient, "\(error)")
+        }
+    }
+
     @Test("the simulator checks the token like Apple: a wrong key, a wrong issuer, an expired or too long-lived token get 401")
     func tokenChecks() async throws {
         let sim = try await RunningSimulator.start()

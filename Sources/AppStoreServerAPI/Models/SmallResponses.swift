@@ -7,6 +7,12 @@ public struct TransactionInfoResponse: Codable, Hashable, Sendable {
     public init(signedTransactionInfo: String?) { self.signedTransactionInfo = signedTransactionInfo }
 }
 
+/// Get App Transaction Info's answer: the customer's app transaction, signed.
+public struct AppTransactionInfoResponse: Codable, Hashable, Sendable {
+    public var signedAppTransactionInfo: String?
+    public init(signedAppTransactionInfo: String?) { self.signedAppTransactionInfo = signedAppTransactionInfo }
+}
+
 /// Get Refund History v2's answer: ≤ 20 refunded transactions per page, by `revocationDate`.
 public struct RefundHistoryResponse: Codable, Hashable, Sendable {
     public var signedTransactions: [String]?
