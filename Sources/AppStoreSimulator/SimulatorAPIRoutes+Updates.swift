@@ -111,13 +111,7 @@ extension SimulatorAPIRoutes {
             store.transaction(anyID: id, bundleId: bundleId)?.customerID
             ?? store.customerIDs(bundleId: bundleId).first { SimulatorStore.appTransactionId(ofCustomer: $0) == id }
         guard let customer else { throw SimulatorError.notFound(4_040_019, "App transaction does not exist.") }
-        let purchases = store.transactions(customerID: customer, bundleId: bundleId).map(\.payload)
-        let appTransactionId = purchases.lazy.compactMap(\.appTransactionId).first ?? SimulatorStore.appTransactionId(ofCustomer: customer)
-        let app = AppTransaction(
-            receiptType: .sandbox, appAppleId: store.appAppleIds[bundleId], bundleId: bundleId, applicationVersion: "1",
-            receiptCreationDate: Date(), originalPurchaseDate: purchases.compactMap(\.originalPurchaseDate).min(),
-            originalApplicationVersion: "1.0", appTransactionId: appTransactionId,
-            originalPlatform: .iOS)
+        let app = store.appTransaction(ofCustomer: customer, bundleId: bundleId)
         return try Self.json(AppTransactionInfoResponse(signedAppTransactionInfo: try signing.sign(payload: app)))
     }
 }

@@ -105,17 +105,28 @@ public struct SimulatorNotifications: Sendable {
     /// subscription's renewal info) as they are now.
     @discardableResult
     public func record(_ seed: SeedNotificationRequest) throws -> SimulatedNotification {
-        var transaction: JWSTransactionDecodedPayload?
+        var stored: SimulatedTransaction?
         if let id = seed.transactionId {
-            guard let stored = store.transaction(anyID: id, bundleId: seed.bundleId) else {
+            guard let found = store.transaction(anyID: id, bundleId: seed.bundleId) else {
                 throw SimulatorInputError("transaction \(id) of \(seed.bundleId) is not stored")
             }
-            transaction = stored.payload
+            stored = found
         }
+        var transaction = stored?.payload
         let sent = seed.sentDate ?? store.now()
         var data = NotificationData(environment: .sandbox, appAppleId: store.appAppleIds[seed.bundleId], bundleId: seed.bundleId)
+        var appData: AppData?
         data.consumptionRequestReason = seed.consumptionRequestReason
-        if let transaction {
+        if seed.notificationType == .rescindConsent {
+            // About the app, not a purchase: `appData` with the customer's app transaction, no `data`.
+            guard let customer = stored?.customerID else {
+                throw SimulatorInputError("RESCIND_CONSENT needs transactionId: a purchase of the customer whose app transaction it names")
+            }
+            appData = AppData(
+                appAppleId: store.appAppleIds[seed.bundleId], bundleId: seed.bundleId, environment: .sandbox,
+                signedAppTransactionInfo: try signing.sign(payload: store.appTransaction(ofCustomer: customer, bundleId: seed.bundleId)))
+            transaction = nil
+        } else if let transaction {
             data.signedTransactionInfo = try signing.sign(transaction)
             if transaction.type == .autoRenewableSubscription {
                 data.signedRenewalInfo = try signing.signedRenewalInfo(of: transaction)
@@ -124,8 +135,8 @@ public struct SimulatorNotifications: Sendable {
         }
         let uuid = UUID().uuidString.lowercased()
         let payload = ResponseBodyV2DecodedPayload(
-            notificationType: seed.notificationType, subtype: seed.subtype, notificationUUID: uuid, data: data, version: "2.0",
-            signedDate: sent)
+            notificationType: seed.notificationType, subtype: seed.subtype, notificationUUID: uuid, data: appData == nil ? data : nil,
+            appData: appData, version: "2.0", signedDate: sent)
         let attempts = (seed.sendAttemptResults ?? ["SUCCESS"]).enumerated().map { index, result in
             SendAttemptItem(attemptDate: sent.addingTimeInterval(Double(index) * 3600), sendAttemptResult: result)
         }

@@ -180,6 +180,18 @@ public final class SimulatorStore: Sendable {
         return "70" + String(repeating: "0", count: 16 - digits.count) + digits
     }
 
+    /// A customer's app transaction (their download of the app): the `appTransactionId` their
+    /// transactions carry (or ``appTransactionId(ofCustomer:)``), first purchase date, version 1.
+    public func appTransaction(ofCustomer customer: String, bundleId: String) -> AppTransaction {
+        let purchases = transactions(customerID: customer, bundleId: bundleId).map(\.payload)
+        return AppTransaction(
+            receiptType: .sandbox, appAppleId: appAppleIds[bundleId], bundleId: bundleId, applicationVersion: "1",
+            receiptCreationDate: now(), originalPurchaseDate: purchases.compactMap(\.originalPurchaseDate).min(),
+            originalApplicationVersion: "1.0",
+            appTransactionId: purchases.lazy.compactMap(\.appTransactionId).first ?? Self.appTransactionId(ofCustomer: customer),
+            originalPlatform: .iOS)
+    }
+
     /// Every transaction of a customer in an app, in modification order.
     public func transactions(customerID: String, bundleId: String) -> [SimulatedTransaction] {
         state.withLock { state in

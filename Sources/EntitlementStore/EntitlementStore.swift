@@ -50,6 +50,7 @@ public final class EntitlementStore: Sendable {
     ) async throws -> [Result<GrantDecision, GrantRejection>] {
         var batch = BatchState()
         try await load(events, into: &batch, connection)
+        let events = try await withAppTransactionCustomers(events, connection)
 
         var results: [Result<GrantDecision, GrantRejection>] = []
         results.reserveCapacity(events.count)
@@ -121,6 +122,47 @@ public final class EntitlementStore: Sendable {
                 throw StoreError(code: .unexpectedRow, message: "grant_load returned a row of unknown kind \(other)", isTransient: false)
             }
         }
+    }
+
+    /// The events that name only an app transaction (`RESCIND_CONSENT`), with its customer filled in:
+    /// the owner of the newest purchase whose Apple-signed transactions carry that
+    /// `appTransactionId` (stored in `transactions.app_transaction_id`), as committed before this batch.
+    private func withAppTransactionCustomers(_ events: [GrantEvent], _ connection: PostgresConnection) async throws -> [GrantEvent] {
+        let wanted = events.filter { $0.purchaseKey == nil && $0.appTransactionId != nil }
+        guard !wanted.isEmpty else { return events }
+        var customers: [String: UUID] = [:]
+        for environment in Set(wanted.map(\.environment)) {
+            let ids = Array(Set(wanted.filter { $0.environment == environment }.compactMap(\.appTransactionId)))
+            for (id, customer) in try await Self.appTransactionCustomers(ids, environment: environment, connection, logger: logger) {
+                customers["\(environment)\u{0}\(id)"] = customer
+            }
+        }
+        return events.map { event in
+            guard event.purchaseKey == nil, let id = event.appTransactionId else { return event }
+            var found = event
+            found.appTransactionCustomer = customers["\(event.environment)\u{0}\(id)"]
+            return found
+        }
+    }
+
+    /// `appTransactionId` → the customer owning the newest purchase (or consumable) that carries it.
+    static func appTransactionCustomers(
+        _ ids: [String], environment: String, _ connection: PostgresConnection, logger: Logger
+    ) async throws -> [String: UUID] {
+        let rows = try await connection.query(
+            """
+            SELECT DISTINCT ON (t.app_transaction_id) t.app_transaction_id, coalesce(c.customer_id, g.customer_id)
+            FROM transactions t
+            LEFT JOIN ownership_claims c ON c.environment = t.environment AND c.original_transaction_id = t.original_transaction_id
+                AND c.status = 'owner'
+            LEFT JOIN consumable_grants g ON g.environment = t.environment AND g.transaction_id = t.transaction_id
+            WHERE t.environment = \(environment) AND t.app_transaction_id = ANY(\(ids))
+              AND coalesce(c.customer_id, g.customer_id) IS NOT NULL
+            ORDER BY t.app_transaction_id, t.purchase_date DESC NULLS LAST
+            """, logger: logger)
+        var found: [String: UUID] = [:]
+        for try await (id, customer) in rows.decode((String, UUID).self) { found[id] = customer }
+        return found
     }
 
     /// The columns of `grant_load`'s rows, by position.

@@ -50,6 +50,11 @@ public struct GrantEvent: Hashable, Sendable {
     public var receivedAt: Date?
     /// The raw JWS of the event's own transaction, when the record kept it (app uploads).
     public var signedTransaction: String?
+    /// The app transaction a notification carries instead of a purchase (`RESCIND_CONSENT`'s `appData`).
+    public var appTransactionId: String?
+    /// Who ``appTransactionId`` belongs to: the owner of a purchase whose Apple-signed transactions
+    /// carry it, found by the store before deciding (nil: none known yet).
+    public var appTransactionCustomer: UUID?
 
     public static func == (a: GrantEvent, b: GrantEvent) -> Bool {
         a.eventKey == b.eventKey && a.version == b.version
@@ -83,6 +88,7 @@ public struct GrantEvent: Hashable, Sendable {
         verifiedAt = verified.verifiedAt
         signedTransaction = verified.signedTransaction
         lookup = enrichment.lookup
+        appTransactionId = verified.appTransaction?.appTransactionId
 
         let snapshot = enrichment.subscriptionStatus
         transaction = enrichment.inForceTransaction ?? enrichment.history.last ?? snapshot?.transaction ?? verified.transaction
@@ -208,7 +214,14 @@ public struct GrantEvent: Hashable, Sendable {
         case .consumptionRequest: return "consumption request recorded; answering it is the consumption responder's job"
         case .renewalExtension where subtype == .summary: return "mass renewal-extension summary"
         case .externalPurchaseToken: return "external purchase token event"
-        case .rescindConsent: return "consent rescinded for the app; no purchase changes"
+        case .rescindConsent:
+            let whose =
+                switch (appTransactionId, appTransactionCustomer) {
+                case (let id?, let customer?): "; app transaction \(id) is customer \(customer.uuidString.lowercased())'s"
+                case (let id?, nil): "; no customer known for app transaction \(id)"
+                default: "; it names no app transaction"
+                }
+            return "consent rescinded for the app; no purchase changes" + whose
         default: return nil
         }
     }

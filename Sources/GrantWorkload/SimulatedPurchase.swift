@@ -22,6 +22,8 @@ public struct SimulatedPurchase: Sendable {
     public var expirationIntent: ExpirationIntent?
     public var priceIncrease: PriceIncreaseStatus?
     public var status: SubscriptionStatus = .active
+    /// The customer's app transaction, carried by the transactions added from now on.
+    public var appTransactionId: String?
     public var now: Date
     public var period: TimeInterval
     private var counter = 0
@@ -60,7 +62,8 @@ public struct SimulatedPurchase: Sendable {
             originalPurchaseDate: transactions.first?.purchaseDate ?? begin,
             expiresDate: isSubscription ? begin.addingTimeInterval(period) : nil, quantity: 1, type: productType,
             appAccountToken: customer, inAppOwnershipType: .purchased, signedDate: now, environment: environment,
-            storefront: "USA", storefrontId: "143441", transactionReason: reason, currency: "USD", price: 4990)
+            storefront: "USA", storefrontId: "143441", transactionReason: reason, currency: "USD", price: 4990,
+            appTransactionId: appTransactionId)
         if let product { productId = product }
         transactions.append(tx)
     }
@@ -110,6 +113,21 @@ public struct SimulatedPurchase: Sendable {
         let hex = String(format: "%016llx%016llx", hi, lo)
         let c = Array(hex)
         return "\(String(c[0..<8]))-\(String(c[8..<12]))-4\(String(c[13..<16]))-a\(String(c[17..<20]))-\(String(c[20..<32]))"
+    }
+
+    /// `RESCIND_CONSENT` as grant receives it: about the app, not a purchase (`appData` with the
+    /// customer's app transaction, nothing for enrich to look up).
+    public mutating func rescindConsent() -> EnrichedRecord {
+        let uuid = nextUUID()
+        let app = AppTransaction(receiptType: environment, appAppleId: 1234, bundleId: bundleId, appTransactionId: appTransactionId)
+        let payload = ResponseBodyV2DecodedPayload(
+            notificationType: .rescindConsent, notificationUUID: uuid,
+            appData: AppData(appAppleId: 1234, bundleId: bundleId, environment: environment, signedAppTransactionInfo: "jws.app.\(uuid)"),
+            version: "2.0", signedDate: now)
+        let verified = VerifiedRecord(
+            kind: .notification, source: "apple-webhook", environment: environment, bundleId: bundleId, appAppleId: 1234,
+            notificationUUID: uuid, notification: payload, appTransaction: app, signedPayload: "jws.\(uuid)", verifiedAt: now)
+        return EnrichedRecord(verified: verified, enrichment: Enrichment(lookup: .none, fetchedAt: now.addingTimeInterval(1)))
     }
 
     /// The enriched record of the app uploading `transaction` (by default the latest, as signed

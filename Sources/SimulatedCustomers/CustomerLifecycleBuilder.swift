@@ -31,6 +31,9 @@ public struct CustomerLifecycleBuilder: Sendable {
     /// How long one simulated month lasts.
     public let month: TimeInterval
 
+    /// The customer's app transaction (their download of the app), carried by every transaction.
+    public var appTransactionId: String { "70" + String(format: "%016d", customerIndex) }
+
     public private(set) var steps: [LifecycleStep] = []
     /// Every transaction in its latest state.
     public private(set) var transactions: [String: JWSTransactionDecodedPayload] = [:]
@@ -300,7 +303,8 @@ public struct CustomerLifecycleBuilder: Sendable {
             purchaseDate: purchase, originalPurchaseDate: originalPurchase,
             expiresDate: product.type == .autoRenewableSubscription ? expires : nil, quantity: 1, type: product.type,
             appAccountToken: appAccountToken, inAppOwnershipType: ownership, signedDate: purchase, environment: .sandbox,
-            storefront: "USA", storefrontId: "143441", transactionReason: reason, currency: "USD", price: product.price)
+            storefront: "USA", storefrontId: "143441", transactionReason: reason, currency: "USD", price: product.price,
+            appTransactionId: appTransactionId)
         transactions[id] = tx
         return tx
     }

@@ -217,6 +217,12 @@ struct AppStoreServerAPIClientTests {
         let byRenewal = try await client.appTransactionInfo(transactionId: seeded[1].transactionId!, target: SimFixture.target)
         let byOwnID = try await client.appTransactionInfo(transactionId: appTransactionId, target: SimFixture.target)
         #expect(byRenewal.appTransactionId == appTransactionId && byOwnID.appTransactionId == appTransactionId)
+        // RESCIND_CONSENT is about the app: `appData` with the same app transaction, signed, and no `data`.
+        let rescinded = try sim.apple.notifications.record(
+            SeedNotificationRequest(bundleId: SimFixture.bundleId, notificationType: .rescindConsent, transactionId: seeded[1].transactionId))
+        let verified = try await SimFixture.verifier().verifyNotification(signedPayload: rescinded.signedPayload)
+        #expect(verified.payload.data == nil && verified.transaction == nil)
+        #expect(verified.payload.appData?.bundleId == SimFixture.bundleId && verified.appTransaction?.appTransactionId == appTransactionId)
         do {
             _ = try await client.appTransactionInfo(transactionId: "2000000000279998", target: SimFixture.target)
             Issue.record("an unknown transaction has no app transaction")

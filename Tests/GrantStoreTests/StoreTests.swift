@@ -161,6 +161,46 @@ struct StoreTests {
         }
     }
 
+    @Test(
+        "a notification naming only an app transaction (RESCIND_CONSENT) finds the customer by the appTransactionId Apple signed into their purchases, consumables too"
+    )
+    func appTransactionFindsCustomer() async throws {
+        let subscriber = UUID()
+        let buyer = UUID()
+        var sub = SimulatedPurchase(
+            customer: subscriber, productType: .autoRenewableSubscription, productId: LifecycleGenerator.monthly,
+            originalTransactionId: "apptx-1", start: Date().addingTimeInterval(-3600), uuidSeed: 23)
+        sub.appTransactionId = "704000000000000001"
+        sub.addTransaction(reason: .purchase)
+        let buy = sub.notify(.subscribed, .initialBuy)
+        var coins = SimulatedPurchase(
+            customer: buyer, productType: .consumable, productId: "com.example.coins", originalTransactionId: "apptx-2",
+            start: Date().addingTimeInterval(-3600), uuidSeed: 24)
+        coins.appTransactionId = "704000000000000002"
+        coins.addTransaction(reason: .purchase)
+        let charge = coins.notify(.oneTimeCharge)
+        sub.advance(600)
+        coins.advance(600)
+        var stranger = SimulatedPurchase(
+            customer: nil, productType: .nonConsumable, productId: "com.example.lifetime", originalTransactionId: "apptx-3",
+            start: Date().addingTimeInterval(-3600), uuidSeed: 25)
+        stranger.appTransactionId = "704000000000000003"
+        let rescinded = [sub.rescindConsent(), coins.rescindConsent(), stranger.rescindConsent()]
+        try await ScratchDatabase.with { db in
+            try await applyAll([buy, charge], db.store, policy: generatorPolicy)
+            let before = try await db.dump([("current_entitlements", "customer_id, entitlement_key")])
+            let decisions = try await applyAll(rescinded, db.store, policy: generatorPolicy)
+            #expect(decisions.map(\.outcome) == [.recorded, .recorded, .recorded])
+            #expect(decisions[0].event.appTransactionCustomer == subscriber)
+            #expect(decisions[0].note?.contains("app transaction 704000000000000001 is customer \(subscriber.uuidString.lowercased())'s") == true)
+            #expect(decisions[1].event.appTransactionCustomer == buyer)
+            #expect(decisions[2].event.appTransactionCustomer == nil)
+            #expect(decisions[2].note?.contains("no customer known for app transaction 704000000000000003") == true)
+            #expect(try await db.count("SELECT count(*) FROM notifications WHERE note LIKE '%is customer%'") == 2)
+            #expect(try await db.dump([("current_entitlements", "customer_id, entitlement_key")]) == before, "no purchase changes")
+        }
+    }
+
     @Test("a customer's external user ID is written once: a later upload naming another user does not change it")
     func externalUserIdWrittenOnce() async throws {
         let customer = UUID()

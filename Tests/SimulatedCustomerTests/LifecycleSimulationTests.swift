@@ -207,6 +207,15 @@ struct SimulatedCustomerTests {
         #expect(c.transactions.first?.appAccountToken == c.customer)
     }
 
+    @Test("every transaction carries its customer's app transaction; customers' differ")
+    func appTransactions() {
+        let customers = simulation.customers(LifecycleScenario.rotation.count)
+        for c in customers {
+            #expect(Set(c.transactions.map(\.appTransactionId)).count == 1 && c.transactions.first?.appTransactionId != nil, "\(c.scenario)")
+        }
+        #expect(Set(customers.compactMap { $0.transactions.first?.appTransactionId }).count == customers.count)
+    }
+
     @Test("consumables count the units bought and not refunded")
     func consumables() {
         #expect(customer(.consumables).consumableUnits == [catalog.coins.productId: 5])
