@@ -24,7 +24,8 @@ struct UploadAuthEndToEndTests {
     static let audience = "entitlements-e2e"
 
     @Test(
-        "a token's subject is its own customer; another user's older copy, foreign body token and gift purchase change no owner, link or entitlement")
+        "a token's subject is its own customer; another user's older copy (before and after the owner's upload), foreign body token and gift purchase change no owner, link or entitlement"
+    )
     func authenticatedUploads() async throws {
         let identityProvider = await UploadTokenSigner.es256()
         let jwks = try UploadTokens.jwksFile([identityProvider])
@@ -154,12 +155,35 @@ struct UploadAuthEndToEndTests {
             #expect(afterReceipt[carolCustomer.uuidString.lowercased()]?.keys.contains(product.entitlement) == true, "\(afterReceipt)")
             #expect(try await externalUserId(pipeline, carolCustomer) == "carol@idp")
 
-            // Nothing the refused uploads carried reached grant: only the four accepted uploads are recorded.
+            // A purchase Apple names alice by: mallory uploads an older copy before alice's own upload
+            // arrives, and again after it. Neither makes her a claimant.
+            let id4 = "85\(String(UInt64(Date().timeIntervalSince1970 * 1000)).suffix(14))"
+            var aliceNamed = SimFixture.transaction(
+                original: id4, id: id4, purchased: purchased, type: .nonConsumable, product: product.productId, price: product.price,
+                bundleId: pipeline.bundleId)
+            aliceNamed.appAccountToken = alice
+            aliceNamed.signedDate = purchased
+            #expect(try await pipeline.post("/sim/transactions", json: SeedTransactionsRequest(transactions: [aliceNamed])) == 201)
+            let aliceNamedOld = try signer.sign(aliceNamed)
+            aliceNamed.signedDate = Date()
+            let aliceNamedNew = try signer.sign(aliceNamed)
+            #expect(try await upload(aliceNamedOld, token: mallory).status == 200)
+            try await waitFor(pipeline, events: 5)
+            #expect(try await upload(aliceNamedNew, token: try await token("alice@idp")).status == 200)
+            try await waitFor(pipeline, events: 6)
+            aliceNamed.signedDate = Date().addingTimeInterval(-7200)
+            #expect(try await upload(try signer.sign(aliceNamed), token: mallory).status == 200)
+            try await waitFor(pipeline, events: 7)
+            #expect(try await claimStatus(pipeline, id4, CustomerIdentity.customer(forUser: "mallory@idp")) == nil)
+            #expect(try await pipeline.entitlements()[malloryCustomer] == nil)
+            #expect(try await externalUserId(pipeline, alice) == "alice@idp")
+
+            // Nothing the refused uploads carried reached grant: only the seven accepted uploads are recorded.
             #expect(await pipeline.metric(.ingest, "hb_requests", labelContains: "http_response_status_code=\"401\"") == 4)
             #expect(await pipeline.metric(.ingest, "hb_requests", labelContains: "http_response_status_code=\"403\"") == 1)
             #expect(await pipeline.metric(.ingest, "hb_requests", labelContains: "http_response_status_code=\"400\"") == 1)
-            #expect(await pipeline.metric(.verify, "pipeline_messages_processed_total") == 4)
-            #expect(try await pipeline.loggedEvents() == 4)
+            #expect(await pipeline.metric(.verify, "pipeline_messages_processed_total") == 7)
+            #expect(try await pipeline.loggedEvents() == 7)
         }
     }
 
@@ -216,15 +240,15 @@ struct UploadAuthEndToEndTests {
             #expect(try await upload(unnamed, user: "alice@backend", signedAgo: 30).status == 200)
             try await waitFor(pipeline, events: 1)
             #expect(try await upload(unnamed, user: "mallory@backend", signedAgo: 3_600).status == 200)
-            // Purchases Apple names alice by: mallory's upload before alice's, and after it.
+            // Purchases Apple names alice by: mallory's older copy before alice's upload, and after it.
             let namedFirst = try await purchase("85", token: alice)
             let namedLater = try await purchase("84", token: alice)
-            #expect(try await upload(namedFirst, user: "mallory@backend").status == 200)
+            #expect(try await upload(namedFirst, user: "mallory@backend", signedAgo: 3_600).status == 200)
             try await waitFor(pipeline, events: 3)
             #expect(try await upload(namedFirst, user: "alice@backend").status == 200)
             #expect(try await upload(namedLater, user: "alice@backend").status == 200)
             try await waitFor(pipeline, events: 5)
-            #expect(try await upload(namedLater, user: "mallory@backend").status == 200)
+            #expect(try await upload(namedLater, user: "mallory@backend", signedAgo: 3_600).status == 200)
             // Mallory's own purchase, bought with the victim's customer as its token, and a body naming the victim.
             let gift = try await purchase("83", token: victim)
             #expect(try await upload(gift, user: "mallory@backend").status == 200)
