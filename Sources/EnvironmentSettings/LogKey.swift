@@ -85,7 +85,7 @@ public enum LogKey {
 
     public static let consumptionApps = "consumption.apps"
     /// The apps whose upload-owned purchases grant stamps Apple's token on (`TOKEN_STAMP_APPS`).
-    public static let tokenStampApps = "token_stamp.apps"
+    public static let tokenStampApps = "grant.token_stamp_apps"
     public static let consumptionDelivery = "consumption.delivery"
     public static let consumptionRefundPreference = "consumption.refund_preference"
     /// Why a consumption request was not answered.
