@@ -32,6 +32,22 @@ public struct AppStoreAPISettings: Sendable {
     public static let rateBurst = Setting<Int>.int(
         "APPSTORE_API_RATE_BURST_S", default: 10, in: 1...3600, meaning: "seconds' worth of requests that may be sent at once")
 
+    /// The apps a grant-side job opts in with `setting` (comma-separated bundle IDs) and the API
+    /// settings it calls Apple with, each app needing a key; nil when `setting` names none (the job is off).
+    public static func optedIn(
+        _ setting: Setting<String?>, _ env: EnvironmentReader
+    ) throws(ConfigurationError) -> (apps: Set<String>, api: AppStoreAPISettings)? {
+        let apps = Set(
+            (try env.read(setting) ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        guard !apps.isEmpty else { return nil }
+        let api = try AppStoreAPISettings(environment: env)
+        let withKeys = Set(api.client.credentials.map(\.bundleId))
+        for app in apps.sorted() where !withKeys.contains(app) {
+            throw ConfigurationError(variable: setting.name, problem: "names \(app), which has no key in APPSTORE_API_CREDENTIALS")
+        }
+        return (apps, api)
+    }
+
     /// The variables, for `--help`.
     public static let variables = [
         AppStoreTrustSettings.appsSetting.help, AppStoreTrustSettings.trustedRootsSetting.help, credentialsSetting.help, baseURL.help, timeout.help,

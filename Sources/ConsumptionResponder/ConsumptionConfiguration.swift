@@ -58,15 +58,7 @@ public struct ConsumptionConfiguration: Sendable {
 
     /// Reads the settings, or nil when `CONSUMPTION_APPS` is unset or empty (the responder is off).
     public static func read(_ env: EnvironmentReader) throws(ConfigurationError) -> ConsumptionConfiguration? {
-        let apps = Set(
-            (try env.read(Self.appsSetting) ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
-                .filter { !$0.isEmpty })
-        guard !apps.isEmpty else { return nil }
-        let api = try AppStoreAPISettings(environment: env)
-        let withKeys = Set(api.client.credentials.map(\.bundleId))
-        for app in apps.sorted() where !withKeys.contains(app) {
-            throw ConfigurationError(variable: "CONSUMPTION_APPS", problem: "names \(app), which has no key in APPSTORE_API_CREDENTIALS")
-        }
+        guard let (apps, api) = try AppStoreAPISettings.optedIn(Self.appsSetting, env) else { return nil }
         let delivered = try env.read(Self.refundPreference)
         let undelivered = try env.read(Self.undeliveredRefundPreference)
         return ConsumptionConfiguration(

@@ -31,15 +31,7 @@ public struct TokenStampConfiguration: Sendable {
 
     /// Reads the settings, or nil when `TOKEN_STAMP_APPS` is unset or empty (the stamper is off).
     public static func read(_ env: EnvironmentReader) throws(ConfigurationError) -> TokenStampConfiguration? {
-        let apps = Set(
-            (try env.read(Self.appsSetting) ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
-                .filter { !$0.isEmpty })
-        guard !apps.isEmpty else { return nil }
-        let api = try AppStoreAPISettings(environment: env)
-        let withKeys = Set(api.client.credentials.map(\.bundleId))
-        for app in apps.sorted() where !withKeys.contains(app) {
-            throw ConfigurationError(variable: "TOKEN_STAMP_APPS", problem: "names \(app), which has no key in APPSTORE_API_CREDENTIALS")
-        }
+        guard let (apps, api) = try AppStoreAPISettings.optedIn(Self.appsSetting, env) else { return nil }
         return TokenStampConfiguration(apps: apps, api: api, pollInterval: try env.read(Self.poll))
     }
 }

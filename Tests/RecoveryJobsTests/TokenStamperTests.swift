@@ -1,6 +1,8 @@
 import AppStore
 import AppStoreSimulator
+import ConsumptionResponder
 import EntitlementStore
+import EnvironmentSettings
 import Foundation
 import GrantDecision
 import GrantTestSupport
@@ -29,6 +31,28 @@ struct TokenStamperTests {
             found[id] = (customer, by, outcome, error)
         }
         return found
+    }
+
+    @Test("opting in: off without apps; an app without an API key is a start error naming the variable, for stamping and consumption alike")
+    func optingIn() throws {
+        let keyPath = try SimFixture.writeAPIKey()
+        let base = [
+            "APPSTORE_APPS": "\(SimFixture.bundleId)::Sandbox", "APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleId):iss:KEY:\(keyPath)",
+        ]
+        #expect(try TokenStampConfiguration.read(EnvironmentReader(base)) == nil)
+        #expect(try ConsumptionConfiguration.read(EnvironmentReader(base.merging(["CONSUMPTION_APPS": " , "]) { $1 })) == nil)
+        let on = try #require(
+            try TokenStampConfiguration.read(EnvironmentReader(base.merging(["TOKEN_STAMP_APPS": " \(SimFixture.bundleId) ,"]) { $1 })))
+        #expect(on.apps == [SimFixture.bundleId] && on.pollInterval == .seconds(2))
+        for variable in ["TOKEN_STAMP_APPS", "CONSUMPTION_APPS"] {
+            let env = EnvironmentReader(base.merging([variable: "\(SimFixture.bundleId),com.example.keyless"]) { $1 })
+            do {
+                _ = variable == "TOKEN_STAMP_APPS" ? try TokenStampConfiguration.read(env) as Any : try ConsumptionConfiguration.read(env) as Any
+                Issue.record("\(variable): an app without a key must be refused")
+            } catch {
+                #expect(error.variable == variable && error.problem.contains("com.example.keyless"), "\(error)")
+            }
+        }
     }
 
     @Test(
