@@ -1,6 +1,7 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
+// Every Swift target is built with these (set once, after the targets, at the end).
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
@@ -77,22 +78,19 @@ let package = Package(
         // are Dispatch's, and wake a thread of their own).
         .target(
             name: "EventLoopTimers",
-            dependencies: [nioCore, nioPosix],
-            swiftSettings: swiftSettings
+            dependencies: [nioCore, nioPosix]
         ),
         // Swift wrapper over librdkafka: producer, consumer, admin.
         .target(
             name: "KafkaClient",
-            dependencies: ["CRdKafka", "EnvironmentSettings", "EventLoopTimers", logging, serviceLifecycle],
-            swiftSettings: swiftSettings
+            dependencies: ["CRdKafka", "EnvironmentSettings", "EventLoopTimers", logging, serviceLifecycle]
         ),
         // Settings declared once (name, default, meaning, secrecy) and read through swift-configuration
         // from the environment, and ClassifiedError: none of our modules below it, so every layer (the
         // store, the API client, the stages) reads its settings the same way.
         .target(
             name: "EnvironmentSettings",
-            dependencies: [configuration],
-            swiftSettings: swiftSettings
+            dependencies: [configuration]
         ),
         // The consume → process → produce → commit loop shared by every stage, with retries,
         // dead-lettering, metrics, probes and typed configuration.
@@ -101,47 +99,40 @@ let package = Package(
             dependencies: [
                 "CTaskExecutorHook", "EnvironmentSettings", "KafkaClient", "PipelineRecords", dequeModule, logging, metrics, prometheus,
                 serviceLifecycle, unixSignals, hummingbird, nioCore, nioPosix,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // The project's JSON reader (strict parser, tree decoder, direct readers for hot models) and
         // writer (one-pass streaming encoder), and strict base64: no dependencies, below every model.
         .target(
-            name: "JSONCoding",
-            swiftSettings: swiftSettings
+            name: "JSONCoding"
         ),
         .testTarget(
             name: "JSONCodingTests",
-            dependencies: ["JSONCoding", "TestSupport"],
-            swiftSettings: swiftSettings
+            dependencies: ["JSONCoding", "TestSupport"]
         ),
         // Apple's signed data: typed models, the JWS / X.509 verifier, and the inspection behind
         // `appstorectl inspect`.
         .target(
             name: "AppStore",
-            dependencies: ["JSONCoding", "EnvironmentSettings", x509, swiftASN1, crypto, cryptoExtras],
-            swiftSettings: swiftSettings
+            dependencies: ["JSONCoding", "EnvironmentSettings", x509, swiftASN1, crypto, cryptoExtras]
         ),
         // A local App Store signing authority: creates a test CA (root and intermediate P-384, leaf
         // P-256, Apple's marker extensions) and signs JWS with it. Used by tests and the simulator.
         .target(
             name: "AppStoreSigning",
-            dependencies: ["AppStore", "JSONCoding", x509, swiftASN1, crypto],
-            swiftSettings: swiftSettings
+            dependencies: ["AppStore", "JSONCoding", x509, swiftASN1, crypto]
         ),
         // The bodies that travel between stages (verified, enriched), shared by their producers and
         // consumers so a stage never depends on another stage's code.
         .target(
             name: "PipelineRecords",
-            dependencies: ["AppStore", "JSONCoding", crypto],
-            swiftSettings: swiftSettings
+            dependencies: ["AppStore", "JSONCoding", crypto]
         ),
         // One builder per record kind (raw, verified, enriched: key, headers, body), used by every
         // producer of it: the stages, the operator jobs, the benchmarks.
         .target(
             name: "PipelineMessages",
-            dependencies: ["PipelineRecords", "KafkaClient"],
-            swiftSettings: swiftSettings
+            dependencies: ["PipelineRecords", "KafkaClient"]
         ),
         // The webhook front door: HTTP in, raw topic out; app uploads authenticated (JWT or HMAC).
         .target(
@@ -150,29 +141,25 @@ let package = Package(
                 "PipelineMessages", "PipelineRecords",
                 "EnvironmentSettings", "AppStore", "JSONCoding", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient,
                 nioHTTP1, logging,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .executableTarget(
             name: "ingest",
             dependencies: ["EnvironmentSettings", "IngestService", asyncHTTPClient],
-            path: "Sources/Executables/ingest",
-            swiftSettings: swiftSettings
+            path: "Sources/Executables/ingest"
         ),
         // A stage that copies its input to its output through the runtime: used by the crash and
         // throughput tests, and by operators to check a cluster end to end.
         .executableTarget(
             name: "stage-relay",
             dependencies: ["StageRuntime"],
-            path: "Sources/Executables/stage-relay",
-            swiftSettings: swiftSettings
+            path: "Sources/Executables/stage-relay"
         ),
         // HTTP load generator for the benchmarks and the crash test (closed- and open-loop).
         .executableTarget(
             name: "loadgen",
             dependencies: [asyncHTTPClient, argumentParser, nioCore, nioHTTP1],
-            path: "Sources/Executables/loadgen",
-            swiftSettings: swiftSettings
+            path: "Sources/Executables/loadgen"
         ),
         // What the test targets share, each defined once: the local stack and built executables,
         // test PKI and sample App Store data, a simulated Apple on loopback, seeded randomness.
@@ -182,18 +169,15 @@ let package = Package(
                 "KafkaClient", "StageRuntime", "AppStore", "AppStoreSigning", "AppStoreServerAPI", "AppStoreSimulator",
                 "SimulatedCustomers", serviceLifecycle, logging, jwtKit, crypto, cryptoExtras, asyncHTTPClient, hummingbird, x509, swiftASN1,
             ],
-            path: "Tests/TestSupport",
-            swiftSettings: swiftSettings
+            path: "Tests/TestSupport"
         ),
         .testTarget(
             name: "PipelineRecordsTests",
-            dependencies: ["AppStore", "JSONCoding", "PipelineRecords", "PipelineMessages", "KafkaClient", "GrantWorkload", "TestSupport", crypto],
-            swiftSettings: swiftSettings
+            dependencies: ["AppStore", "JSONCoding", "PipelineRecords", "PipelineMessages", "KafkaClient", "GrantWorkload", "TestSupport", crypto]
         ),
         .testTarget(
             name: "KafkaClientTests",
-            dependencies: ["KafkaClient", "TestSupport"],
-            swiftSettings: swiftSettings
+            dependencies: ["KafkaClient", "TestSupport"]
         ),
         .testTarget(
             name: "StageRuntimeTests",
@@ -201,8 +185,7 @@ let package = Package(
                 "PipelineRecords",
                 "EnvironmentSettings", "EventLoopTimers", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting, serviceLifecycle,
                 prometheus, metrics,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .testTarget(
             name: "IngestTests",
@@ -210,8 +193,7 @@ let package = Package(
                 "PipelineRecords", "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", "AppStore",
                 "AppStoreSimulator", hummingbirdTesting,
                 asyncHTTPClient, nioCore, nioHTTP1, hummingbird, jwtKit, crypto, logging, metrics, prometheus,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // Crash, restart and outage tests: run alone (see ResilienceSuite.swift).
         .testTarget(
@@ -220,13 +202,11 @@ let package = Package(
                 "EnvironmentSettings", "IngestService", "KafkaClient", "TestSupport", "GrantService", "EntitlementStore",
                 "GrantDecision", "GrantTestSupport", "GrantWorkload", "PipelineRecords", "StageRuntime", serviceLifecycle,
                 hummingbirdTesting, asyncHTTPClient,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .testTarget(
             name: "AppStoreTests",
-            dependencies: ["AppStore", "AppStoreSigning", "AppStoreSimulator", "JSONCoding", "TestSupport", swiftASN1],
-            swiftSettings: swiftSettings
+            dependencies: ["AppStore", "AppStoreSigning", "AppStoreSimulator", "JSONCoding", "TestSupport", swiftASN1]
         ),
         // The verify stage: raw records in, verified notifications out (JWS and X.509 checks, decoding,
         // re-keying by originalTransactionId).
@@ -235,29 +215,25 @@ let package = Package(
             dependencies: [
                 "PipelineMessages",
                 "EnvironmentSettings", "AppStore", "PipelineRecords", "StageRuntime", "KafkaClient", logging, metrics, x509, swiftASN1,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .executableTarget(
             name: "verify",
             dependencies: ["PipelineRecords", "VerifyService", "StageRuntime"],
-            path: "Sources/Executables/verify",
-            swiftSettings: swiftSettings
+            path: "Sources/Executables/verify"
         ),
         // Customers' purchase lifecycles as Apple records them (renewals, plan changes, billing
         // retry, refunds, …) on a compressed clock, with the entitlements each customer should end
         // with: what the simulated Apple plays, and the ground truth end-to-end runs compare against.
         .target(
             name: "SimulatedCustomers",
-            dependencies: ["AppStore"],
-            swiftSettings: swiftSettings
+            dependencies: ["AppStore"]
         ),
         // Delivers simulated lifecycles like Apple: records changed in time order, each notification
         // signed and POSTed to the webhook with Apple's retries, duplicates, delays, reordering, losses.
         .target(
             name: "SimulatedDelivery",
-            dependencies: ["AppStore", "JSONCoding", "SimulatedCustomers", asyncHTTPClient, nioCore, nioHTTP1],
-            swiftSettings: swiftSettings
+            dependencies: ["AppStore", "JSONCoding", "SimulatedCustomers", asyncHTTPClient, nioCore, nioHTTP1]
         ),
         // The simulated Apple plays lifecycles: the player's records over the simulator's store, and
         // POST/GET /sim/lifecycle (start a run to a webhook; progress and ground truth).
@@ -266,28 +242,24 @@ let package = Package(
             dependencies: [
                 "AppStore", "AppStoreSimulator", "SimulatedDelivery", "SimulatedCustomers", asyncHTTPClient,
                 hummingbird, nioCore,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .testTarget(
             name: "SimulatedCustomerTests",
             dependencies: [
                 "SimulatedCustomers", "SimulatedDelivery", "AppStore", "AppStoreSigning", "AppStoreSimulator",
                 "SimulatorLifecycleRoutes", asyncHTTPClient, crypto, hummingbird, hummingbirdTesting, nioCore,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // The operator jobs behind appstorectl that only need the broker: replaying a stage from a
         // point, and listing, showing and re-injecting dead letters.
         .target(
             name: "PipelineOperations",
-            dependencies: ["PipelineRecords", "KafkaClient"],
-            swiftSettings: swiftSettings
+            dependencies: ["PipelineRecords", "KafkaClient"]
         ),
         .testTarget(
             name: "PipelineOperationsTests",
-            dependencies: ["PipelineRecords", "EnvironmentSettings", "PipelineOperations", "KafkaClient", "StageRuntime", "TestSupport"],
-            swiftSettings: swiftSettings
+            dependencies: ["PipelineRecords", "EnvironmentSettings", "PipelineOperations", "KafkaClient", "StageRuntime", "TestSupport"]
         ),
         // The operator jobs behind appstorectl that need Apple's API or the entitlements database:
         // backfill from notification history, reconcile overdue subscriptions, look up an order,
@@ -297,8 +269,7 @@ let package = Package(
             dependencies: [
                 "PipelineMessages", "AppStore", "AppStoreServerAPI", "PipelineOperations", "PipelineRecords", "KafkaClient", postgresNIO, crypto,
                 logging,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .testTarget(
             name: "RecoveryJobsTests",
@@ -306,8 +277,7 @@ let package = Package(
                 "RecoveryJobs", "ConsumptionResponder", "TokenStamping", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
                 "AppStoreSigning", "PipelineRecords", "KafkaClient", "StageRuntime", "TestSupport", "GrantTestSupport",
                 "GrantWorkload", "EntitlementStore", asyncHTTPClient, crypto, postgresNIO, serviceLifecycle, logging,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // The operator tool: inspect, migrate, replay, dlq, backfill, reconcile, lookup-order,
         // test-notification, customer.
@@ -318,15 +288,13 @@ let package = Package(
                 "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
                 "EntitlementStore", "StageRuntime", argumentParser, logging,
             ],
-            path: "Sources/Executables/appstorectl",
-            swiftSettings: swiftSettings
+            path: "Sources/Executables/appstorectl"
         ),
         // Verification throughput on one core, warm and cold chain cache (deploy/local/bench verify).
         .executableTarget(
             name: "verify-bench",
             dependencies: ["AppStore", "AppStoreSigning", "JSONCoding", x509, crypto],
-            path: "Sources/Executables/verify-bench",
-            swiftSettings: swiftSettings
+            path: "Sources/Executables/verify-bench"
         ),
         // ── enrich: the App Store Server API client, a simulated Apple, and the enrich stage ──
         // The App Store Server API client: ES256 request tokens from the .p8 key, every endpoint the
@@ -336,8 +304,7 @@ let package = Package(
             name: "AppStoreServerAPI",
             dependencies: [
                 "AppStore", "EnvironmentSettings", "JSONCoding", asyncHTTPClient, nioCore, nioHTTP1, crypto, logging, metrics,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // A simulated Apple (Sandbox only): the API's endpoints over an in-memory model of customers
         // and purchases, JWS signed by a local test CA, bearer tokens checked like Apple, fault injection.
@@ -346,14 +313,12 @@ let package = Package(
             dependencies: [
                 "AppStore", "AppStoreSigning", "AppStoreServerAPI", "JSONCoding", asyncHTTPClient, nioHTTP1, hummingbird,
                 x509, swiftASN1, crypto, logging, nioCore,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .executableTarget(
             name: "appstore-sim",
             dependencies: ["EnvironmentSettings", "AppStoreSimulator", "SimulatorLifecycleRoutes", "StageRuntime", asyncHTTPClient, nioSSL],
-            path: "Sources/Executables/appstore-sim",
-            swiftSettings: swiftSettings
+            path: "Sources/Executables/appstore-sim"
         ),
         // The enrich stage: verified records in, each purchase's history and subscription status from
         // the API out (coalesced per originalTransactionId within a batch), API failures classified.
@@ -362,14 +327,12 @@ let package = Package(
             dependencies: [
                 "PipelineMessages", "EnvironmentSettings", "AppStore", "AppStoreServerAPI", "PipelineRecords", "StageRuntime", "KafkaClient",
                 asyncHTTPClient, nioCore, logging, metrics, serviceLifecycle,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .executableTarget(
             name: "enrich",
             dependencies: ["PipelineRecords", "EnrichService", "StageRuntime"],
-            path: "Sources/Executables/enrich",
-            swiftSettings: swiftSettings
+            path: "Sources/Executables/enrich"
         ),
         // Enrich throughput against the simulator on loopback, coalescing on and off
         // (deploy/local/bench enrich): the real stage on the real broker.
@@ -379,8 +342,7 @@ let package = Package(
                 "EnrichService", "AppStoreSimulator", "AppStoreServerAPI", "AppStoreSigning", "AppStore",
                 "PipelineRecords", "StageRuntime", "KafkaClient", asyncHTTPClient, crypto, serviceLifecycle, logging,
             ],
-            path: "Sources/Executables/enrich-bench",
-            swiftSettings: swiftSettings
+            path: "Sources/Executables/enrich-bench"
         ),
         .testTarget(
             name: "EnrichTests",
@@ -388,15 +350,13 @@ let package = Package(
                 "EnvironmentSettings", "EnrichService", "AppStoreServerAPI", "AppStoreSimulator", "AppStoreSigning", "AppStore",
                 "JSONCoding", "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport", asyncHTTPClient, hummingbird,
                 nioCore, nioHTTP1, crypto, logging, serviceLifecycle,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // Grant's pure decision: (purchase state, enriched event) → (new state, entitlement changes).
         // No I/O, no Postgres: table-tested for every notification type × subtype × product type.
         .target(
             name: "GrantDecision",
-            dependencies: ["AppStore", "PipelineRecords"],
-            swiftSettings: swiftSettings
+            dependencies: ["AppStore", "PipelineRecords"]
         ),
         // Grant's Postgres side: migrations runner, batch apply in one transaction (idempotent,
         // order-safe), change history and outbox with gap-free per-customer sequence numbers.
@@ -405,8 +365,7 @@ let package = Package(
             dependencies: [
                 "EnvironmentSettings", "EventLoopTimers", "GrantDecision", "AppStore", "JSONCoding", "PipelineRecords", postgresNIO, nioSSL,
                 crypto, logging, metrics,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // The grant stage: enriched records → EntitlementStore; the outbox publisher; configuration.
         .target(
@@ -414,8 +373,7 @@ let package = Package(
             dependencies: [
                 "EnvironmentSettings", "EntitlementStore", "EventLoopTimers", "GrantDecision", "PipelineMessages", "PipelineRecords", "StageRuntime",
                 "KafkaClient", postgresNIO, logging, serviceLifecycle,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // Answers Apple's CONSUMPTION_REQUESTs from grant's records for the apps that opted in.
         .target(
@@ -423,8 +381,7 @@ let package = Package(
             dependencies: [
                 "EnvironmentSettings", "EntitlementStore", "AppStore", "AppStoreServerAPI", "StageRuntime",
                 asyncHTTPClient, logging, metrics, serviceLifecycle,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // Stamps Apple's appAccountToken on purchases only an upload or receipt tied to a customer,
         // for the apps that opted in (TOKEN_STAMP_APPS).
@@ -433,22 +390,19 @@ let package = Package(
             dependencies: [
                 "EnvironmentSettings", "EntitlementStore", "AppStore", "AppStoreServerAPI", asyncHTTPClient, logging, metrics,
                 serviceLifecycle,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .executableTarget(
             name: "grant",
             dependencies: ["PipelineRecords", "GrantService", "ConsumptionResponder", "TokenStamping", "StageRuntime"],
-            path: "Sources/Executables/grant",
-            swiftSettings: swiftSettings
+            path: "Sources/Executables/grant"
         ),
         // The enriched events grant is measured and tested with: simulated Apple purchases and
         // deterministic customer lifecycles. Under Sources so grant-bench may import it; above every
         // stage (check_layers.py) so no stage can.
         .target(
             name: "GrantWorkload",
-            dependencies: ["AppStore", "GrantDecision", "EntitlementStore", "PipelineRecords", "SimulatedCustomers", postgresNIO, logging],
-            swiftSettings: swiftSettings
+            dependencies: ["AppStore", "GrantDecision", "EntitlementStore", "PipelineRecords", "SimulatedCustomers", postgresNIO, logging]
         ),
         // Grant's test helpers: an in-memory ledger, a scratch Postgres database per suite.
         .target(
@@ -457,8 +411,7 @@ let package = Package(
                 "GrantDecision", "GrantWorkload", "EntitlementStore", "AppStore", "PipelineRecords", "SimulatedCustomers",
                 "StageRuntime", "TestSupport", postgresNIO, logging,
             ],
-            path: "Tests/GrantTestSupport",
-            swiftSettings: swiftSettings
+            path: "Tests/GrantTestSupport"
         ),
         // Grant's database throughput with batching on and off (deploy/local/bench grant), and the
         // enriched events bench e2e replays through the grant process.
@@ -468,13 +421,11 @@ let package = Package(
                 "PipelineMessages", "EnvironmentSettings", "EntitlementStore", "GrantDecision", "GrantWorkload", "PipelineRecords", "StageRuntime",
                 "KafkaClient", "AppStore", postgresNIO, logging,
             ],
-            path: "Sources/Executables/grant-bench",
-            swiftSettings: swiftSettings
+            path: "Sources/Executables/grant-bench"
         ),
         .testTarget(
             name: "GrantDecisionTests",
-            dependencies: ["GrantDecision", "GrantTestSupport", "GrantWorkload", "AppStore", "PipelineRecords"],
-            swiftSettings: swiftSettings
+            dependencies: ["GrantDecision", "GrantTestSupport", "GrantWorkload", "AppStore", "PipelineRecords"]
         ),
         // Against the local Postgres (deploy/local/up): migrations, idempotency, order, refunds,
         // ownership, the outbox; and the grant stage on the real broker.
@@ -484,8 +435,7 @@ let package = Package(
                 "EnvironmentSettings", "GrantService", "EntitlementStore", "GrantDecision", "GrantTestSupport", "GrantWorkload", "AppStore",
                 "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport", postgresNIO, logging,
                 serviceLifecycle, metrics, prometheus,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // The whole pipeline as processes (appstore-sim, ingest, verify, enrich, grant) on the real broker
         // and Postgres, compared with the simulator's ground truth.
@@ -495,16 +445,19 @@ let package = Package(
                 "PipelineRecords", "AppStore", "AppStoreSigning", "AppStoreSimulator", "SimulatorLifecycleRoutes", "SimulatedCustomers",
                 "SimulatedDelivery", "EntitlementStore", "GrantTestSupport", "GrantWorkload", "KafkaClient", "StageRuntime",
                 "TestSupport", "PipelineOperations", asyncHTTPClient, postgresNIO, nioCore, nioHTTP1, logging,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .testTarget(
             name: "VerifyTests",
             dependencies: [
                 "EnvironmentSettings", "VerifyService", "PipelineRecords", "AppStore", "AppStoreSigning", "StageRuntime",
                 "KafkaClient", "TestSupport", "IngestService", x509, swiftASN1, crypto, hummingbirdTesting, serviceLifecycle,
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
     ]
 )
+
+// The C targets (librdkafka's system library, the executor hook) take no Swift settings.
+for target in package.targets where !["CRdKafka", "CTaskExecutorHook"].contains(target.name) {
+    target.swiftSettings = swiftSettings
+}
