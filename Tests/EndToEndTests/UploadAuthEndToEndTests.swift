@@ -285,38 +285,40 @@ struct UploadAuthEndToEndTests {
         }
     }
 
+    /// One column of a query's rows, in order.
+    private func values<T: PostgresDecodable & Sendable>(_ pipeline: PipelineUnderTest, _ query: PostgresQuery, as: T.Type) async throws -> [T] {
+        try await pipeline.withDatabase { client in
+            var found: [T] = []
+            for try await value in try await client.query(query, logger: ScratchDatabase.logger).decode(T.self) { found.append(value) }
+            return found
+        }
+    }
+
     /// The notes grant recorded with each upload of the purchase.
     private func uploadNotes(_ pipeline: PipelineUnderTest, _ originalTransactionId: String) async throws -> [String] {
-        try await pipeline.withDatabase { client in
-            var notes: [String] = []
-            let rows = try await client.query(
-                "SELECT coalesce(note, '') FROM notifications WHERE original_transaction_id = \(originalTransactionId) AND kind = 'transaction'",
-                logger: ScratchDatabase.logger)
-            for try await note in rows.decode(String.self) { notes.append(note) }
-            return notes
-        }
+        try await values(
+            pipeline,
+            "SELECT coalesce(note, '') FROM notifications WHERE original_transaction_id = \(originalTransactionId) AND kind = 'transaction'",
+            as: String.self)
     }
 
     private func owner(_ pipeline: PipelineUnderTest, _ originalTransactionId: String) async throws -> UUID? {
-        try await pipeline.withDatabase { client in
-            var found: UUID?
-            let rows = try await client.query(
-                "SELECT customer_id FROM ownership_claims WHERE original_transaction_id = \(originalTransactionId) AND status = 'owner'",
-                logger: ScratchDatabase.logger)
-            for try await value in rows.decode(UUID.self) { found = value }
-            return found
-        }
+        try await values(
+            pipeline, "SELECT customer_id FROM ownership_claims WHERE original_transaction_id = \(originalTransactionId) AND status = 'owner'",
+            as: UUID.self
+        ).last
     }
 
     private func claimStatus(_ pipeline: PipelineUnderTest, _ originalTransactionId: String, _ customer: UUID) async throws -> String? {
-        try await pipeline.withDatabase { client in
-            var found: String?
-            let rows = try await client.query(
-                "SELECT status FROM ownership_claims WHERE original_transaction_id = \(originalTransactionId) AND customer_id = \(customer)",
-                logger: ScratchDatabase.logger)
-            for try await value in rows.decode(String.self) { found = value }
-            return found
-        }
+        try await values(
+            pipeline,
+            "SELECT status FROM ownership_claims WHERE original_transaction_id = \(originalTransactionId) AND customer_id = \(customer)",
+            as: String.self
+        ).last
+    }
+
+    private func externalUserId(_ pipeline: PipelineUnderTest, _ customer: UUID) async throws -> String? {
+        try await values(pipeline, "SELECT external_user_id FROM customers WHERE customer_id = \(customer)", as: String?.self).last ?? nil
     }
 
     private func waitFor(_ pipeline: PipelineUnderTest, events: Int) async throws {
@@ -324,16 +326,6 @@ struct UploadAuthEndToEndTests {
         while try await pipeline.loggedEvents() < events {
             guard ContinuousClock.now < deadline else { throw TestSupportError("grant recorded fewer than \(events) events in 120 s") }
             try await Task.sleep(for: .milliseconds(200))
-        }
-    }
-
-    private func externalUserId(_ pipeline: PipelineUnderTest, _ customer: UUID) async throws -> String? {
-        try await pipeline.withDatabase { client in
-            var found: String?
-            let rows = try await client.query(
-                "SELECT external_user_id FROM customers WHERE customer_id = \(customer)", logger: ScratchDatabase.logger)
-            for try await value in rows.decode(String?.self) { found = value }
-            return found
         }
     }
 }
