@@ -67,7 +67,7 @@ public final class AppStoreServerAPIClient: Sendable {
     let logger: Logger
     let clock: @Sendable () -> Date
     private let sent = Atomic<Int>(0)
-    private let tokens = RequestTokenCache()
+    private let signedTokens = Atomic<Int>(0)
 
     /// - Parameters:
     ///   - httpClient: The transport; the caller owns it and shuts it down.
@@ -104,8 +104,9 @@ public final class AppStoreServerAPIClient: Sendable {
     /// Requests sent so far (every page and every retry counts once).
     public var requestsSent: Int { sent.load(ordering: .relaxed) }
 
-    /// Request tokens signed so far: one serves many requests (see ``RequestTokenCache``).
-    public var tokensSigned: Int { tokens.signed }
+    /// Request tokens signed so far: one per request, as Apple says ("generate a new token for
+    /// each request") and its four libraries do.
+    public var tokensSigned: Int { signedTokens.load(ordering: .relaxed) }
 
     /// The bundle IDs the client holds credentials for.
     public var bundleIds: [String] { credentialsByBundleId.keys.sorted() }
@@ -140,8 +141,9 @@ public final class AppStoreServerAPIClient: Sendable {
         }
         var request = HTTPClientRequest(url: base + path + Self.queryString(query))
         request.method = method
-        request.headers.add(
-            name: "Authorization", value: "Bearer \(try tokens.token(for: credentials, now: clock(), lifetime: configuration.tokenLifetime))")
+        let token = try RequestToken.make(credentials: credentials, now: clock(), lifetime: configuration.tokenLifetime)
+        signedTokens.add(1, ordering: .relaxed)
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "User-Agent", value: "appstore-entitlements/1")
         if let body {
@@ -173,7 +175,6 @@ public final class AppStoreServerAPIClient: Sendable {
         guard (200..<300).contains(status) else {
             let error = AppStoreAPIError.fromResponse(
                 status: status, body: bytes, retryAfterHeader: retryAfter, endpoint: endpoint.rawValue, now: clock())
-            if error.kind == .unauthorized { tokens.discard(credentials) }
             if error.kind == .rateLimited {
                 rateLimiter.holdOff(
                     keyID: credentials.keyID, bundleId: target.bundleId, environment: target.environment, endpoint: endpoint,

@@ -8,9 +8,8 @@ import JSONCoding
 ///
 /// Header `{"alg":"ES256","kid":<key ID>,"typ":"JWT"}`; claims `iss`, `iat`, `exp` (seconds),
 /// `aud` = `appstoreconnect-v1`, `bid`. Apple rejects tokens whose `exp` is more than 60 minutes
-/// after `iat`; Apple's libraries sign a fresh token per request valid for 5 minutes. This client's
-/// tokens last 5 minutes by default too, and each serves requests for half of that
-/// (``RequestTokenCache``).
+/// after `iat`. Apple's page says to generate a new token for each request, and its libraries sign
+/// one per request valid for 5 minutes; this client does the same.
 public enum RequestToken {
     /// The audience Apple requires.
     public static let audience = "appstoreconnect-v1"

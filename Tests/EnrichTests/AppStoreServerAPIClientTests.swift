@@ -289,8 +289,8 @@ struct AppStoreServerAPIClientTests {
         )
     }
 
-    @Test("one request token serves many requests for half its lifetime; a refused one is replaced")
-    func tokenReuse() async throws {
+    @Test("every request carries a newly signed token, as Apple's page and libraries say; a refused one does not linger")
+    func tokenPerRequest() async throws {
         let sim = try await RunningSimulator.start()
         defer { Task { await sim.stop() } }
         _ = try Self.seedSubscription(sim, original: "2000000000400000", count: 1)
@@ -301,17 +301,16 @@ struct AppStoreServerAPIClientTests {
             clock: { Date().addingTimeInterval(Double(skew.load(ordering: .relaxed))) })
         let id = "2000000000400000000"
         for _ in 0..<5 { _ = try await client.transactionInfo(transactionId: id, target: SimFixture.target) }
-        #expect(client.tokensSigned == 1)
+        #expect(client.tokensSigned == 5)
         #expect(client.requestsSent == 5)
 
-        // 151 s later (past half of the 300 s lifetime) a new token is signed. This client's clock
-        // runs ahead of Apple's by more than Apple's 60 s leeway, so Apple refuses it.
+        // A clock ahead of Apple's by more than Apple's 60 s leeway: Apple refuses the token.
         skew.store(151, ordering: .relaxed)
         await #expect(throws: AppStoreAPIError.self) { try await client.transactionInfo(transactionId: id, target: SimFixture.target) }
-        #expect(client.tokensSigned == 2)
-        // The refused token is not used again: the next request signs a new one, which Apple accepts.
+        // Once the clock is right the next request's own token is accepted.
         skew.store(0, ordering: .relaxed)
         _ = try await client.transactionInfo(transactionId: id, target: SimFixture.target)
-        #expect(client.tokensSigned == 3)
+        #expect(client.tokensSigned == 7)
+        #expect(client.requestsSent == 7)
     }
 }
