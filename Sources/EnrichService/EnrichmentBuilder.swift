@@ -9,7 +9,8 @@ public enum EnrichmentBuilder {
     public enum Plan: Hashable, Sendable {
         /// Nothing to look up (`TEST`, summaries, consent…).
         case none
-        /// The record's own transaction is the truth (consumables never appear in history).
+        /// The record's own transaction is the truth (consumables never appear in history, and
+        /// StoreKit Testing in Xcode has no App Store Server API).
         case transactionOnly
         /// Transaction history (and, for auto-renewables, the status) of the purchase.
         case history(PurchaseKey)
@@ -18,7 +19,7 @@ public enum EnrichmentBuilder {
     /// The plan for a record.
     public static func plan(for record: VerifiedRecord) -> Plan {
         guard let original = record.originalTransactionId, !original.isEmpty else { return .none }
-        if record.transaction?.type == .consumable { return .transactionOnly }
+        if record.transaction?.type == .consumable || record.environment == .xcode { return .transactionOnly }
         let isSubscription =
             record.transaction?.type == .autoRenewableSubscription
             || (record.transaction == nil && record.renewalInfo != nil)

@@ -42,7 +42,7 @@ public enum UploadAuthSettings: Sendable, CustomStringConvertible {
     /// No default: a missing choice is refused with the three choices named.
     public static let modeSetting = Setting<UploadAuthMode>(
         name: "INGEST_UPLOAD_AUTH", defaultText: "(required)",
-        meaning: "how POST /v1/transactions is authenticated: jwt, hmac, or none (refused unless every app in APPSTORE_APPS is Sandbox-only)"
+        meaning: "how POST /v1/transactions is authenticated: jwt, hmac, or none (refused unless no app in APPSTORE_APPS accepts Production)"
     ) { env throws(ConfigurationError) in
         guard let raw = env.string("INGEST_UPLOAD_AUTH") else {
             throw ConfigurationError(
@@ -251,16 +251,16 @@ public struct OpenUploadSettings: Sendable {
     /// Why open uploads are refused for these apps.
     public struct Refusal: Error, Sendable { public let problem: String }
 
-    /// The Sandbox-only apps that made open uploads acceptable.
+    /// The test-only apps (Sandbox, or StoreKit Testing in Xcode) that made open uploads acceptable.
     public let bundleIds: [String]
 
-    /// Refuses unless there is at least one app and every app accepts Sandbox only: a
+    /// Refuses unless there is at least one app and no app accepts Production: a
     /// Production purchase must never be claimed by whoever posts its JWS.
     public init(apps: [AppStoreApp]) throws(Refusal) {
         guard !apps.isEmpty else {
             throw Refusal(problem: "is none (open uploads), which needs APPSTORE_APPS to list the Sandbox-only apps")
         }
-        let production = apps.filter { $0.environments != [.sandbox] }.map(\.bundleId)
+        let production = apps.filter { !$0.environments.isSubset(of: [.sandbox, .xcode]) }.map(\.bundleId)
         guard production.isEmpty else {
             throw Refusal(
                 problem:

@@ -64,10 +64,13 @@ struct EnrichStageTests {
         #expect(EnrichmentBuilder.resolveToken(record: EnrichFixture.notification(bare), history: [history[0]]) == nil)
     }
 
-    @Test("consumables are transaction-only, TEST is none, subscriptions and non-consumables look up history")
+    @Test("consumables and Xcode data (no API) are transaction-only, TEST is none, subscriptions and non-consumables look up history")
     func plans() {
         let consumable = SimFixture.transaction(original: "5", id: "5", purchased: t0, type: .consumable)
         #expect(EnrichmentBuilder.plan(for: EnrichFixture.notification(consumable)) == .transactionOnly)
+        var xcode = EnrichFixture.upload(SimFixture.transaction(original: "0", id: "0", purchased: t0), hint: nil)
+        xcode.environment = .xcode
+        #expect(EnrichmentBuilder.plan(for: xcode) == .transactionOnly)
         #expect(EnrichmentBuilder.plan(for: EnrichFixture.testNotification()) == .none)
         guard
             case .history(let key) = EnrichmentBuilder.plan(

@@ -117,6 +117,26 @@ struct VerifyStageTests {
     }
 
     @Test(
+        "a test deployment configured for Xcode takes an upload of Apple's Xcode-signed transaction; the stage without it refuses the same body",
+        .enabled(if: SharedFixtures.hasAppleLibraryData || TestServices.isCI))
+    func xcodeUpload() async throws {
+        let url = try #require(SharedFixtures.url("apple-library-testdata/xcode/xcode-signed-transaction"))
+        let token = try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let testing = try VerifyStage(
+            configuration: VerifyConfiguration(
+                apps: [try AppStoreApp(bundleId: "com.example.naturelab.backyardbirds.example", environments: [.xcode])],
+                additionalTrustedRoots: [TestPKI.trusted.root]),
+            logger: Logger(label: "tests"))
+        let body = TestPKI.uploadBody(token, userId: "tester")
+        let out = try await testing.process(message(body, source: PipelineHeader.Source.appUpload))
+        let record = try VerifiedRecord.decode(try #require(out.first).value)
+        #expect(try #require(out.first).key == Array("Xcode:0".utf8))
+        #expect(record.environment == .xcode)
+        #expect(record.transaction?.productId == "pass.premium")
+        await expectRejected(body, source: PipelineHeader.Source.appUpload, code: "verification.invalid_chain_length")
+    }
+
+    @Test(
         "a StoreKit 1 receipt's transaction is routed to a configured app and environment, keyed by the transaction, unverified until enrich looks it up"
     )
     func receipt() async throws {

@@ -3,7 +3,8 @@ import Foundation
 /// Reads the apps a verifier serves from text: `bundleId:appAppleId:Environments` entries separated
 /// by commas (environments joined by `+` or `|`, the app Apple ID empty when unknown, e.g.
 /// `com.example.app:1234567890:Sandbox+Production,com.example.beta::Sandbox`), or a JSON file
-/// `[{"bundleId": "…", "appAppleId": 123, "environments": ["Sandbox"]}]`.
+/// `[{"bundleId": "…", "appAppleId": 123, "environments": ["Sandbox"]}]`. A test deployment may
+/// name `Xcode` (StoreKit Testing in Xcode), never beside Production (see ``SignedDataVerifier``).
 public enum AppListParser {
     /// A list that cannot be used; `problem` says which entry and why.
     public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -12,7 +13,7 @@ public enum AppListParser {
     }
 
     /// The syntax, for help texts.
-    public static let syntax = "bundleId:appAppleId:Sandbox[+Production],… or the path of a JSON file"
+    public static let syntax = "bundleId:appAppleId:Sandbox[+Production|+Xcode],… or the path of a JSON file"
 
     /// Parses a value: a path (it contains `/` or ends in `.json`) is read as a JSON file.
     public static func parse(_ value: String) throws(ParseError) -> [AppStoreApp] {
@@ -79,14 +80,20 @@ public enum AppListParser {
         }
     }
 
+    /// An app's environment: ``environment(_:)`` or, for test deployments, `Xcode` (any case).
+    static func appEnvironment(_ name: String) -> AppStoreEnvironment? {
+        if name.trimmingCharacters(in: .whitespaces).lowercased() == "xcode" { return .xcode }
+        return environment(name)
+    }
+
     private static func app(bundleId: String, appAppleId: Int64?, environments names: [String]) throws(ParseError) -> AppStoreApp {
         guard !bundleId.isEmpty, !bundleId.contains(where: { $0.isWhitespace }) else {
             throw ParseError(problem: "has an empty or blank bundle ID")
         }
         var environments: Set<AppStoreEnvironment> = []
         for name in names {
-            guard let environment = environment(name) else {
-                throw ParseError(problem: "has environment \"\(name.prefix(40))\" for \(bundleId); use Sandbox or Production")
+            guard let environment = appEnvironment(name) else {
+                throw ParseError(problem: "has environment \"\(name.prefix(40))\" for \(bundleId); use Sandbox, Production or Xcode")
             }
             environments.insert(environment)
         }

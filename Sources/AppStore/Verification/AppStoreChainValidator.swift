@@ -67,7 +67,8 @@ public struct AppStoreChainValidator: Sendable {
             intermediate: intermediate,
             root: root,
             isAnchoredInAppleRoot: appleRoot.map { $0 == root } ?? false,
-            revocationChecked: revocationChecked
+            revocationChecked: revocationChecked,
+            isXcodeTesting: false
         )
     }
 

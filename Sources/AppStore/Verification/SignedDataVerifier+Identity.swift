@@ -99,12 +99,19 @@ extension SignedDataVerifier {
         }
     }
 
-    /// Production data is trusted only when it chains to Apple Root CA - G3, whatever else is configured.
+    /// Production data is trusted only when it chains to Apple Root CA - G3, whatever else is
+    /// configured; StoreKit Testing in Xcode's certificate vouches only for `Xcode` data.
     func requireAppleRoot(
         forProduction environment: AppStoreEnvironment?, chain: ChainCache.Entry
     )
         throws(AppStoreVerificationError)
     {
+        if chain.chain.isXcodeTesting, environment != .xcode {
+            throw AppStoreVerificationError(
+                .untrustedRoot,
+                "StoreKit Testing in Xcode's certificate signs only Xcode data, not \(environment?.rawValue.prefix(64) ?? "data without an environment")"
+            )
+        }
         if environment == .production, !chain.chain.isAnchoredInAppleRoot {
             throw AppStoreVerificationError(
                 .untrustedRoot,

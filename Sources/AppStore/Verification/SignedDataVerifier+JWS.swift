@@ -81,6 +81,19 @@ extension SignedDataVerifier {
             let entry = storeChain(chain, leafKey: cached.leafKey, for: jws, now: now)
             return VerifiedJWS(payload: payload, chain: entry)
         }
+        if acceptsXcode, let xcode = try Self.xcodeTestingSigner(of: jws) {
+            try Self.checkSignature(of: jws, key: xcode.key, prefix: nil)
+            let payload = try Self.decodePayload(of: jws, as: type, expecting: kind)
+            let chain = ValidatedChain(
+                leaf: xcode.certificate, intermediate: xcode.certificate, root: xcode.certificate, isAnchoredInAppleRoot: false,
+                revocationChecked: false, isXcodeTesting: true)
+            // No validity period applies (Apple's libraries check nothing of Xcode's certificate), and
+            // the entry is not cached: test deployments see few such tokens.
+            let entry = ChainCache.Entry(
+                chain: chain, leafKey: xcode.key, validity: Date.distantPast...Date.distantFuture, insertedAt: now,
+                signingInputPrefix: SHA256())
+            return VerifiedJWS(payload: payload, chain: entry)
+        }
         let header = try Self.parseHeader(of: jws)
         try Self.checkSignature(of: jws, key: header.leafKey, prefix: nil)
         let payload = try Self.decodePayload(of: jws, as: type, expecting: kind)
@@ -177,6 +190,21 @@ extension SignedDataVerifier {
             throw AppStoreVerificationError(.invalidCertificate, "the signing certificate's key is not P-256")
         }
         return (leaf, intermediate, leafKey)
+    }
+
+    /// StoreKit Testing in Xcode's signer: an ES256 header whose `x5c` holds exactly one
+    /// certificate with a P-256 key; `nil` for any other header (it takes the App Store path).
+    static func xcodeTestingSigner(
+        of jws: CompactJWS
+    ) throws(AppStoreVerificationError) -> (certificate: Certificate, key: P256.Signing.PublicKey)? {
+        guard let header = try? AppStoreJSON.decode(JWSHeader.self, from: try jws.decodedHeader()),
+            header.alg == "ES256", let x5c = header.x5c, x5c.count == 1
+        else { return nil }
+        let certificate = try parseCertificate(x5c[0], name: "Xcode signing")
+        guard let key = P256.Signing.PublicKey(certificate.publicKey) else {
+            throw AppStoreVerificationError(.invalidCertificate, "the Xcode signing certificate's key is not P-256")
+        }
+        return (certificate, key)
     }
 
     private static func parseCertificate(_ text: String, name: String) throws(AppStoreVerificationError) -> Certificate {

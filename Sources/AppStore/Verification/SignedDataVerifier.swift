@@ -12,6 +12,11 @@ import X509
 /// Production data must chain to Apple Root CA - G3. A notification's nested JWS are verified with
 /// the same rules and must name the same app and environment.
 ///
+/// StoreKit Testing in Xcode signs with one self-signed certificate, which Apple's libraries then
+/// do not check at all. Only a deployment with an app configured for `Xcode` (and none for
+/// Production) accepts such a token, only for that app and only when it says `Xcode`; its
+/// signature must still match its certificate's key.
+///
 /// Verified chains are cached by exact header bytes, so a warm verifier checks only one signature per
 /// JWS; with ``VerifiedTokenCachePolicy`` on, a token seen before (byte for byte) is not verified
 /// again, while the validation time and identity rules still apply. The verifier is `Sendable`;
@@ -35,6 +40,8 @@ public final class SignedDataVerifier: Sendable {
     let usesTokenCache: Bool
     /// Whether online revocation checks are configured (read per JWS).
     let checksRevocation: Bool
+    /// Whether an app accepts StoreKit Testing in Xcode data (see ``verifySignedData(_:as:expecting:signedDate:)``).
+    let acceptsXcode: Bool
 
     /// - Throws: ``AppStoreConfigurationError`` when no app is configured, a bundle ID appears twice,
     ///   no root is trusted, or the input limit is not positive.
@@ -49,6 +56,13 @@ public final class SignedDataVerifier: Sendable {
             }
             apps[app.bundleId] = app
         }
+        if let xcode = configuration.apps.first(where: { $0.environments.contains(.xcode) }),
+            let production = configuration.apps.first(where: { $0.environments.contains(.production) })
+        {
+            throw AppStoreConfigurationError(
+                "app \(xcode.bundleId) accepts Xcode (unsigned test data), which only a test deployment may; "
+                    + "this one accepts Production for \(production.bundleId)")
+        }
         guard configuration.trustsAppleRootCAG3 || !configuration.additionalTrustedRoots.isEmpty else {
             throw AppStoreConfigurationError("the verifier trusts no root certificate")
         }
@@ -62,6 +76,7 @@ public final class SignedDataVerifier: Sendable {
         self.checksRevocation = configuration.revocationChecking != nil
         self.appsByBundleId = apps
         self.allEnvironments = configuration.apps.reduce(into: []) { $0.formUnion($1.environments) }
+        self.acceptsXcode = allEnvironments.contains(.xcode)
         self.validator = AppStoreChainValidator(
             trustedRoots: configuration.additionalTrustedRoots,
             trustAppleRoot: configuration.trustsAppleRootCAG3,

@@ -13,6 +13,9 @@ public struct ValidatedChain: Hashable, Sendable {
     public let isAnchoredInAppleRoot: Bool
     /// Whether OCSP confirmed leaf and intermediate as good.
     public let revocationChecked: Bool
+    /// Whether this is StoreKit Testing in Xcode's one self-signed certificate (leaf, intermediate
+    /// and root alike) rather than a chain validated to a trusted root: it vouches for `Xcode` data only.
+    public let isXcodeTesting: Bool
 
     /// The span in which all three certificates are valid; validation at any time inside it would
     /// reach the same result offline.
