@@ -47,6 +47,9 @@ public struct EntitlementChange: Hashable, Codable, Sendable {
         case consumableGranted = "consumable_granted"
         /// A delivered consumable was refunded.
         case consumableRevoked = "consumable_revoked"
+        /// A delivered consumable's quantity changed: a prorated refund took part of it, or its
+        /// reversal gave it back (`quantity` is what the customer holds now).
+        case consumableAdjusted = "consumable_adjusted"
     }
 
     public var kind: Kind

@@ -62,7 +62,7 @@ public enum GrantDecider {
         var state: PurchaseState
         let newer = previous.map { event.version > $0.version } ?? true
         if newer {
-            state = try PurchaseDerivation.state(for: event, key: key, productType: productType, previous: previous)
+            state = try PurchaseDerivation.state(for: event, key: key, productType: productType, previous: previous, policy: policy)
         } else {
             state = previous!
         }
@@ -95,6 +95,9 @@ public enum GrantDecider {
             )
         }
         if owner == nil { notes.append("no customer named yet: nothing granted") }
+        if newer, let tx = event.transaction, tx.revocationDate != nil, !policy.revokes(tx) {
+            notes.append("prorated refund (\(tx.revocationPercentage.map { "\($0 / 1000) %" } ?? "share not given")): access kept by policy")
+        }
         if !newer { notes.append("older than the applied state (\(previous!.version.eventKey)); state kept") }
         return GrantDecision(
             outcome: newer || !changes.isEmpty ? .applied : .stale, event: event, purchase: state,
@@ -104,7 +107,9 @@ public enum GrantDecider {
 }
 
 /// Consumables: each transaction is its own purchase, granted from the transaction itself (they
-/// never appear in history) and revoked when refunded.
+/// never appear in history). A refund takes its whole quantity, a prorated refund
+/// (`REFUND_PRORATED`) the refunded share of it (``refundedQuantity(of:)``), and a reversed refund
+/// (Apple's transaction without `revocationDate` again) gives back what the refund took.
 enum ConsumableDecision {
     static func decide(_ existing: ConsumableGrant?, event: GrantEvent, key: PurchaseKey, policy: GrantPolicy) throws(GrantRejection) -> GrantDecision
     {
@@ -117,27 +122,54 @@ enum ConsumableDecision {
         }
         // The first named customer keeps a consumable; it cannot be claimed by another.
         let customer = existing?.customer ?? event.claim.map { CustomerKey(environment: key.environment, customerId: $0.customerId) }
+        let bought = Int(tx.quantity ?? 1)
+        let refunded = refundedQuantity(of: tx)
+        // Wholly refunded: revoked with its quantity as bought; partly: delivered with what remains.
+        let whole = refunded >= bought
         let grant = ConsumableGrant(
             key: key, customer: customer, productId: productId, entitlementKeys: policy.catalog.entitlements(for: productId),
-            quantity: Int(tx.quantity ?? 1), purchasedAt: tx.purchaseDate, revokedAt: tx.revocationDate,
+            quantity: whole ? bought : bought - refunded, purchasedAt: tx.purchaseDate, revokedAt: whole ? tx.revocationDate : nil,
             revocationReason: tx.revocationReason?.rawValue, version: event.version)
         var changes: [EntitlementChange] = []
         let was = existing?.isGranted ?? false
-        if let customer, was != grant.isGranted {
+        let kind: EntitlementChange.Kind? =
+            switch (was, grant.isGranted) {
+            case (false, true): .consumableGranted
+            case (true, false): .consumableRevoked
+            case (true, true) where existing?.quantity != grant.quantity: .consumableAdjusted
+            default: nil
+            }
+        if let customer, let kind {
+            let reason =
+                switch kind {
+                case .consumableRevoked: "refunded"
+                case .consumableAdjusted where refunded > 0: "partially_refunded"
+                default: "delivered"
+                }
             for entitlementKey in grant.entitlementKeys {
                 changes.append(
                     EntitlementChange(
-                        kind: grant.isGranted ? .consumableGranted : .consumableRevoked, customer: customer,
-                        entitlementKey: entitlementKey, sourceId: key.originalTransactionId, productId: productId,
-                        active: grant.isGranted, activeUntil: nil, reason: grant.isGranted ? "delivered" : "refunded",
-                        quantity: grant.quantity, cause: event.cause))
+                        kind: kind, customer: customer, entitlementKey: entitlementKey, sourceId: key.originalTransactionId, productId: productId,
+                        active: grant.isGranted, activeUntil: nil, reason: reason, quantity: grant.quantity, cause: event.cause))
             }
         }
-        var note: String?
-        if customer == nil { note = "no customer named: consumable recorded, not delivered" }
+        var notes: [String] = []
+        if customer == nil { notes.append("no customer named: consumable recorded, not delivered") }
         if let claim = event.claim, let customer, claim.customerId != customer.customerId {
-            note = "claim by customer \(claim.customerId.uuidString.lowercased()) refused: the consumable was delivered to another customer"
+            notes.append("claim by customer \(claim.customerId.uuidString.lowercased()) refused: the consumable was delivered to another customer")
         }
-        return GrantDecision(outcome: .applied, event: event, consumable: grant, changes: changes, note: note)
+        if refunded > 0, !whole { notes.append("prorated refund: \(refunded) of \(bought) taken, \(bought - refunded) kept") }
+        return GrantDecision(
+            outcome: .applied, event: event, consumable: grant, changes: changes, note: notes.isEmpty ? nil : notes.joined(separator: "; "))
+    }
+
+    /// How much of a consumable's quantity its refund takes: all of it for a full refund (or one that
+    /// does not say), and for a prorated one `revocationPercentage` (milliunits: 100000 is 100 %) of
+    /// it rounded to the nearest unit, halves taken.
+    static func refundedQuantity(of tx: JWSTransactionDecodedPayload) -> Int {
+        guard tx.revocationDate != nil else { return 0 }
+        let bought = Int(tx.quantity ?? 1)
+        guard tx.revocationType == .refundProrated, let share = tx.revocationPercentage, (0...100_000).contains(share) else { return bought }
+        return (bought * Int(share) + 50_000) / 100_000
     }
 }

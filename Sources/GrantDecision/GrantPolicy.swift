@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 
 /// The operator's choices that shape decisions: product mapping, expiry leeway, transfer policy.
@@ -10,15 +11,36 @@ public struct GrantPolicy: Hashable, Sendable {
         case allow
     }
 
+    /// What a prorated refund (`revocationType` `REFUND_PRORATED`) does to a product that is not a
+    /// consumable; a consumable always loses the refunded share of its quantity.
+    public enum ProratedRefundPolicy: String, Hashable, Sendable, CaseIterable, Codable {
+        /// Access ends at Apple's `revocationDate`, as for a full refund (Apple's rule).
+        case revoke
+        /// Access is kept: the customer paid for part of it.
+        case keep
+    }
+
     public var catalog: ProductCatalog
     /// How long access runs on past `expiresDate` while a renewal is expected (auto-renew on, not
     /// in billing retry), so processing delay never costs a paying customer access.
     public var expiryLeeway: TimeInterval
     public var transferPolicy: TransferPolicy
+    public var proratedRefund: ProratedRefundPolicy
 
-    public init(catalog: ProductCatalog = ProductCatalog(), expiryLeeway: TimeInterval = 3600, transferPolicy: TransferPolicy = .refuse) {
+    public init(
+        catalog: ProductCatalog = ProductCatalog(), expiryLeeway: TimeInterval = 3600, transferPolicy: TransferPolicy = .refuse,
+        proratedRefund: ProratedRefundPolicy = .revoke
+    ) {
         self.catalog = catalog
         self.expiryLeeway = expiryLeeway
         self.transferPolicy = transferPolicy
+        self.proratedRefund = proratedRefund
+    }
+
+    /// Whether `transaction`'s revocation ends access: always, except a prorated refund of a
+    /// product other than a consumable when the policy keeps access.
+    public func revokes(_ transaction: JWSTransactionDecodedPayload) -> Bool {
+        guard transaction.revocationDate != nil else { return false }
+        return !(proratedRefund == .keep && transaction.revocationType == .refundProrated && transaction.type != .consumable)
     }
 }

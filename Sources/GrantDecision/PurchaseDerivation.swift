@@ -3,19 +3,22 @@ import Foundation
 
 /// Derives a purchase's state from one event's facts (its transaction in force, renewal info and
 /// status), before the ordering guard decides whether those facts are newer than what is stored.
+/// A revocation the policy does not honour (a prorated refund kept, ``GrantPolicy/revokes(_:)``)
+/// leaves the purchase as if it had none.
 enum PurchaseDerivation {
     static func state(
-        for event: GrantEvent, key: PurchaseKey, productType: ProductType, previous: PurchaseState?
+        for event: GrantEvent, key: PurchaseKey, productType: ProductType, previous: PurchaseState?, policy: GrantPolicy
     ) throws(GrantRejection) -> PurchaseState {
         guard let tx = event.transaction else { throw GrantRejection.missingPurchase("carries no transaction") }
         let renewal = event.renewalInfo
         guard let productId = tx.productId ?? renewal?.productId, !productId.isEmpty else {
             throw GrantRejection.missingPurchase("its transaction has no productId")
         }
+        let revokes = policy.revokes(tx)
         var state = PurchaseState(
             key: key, productType: productType.rawValue, productId: productId,
             lifecycle: .active, purchaseDate: tx.purchaseDate, expiresAt: tx.expiresDate,
-            revokedAt: tx.revocationDate, revocationReason: tx.revocationReason?.rawValue,
+            revokedAt: revokes ? tx.revocationDate : nil, revocationReason: tx.revocationReason?.rawValue,
             revocationType: tx.revocationType?.rawValue, latestTransactionId: tx.transactionId,
             subscriptionGroupId: tx.subscriptionGroupIdentifier, claims: previous?.claims ?? [],
             version: event.version, lastSignedDate: event.signedDate, lastEventKey: event.eventKey)
@@ -23,7 +26,7 @@ enum PurchaseDerivation {
         state.isUpgraded = tx.isUpgraded ?? false
 
         guard productType == .autoRenewableSubscription else {
-            state.lifecycle = tx.revocationDate != nil ? .revoked : .active
+            state.lifecycle = revokes ? .revoked : .active
             return state
         }
         if let renewal {
@@ -43,7 +46,7 @@ enum PurchaseDerivation {
             state.recentSubscriptionStartDate = previous.recentSubscriptionStartDate
         }
         state.appleStatus = event.appleStatus?.rawValue
-        state.lifecycle = lifecycle(event: event, transaction: tx, renewal: renewal)
+        state.lifecycle = lifecycle(event: event, transaction: tx, renewal: renewal, revokes: revokes)
         state.isInBillingRetry =
             renewal?.isInBillingRetryPeriod
             ?? (state.lifecycle == .billingRetry || state.lifecycle == .gracePeriod)
@@ -51,22 +54,26 @@ enum PurchaseDerivation {
     }
 
     /// Apple's status decides; without one, the notification's type and the dates do.
-    static func lifecycle(event: GrantEvent, transaction tx: JWSTransactionDecodedPayload, renewal: JWSRenewalInfoDecodedPayload?) -> Lifecycle {
-        if tx.revocationDate != nil { return .revoked }
+    static func lifecycle(
+        event: GrantEvent, transaction tx: JWSTransactionDecodedPayload, renewal: JWSRenewalInfoDecodedPayload?, revokes: Bool
+    ) -> Lifecycle {
+        if revokes { return .revoked }
+        // A prorated refund the policy keeps: Apple's "revoked" status and the REFUND itself are about it.
+        let keptRefund = tx.revocationDate != nil
         if tx.isUpgraded == true { return .expired }
         switch event.appleStatus {
         case .active?: return .active
         case .billingGracePeriod?: return .gracePeriod
         case .billingRetry?: return .billingRetry
         case .expired?: return .expired
-        case .revoked?: return .revoked
+        case .revoked?: if !keptRefund { return .revoked }
         case .unknown?, nil: break
         }
         switch event.notificationType {
         case .expired?: return .expired
         case .gracePeriodExpired?: return .billingRetry
         case .didFailToRenew?: return event.subtype == .gracePeriod ? .gracePeriod : .billingRetry
-        case .revoke?, .refund?: return .revoked
+        case .revoke?, .refund?: if !keptRefund { return .revoked }
         default: break
         }
         let asOf = event.version.asOf

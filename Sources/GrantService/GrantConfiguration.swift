@@ -31,6 +31,9 @@ public struct GrantConfiguration: Sendable {
     public static let transferPolicy = Setting<GrantPolicy.TransferPolicy>.choice(
         "GRANT_TRANSFER_POLICY", default: .refuse,
         meaning: "refuse (first customer keeps a purchase) or allow (latest claim takes it over)")
+    public static let proratedRefund = Setting<GrantPolicy.ProratedRefundPolicy>.choice(
+        "GRANT_PRORATED_REFUND", default: .revoke,
+        meaning: "revoke (a prorated refund ends access at Apple's revocationDate) or keep (access kept); consumables always lose the refunded share")
     public static let outboxPoll = Setting<Duration>.milliseconds(
         "OUTBOX_POLL_MS", default: .milliseconds(500), in: 10...60_000, meaning: "outbox publisher poll interval")
     public static let outboxBatch = Setting<Int>.int("OUTBOX_BATCH_SIZE", default: 500, in: 1...10_000, meaning: "changes published per round")
@@ -47,7 +50,8 @@ public struct GrantConfiguration: Sendable {
     /// The variables, for `--help`.
     public static let variables =
         StoreConfiguration.variables + [
-            productsFileSetting.help, expiryLeeway.help, transferPolicy.help, outboxPoll.help, outboxBatch.help, outboxGather.help,
+            productsFileSetting.help, expiryLeeway.help, transferPolicy.help, proratedRefund.help, outboxPoll.help, outboxBatch.help,
+            outboxGather.help,
             concurrentTransactionsSetting.help, gatherWindowSetting.help,
         ]
 
@@ -83,7 +87,8 @@ public struct GrantConfiguration: Sendable {
         }
         let leeway = try env.read(Self.expiryLeeway)
         let transfer = try env.read(Self.transferPolicy)
-        policy = GrantPolicy(catalog: catalog, expiryLeeway: TimeInterval(leeway), transferPolicy: transfer)
+        policy = GrantPolicy(
+            catalog: catalog, expiryLeeway: TimeInterval(leeway), transferPolicy: transfer, proratedRefund: try env.read(Self.proratedRefund))
         outboxPollInterval = try env.read(Self.outboxPoll)
         outboxBatchSize = try env.read(Self.outboxBatch)
         outboxGatherWindow = try env.read(Self.outboxGather)

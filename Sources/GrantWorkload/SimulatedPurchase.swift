@@ -22,6 +22,8 @@ public struct SimulatedPurchase: Sendable {
     public var expirationIntent: ExpirationIntent?
     public var priceIncrease: PriceIncreaseStatus?
     public var status: SubscriptionStatus = .active
+    /// The quantity of the transactions added from now on (a consumable pack of several).
+    public var quantity: Int32 = 1
     /// The customer's app transaction, carried by the transactions added from now on.
     public var appTransactionId: String?
     public var now: Date
@@ -60,7 +62,7 @@ public struct SimulatedPurchase: Sendable {
             webOrderLineItemId: isSubscription ? "w\(id)" : nil, bundleId: bundleId, productId: product ?? productId,
             subscriptionGroupIdentifier: isSubscription ? groupId : nil, purchaseDate: begin,
             originalPurchaseDate: transactions.first?.purchaseDate ?? begin,
-            expiresDate: isSubscription ? begin.addingTimeInterval(period) : nil, quantity: 1, type: productType,
+            expiresDate: isSubscription ? begin.addingTimeInterval(period) : nil, quantity: quantity, type: productType,
             appAccountToken: customer, inAppOwnershipType: .purchased, signedDate: now, environment: environment,
             storefront: "USA", storefrontId: "143441", transactionReason: reason, currency: "USD", price: 4990,
             appTransactionId: appTransactionId)
@@ -68,12 +70,14 @@ public struct SimulatedPurchase: Sendable {
         transactions.append(tx)
     }
 
-    /// Sets the latest transaction's revocation (refund, family revoke) or clears it (reversal).
-    public mutating func revokeLatest(_ type: RevocationType?, at date: Date? = nil) {
+    /// Sets the latest transaction's revocation (refund, family revoke) or clears it (reversal);
+    /// a prorated refund names its share in milliunits (`percentage` 25000 is 25 %).
+    public mutating func revokeLatest(_ type: RevocationType?, at date: Date? = nil, percentage: Int32? = nil) {
         guard var tx = transactions.popLast() else { return }
         tx.revocationDate = type == nil ? nil : (date ?? now)
         tx.revocationReason = type == nil ? nil : .refundedDueToIssue
         tx.revocationType = type
+        tx.revocationPercentage = type == .refundProrated ? percentage : nil
         tx.signedDate = now
         transactions.append(tx)
     }
