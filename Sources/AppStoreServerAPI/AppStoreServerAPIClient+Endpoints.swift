@@ -94,11 +94,12 @@ extension AppStoreServerAPIClient {
             endpoint, target, method: .GET, path: "/inApps/v2/refund/lookup/\(Self.segment(transactionId))",
             query: revision.map { [("revision", $0)] } ?? [])
         let response = try decode(RefundHistoryResponse.self, bytes, endpoint: endpoint)
-        var transactions: [JWSTransactionDecodedPayload] = []
+        var transactions: [VerifiedSignedTransaction] = []
         for signed in response.signedTransactions ?? [] {
-            transactions.append(try await verifyTransaction(signed, target: target, endpoint: endpoint))
+            transactions.append(
+                VerifiedSignedTransaction(transaction: try await verifyTransaction(signed, target: target, endpoint: endpoint), signed: signed))
         }
-        return RefundHistoryPage(transactions: transactions, revision: response.revision, hasMore: response.hasMore ?? false)
+        return RefundHistoryPage(signedTransactions: transactions, revision: response.revision, hasMore: response.hasMore ?? false)
     }
 
     /// Look Up Order ID (Apple serves it in Production only).

@@ -17,11 +17,15 @@ public struct VerifiedSubscriptionStatus: Hashable, Sendable {
     public var renewalInfo: JWSRenewalInfoDecodedPayload?
 }
 
-/// One page of refund history, every transaction verified.
+/// One page of refund history, every transaction verified (and kept as Apple signed it, so a
+/// sweep can feed it to the pipeline).
 public struct RefundHistoryPage: Hashable, Sendable {
-    public var transactions: [JWSTransactionDecodedPayload]
+    public var signedTransactions: [VerifiedSignedTransaction]
+    /// Apple's token for the next page, or (on the last page) for asking later what is new.
     public var revision: String?
     public var hasMore: Bool
+
+    public var transactions: [JWSTransactionDecodedPayload] { signedTransactions.map(\.transaction) }
 }
 
 /// Look Up Order ID's answer, verified.

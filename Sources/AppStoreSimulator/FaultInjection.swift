@@ -84,6 +84,9 @@ public struct SimulatorStatistics: Codable, Hashable, Sendable {
     public var injectedFaults: Int = 0
     /// History lookups answered 404 `4040010` under ``FaultPlan/historyNotVisibleLookups``.
     public var historyNotVisible: Int = 0
+    /// Refunded transactions Get Refund History returned (a sweep that keeps Apple's `revision`
+    /// asks again only for new ones).
+    public var refundsReturned: Int = 0
 }
 
 /// Holds the current plan and the counters.
@@ -142,6 +145,10 @@ public final class FaultInjector: Sendable {
 
     /// Zeroes the counters.
     public func resetStatistics() { stats.withLock { $0 = SimulatorStatistics() } }
+
+    func countRefundsReturned(_ count: Int) {
+        stats.withLock { $0.refundsReturned += count }
+    }
 
     func record(endpoint: String, status: Int, injected: Bool) {
         stats.withLock { s in

@@ -18,6 +18,7 @@ public struct OperationsError: Error, Sendable, CustomStringConvertible {
         public static let orderNotFound = Code(rawValue: "ops.order_not_found")
         public static let invalidWindow = Code(rawValue: "ops.invalid_window")
         public static let reconcileIncomplete = Code(rawValue: "ops.reconcile_incomplete")
+        public static let refundSweepIncomplete = Code(rawValue: "ops.refund_sweep_incomplete")
         public static let unkeyedRecord = Code(rawValue: "ops.unkeyed_record")
         public static let notArrived = Code(rawValue: "ops.not_arrived")
         public static let noSuchPartition = Code(rawValue: "ops.no_such_partition")

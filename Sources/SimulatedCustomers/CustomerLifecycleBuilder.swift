@@ -229,11 +229,14 @@ public struct CustomerLifecycleBuilder: Sendable {
 
     // MARK: Refunds and revocation
 
-    /// `REFUND` (or `REVOKE` for a family-shared purchase) of a transaction: its access ends.
-    public mutating func revoke(_ transactionId: String, at time: Date, familySharing: Bool = false) {
+    /// `REFUND` (or `REVOKE` for a family-shared purchase) of a transaction: its access ends. A
+    /// prorated refund names the refunded share in milliunits (`REFUND_PRORATED`, 30000 is 30 %).
+    public mutating func revoke(_ transactionId: String, at time: Date, familySharing: Bool = false, proratedShare: Int32? = nil) {
         guard var tx = transactions[transactionId] else { preconditionFailure("no transaction \(transactionId)") }
         tx.revocationDate = time
         tx.revocationReason = familySharing ? .refundedForOtherReason : .refundedDueToIssue
+        tx.revocationType = familySharing ? .familyRevoke : proratedShare == nil ? .refundFull : .refundProrated
+        tx.revocationPercentage = familySharing ? nil : proratedShare
         tx.signedDate = time
         transactions[transactionId] = tx
         var mutations: [AppleMutation] = [.transaction(tx)]
@@ -249,6 +252,8 @@ public struct CustomerLifecycleBuilder: Sendable {
         guard var tx = transactions[transactionId] else { preconditionFailure("no transaction \(transactionId)") }
         tx.revocationDate = nil
         tx.revocationReason = nil
+        tx.revocationType = nil
+        tx.revocationPercentage = nil
         tx.signedDate = time
         transactions[transactionId] = tx
         var mutations: [AppleMutation] = [.transaction(tx)]

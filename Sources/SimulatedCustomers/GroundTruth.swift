@@ -60,11 +60,19 @@ extension CustomerLifecycleBuilder {
         return result.sorted { $0.entitlement < $1.entitlement }
     }
 
-    /// Units of each consumable product bought and not refunded.
+    /// Units of each consumable product bought and not refunded: a prorated refund takes its share
+    /// of the pack (`revocationPercentage` milliunits, to the nearest unit, halves taken), any other
+    /// refund all of it.
     public func consumableUnits() -> [String: Int] {
         var units: [String: Int] = [:]
-        for tx in transactions.values where tx.type == .consumable && tx.revocationDate == nil {
-            units[tx.productId ?? "", default: 0] += Int(tx.quantity ?? 1)
+        for tx in transactions.values where tx.type == .consumable {
+            let bought = Double(tx.quantity ?? 1)
+            var kept = bought
+            if tx.revocationDate != nil {
+                let share = tx.revocationType == .refundProrated ? Double(tx.revocationPercentage ?? 100_000) / 100_000 : 1
+                kept = bought - (bought * share).rounded(.toNearestOrAwayFromZero)
+            }
+            if kept > 0 { units[tx.productId ?? "", default: 0] += Int(kept) }
         }
         return units
     }

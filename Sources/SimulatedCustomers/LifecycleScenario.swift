@@ -37,6 +37,9 @@ public enum LifecycleScenario: String, CaseIterable, Codable, Sendable {
     case familyShared = "family-shared"
     /// Apple's history does not show the purchase yet when the pipeline first asks.
     case notYetInHistory = "not-yet-in-history"
+    /// Consumable packs partly refunded (`REFUND_PRORATED`): one keeps the unrefunded share, the
+    /// other's refund is reversed (`REFUND_REVERSED`) and the whole pack comes back.
+    case proratedConsumableRefund = "prorated-consumable-refund"
 
     /// The order customers take scenarios in: every scenario once, and a second family member, so
     /// each family in a run has members who keep access beside the one whose access is revoked.
@@ -178,6 +181,12 @@ public enum LifecycleScenario: String, CaseIterable, Codable, Sendable {
             builder.renew()
         case .notYetInHistory:
             builder.subscribe(c.premiumMonthly, at: at(0.6), notVisibleLookups: 2)
+        case .proratedConsumableRefund:
+            let kept = builder.buyOnce(c.coins, quantity: 10, at: at(1.0))
+            let reversed = builder.buyOnce(c.coins, quantity: 4, at: at(0.9))
+            builder.revoke(kept, at: at(0.7), proratedShare: 30_000)
+            builder.revoke(reversed, at: at(0.6), proratedShare: 50_000)
+            builder.reverseRefund(reversed, at: at(0.4))
         }
     }
 }

@@ -21,5 +21,7 @@ public enum PipelineHeader {
         public static let appReceipt = "app-receipt"
         public static let notificationHistory = "notification-history"
         public static let reconcile = "reconcile"
+        /// A refund Get Refund History listed that grant did not know (`appstorectl refunds`).
+        public static let refundHistory = "refund-history"
     }
 }
