@@ -231,7 +231,10 @@ public struct CustomerLifecycleBuilder: Sendable {
 
     /// `REFUND` (or `REVOKE` for a family-shared purchase) of a transaction: its access ends. A
     /// prorated refund names the refunded share in milliunits (`REFUND_PRORATED`, 30000 is 30 %).
-    public mutating func revoke(_ transactionId: String, at time: Date, familySharing: Bool = false, proratedShare: Int32? = nil) {
+    /// `delivered: false`: Apple's notification never reaches the webhook.
+    public mutating func revoke(
+        _ transactionId: String, at time: Date, familySharing: Bool = false, proratedShare: Int32? = nil, delivered: Bool = true
+    ) {
         guard var tx = transactions[transactionId] else { preconditionFailure("no transaction \(transactionId)") }
         tx.revocationDate = time
         tx.revocationReason = familySharing ? .refundedForOtherReason : .refundedDueToIssue
@@ -244,7 +247,7 @@ public struct CustomerLifecycleBuilder: Sendable {
             subscription?.status = .revoked
             mutations.append(subscriptionMutation(at: time))
         }
-        record(time, mutations, NotificationSpec(familySharing ? .revoke : .refund, transactionId: transactionId))
+        record(time, mutations, NotificationSpec(familySharing ? .revoke : .refund, transactionId: transactionId, neverDelivered: !delivered))
     }
 
     /// `REFUND_REVERSED`: a refund was undone after a dispute; access returns.

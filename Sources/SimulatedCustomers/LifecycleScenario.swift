@@ -40,6 +40,8 @@ public enum LifecycleScenario: String, CaseIterable, Codable, Sendable {
     /// Consumable packs partly refunded (`REFUND_PRORATED`): one keeps the unrefunded share, the
     /// other's refund is reversed (`REFUND_REVERSED`) and the whole pack comes back.
     case proratedConsumableRefund = "prorated-consumable-refund"
+    /// A non-consumable refunded whose `REFUND` never reaches the webhook: the refund sweep finds it.
+    case refundNeverDelivered = "refund-never-delivered"
 
     /// The order customers take scenarios in: every scenario once, and a second family member, so
     /// each family in a run has members who keep access beside the one whose access is revoked.
@@ -187,6 +189,9 @@ public enum LifecycleScenario: String, CaseIterable, Codable, Sendable {
             builder.revoke(kept, at: at(0.7), proratedShare: 30_000)
             builder.revoke(reversed, at: at(0.6), proratedShare: 50_000)
             builder.reverseRefund(reversed, at: at(0.4))
+        case .refundNeverDelivered:
+            let unlock = builder.buyOnce(c.lifetime, at: at(1.0))
+            builder.revoke(unlock, at: at(0.5), delivered: false)
         }
     }
 }

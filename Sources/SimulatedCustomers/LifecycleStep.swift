@@ -20,15 +20,19 @@ public struct NotificationSpec: Hashable, Sendable {
     public var subtype: NotificationSubtype?
     public var transactionId: String
     public var consumptionRequestReason: ConsumptionRequestReason?
+    /// Apple signs and records the notification but it never reaches the webhook (every attempt
+    /// fails): only an operator job that asks Apple (the refund sweep) can bring its news.
+    public var neverDelivered: Bool
 
     public init(
         _ type: NotificationType, _ subtype: NotificationSubtype? = nil, transactionId: String,
-        consumptionRequestReason: ConsumptionRequestReason? = nil
+        consumptionRequestReason: ConsumptionRequestReason? = nil, neverDelivered: Bool = false
     ) {
         self.type = type
         self.subtype = subtype
         self.transactionId = transactionId
         self.consumptionRequestReason = consumptionRequestReason
+        self.neverDelivered = neverDelivered
     }
 }
 

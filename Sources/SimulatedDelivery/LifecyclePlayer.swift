@@ -129,7 +129,7 @@ public final class LifecyclePlayer: Sendable {
                     let delivery = Delivery(
                         notificationUUID: uuid, body: try Self.notificationBody(signedPayload),
                         delay: Self.fraction(random.unit(), of: options.maxDelay),
-                        dropped: random.unit() < options.dropRate,
+                        dropped: random.unit() < options.dropRate || spec.neverDelivered,
                         duplicateAfter: random.unit() < options.duplicateRate ? Self.fraction(random.unit(), of: options.maxDelay) : nil)
                     report.withLock { $0.notifications += 1 }
                     window.append(.notification(delivery))

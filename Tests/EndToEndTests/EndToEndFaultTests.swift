@@ -2,6 +2,7 @@ import AppStoreSimulator
 import Foundation
 import GrantTestSupport
 import NIOHTTP1
+import SimulatedCustomers
 import SimulatedDelivery
 import SimulatorLifecycleRoutes
 import TestSupport
@@ -48,6 +49,8 @@ struct EndToEndFaultTests {
 
             let run = try await pipeline.waitUntilDrained(timeout: .seconds(900))
             let report = try #require(run.report)
+            let swept = try await pipeline.sweepRefunds(timeout: .seconds(300))
+            #expect(swept == run.customers.filter { $0.scenario == LifecycleScenario.refundNeverDelivered.rawValue }.count)
             let logged = try await pipeline.loggedEvents()
             let mismatches = try await pipeline.mismatches(run)
             let lost = report.delivered + report.uploads - logged

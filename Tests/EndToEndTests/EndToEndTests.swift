@@ -2,6 +2,7 @@ import AppStoreSimulator
 import Foundation
 import GrantTestSupport
 import PostgresNIO
+import SimulatedCustomers
 import SimulatedDelivery
 import SimulatorLifecycleRoutes
 import TestSupport
@@ -27,6 +28,9 @@ struct EndToEndTests {
             try await pipeline.play(request)
             let run = try await pipeline.waitUntilDrained(timeout: .seconds(600))
             let report = try #require(run.report)
+            // The refunds whose REFUND never reached the webhook come from the refund sweep.
+            let swept = try await pipeline.sweepRefunds(timeout: .seconds(300))
+            #expect(swept == run.customers.filter { $0.scenario == LifecycleScenario.refundNeverDelivered.rawValue }.count && swept > 0)
             let mismatches = try await pipeline.mismatches(run)
             let logged = try await pipeline.loggedEvents()
             print(

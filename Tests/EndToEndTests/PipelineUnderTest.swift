@@ -267,15 +267,38 @@ final class PipelineUnderTest: @unchecked Sendable {
 
     private struct Received: Decodable { var transactionId: String }
 
-    /// Distinct events grant recorded: notifications by UUID, uploads by transaction.
-    func loggedEvents() async throws -> Int {
+    /// Distinct events grant recorded: notifications by UUID, uploads by transaction (with
+    /// `sweep`, only what the refund sweep fed; without, everything else).
+    func loggedEvents(sweep: Bool = false) async throws -> Int {
         try await withDatabase { client in
             var count = 0
-            for try await n in try await client.query("SELECT count(*)::int FROM notifications", logger: ScratchDatabase.logger).decode(Int.self) {
+            let query: PostgresQuery =
+                sweep
+                ? "SELECT count(*)::int FROM notifications WHERE source = 'refund-history'"
+                : "SELECT count(*)::int FROM notifications WHERE source <> 'refund-history'"
+            for try await n in try await client.query(query, logger: ScratchDatabase.logger).decode(Int.self) {
                 count = n
             }
             return count
         }
+    }
+
+    /// Runs the refund sweep (`appstorectl refunds`: the refunds whose notification Apple never
+    /// delivered, as in `refund-never-delivered`) and waits until grant recorded each refund it fed.
+    /// - Returns: How many refunds it fed.
+    func sweepRefunds(timeout: Duration) async throws -> Int {
+        struct Output: Decodable { var fed: Int }
+        let result = try await appstorectl(["refunds", "--app", bundleId, "--json"])
+        guard result.status == 0, let line = result.output.split(separator: "\n").last(where: { $0.hasPrefix("{") }) else {
+            throw TestSupportError("appstorectl refunds failed (\(result.status))")
+        }
+        let fed = try JSONDecoder().decode(Output.self, from: Data(line.utf8)).fed
+        let deadline = ContinuousClock.now + timeout
+        while try await loggedEvents(sweep: true) < fed {
+            guard ContinuousClock.now < deadline else { throw TestSupportError("grant did not record the \(fed) swept refunds within \(timeout)") }
+            try await Task.sleep(for: .seconds(1))
+        }
+        return fed
     }
 
     /// Customer → entitlement → active-until in milliseconds (`nil`: forever); consumables as `units:<key>`.

@@ -47,6 +47,7 @@ INGEST_ROUTES = [("/v1/customer", "Exact", "ingest"), ("/v1/receipts", "Exact", 
 OPS = {  # the operations workloads: kind, name -> the appstorectl arguments they start with
     ("Deployment", "appstorectl"): None,  # a toolbox: `sleep`, commands through kubectl exec
     ("CronJob", "appstore-reconcile"): ["reconcile"],
+    ("CronJob", "appstore-refunds"): ["refunds"],
     ("Job", "appstore-topics"): ["topics", "apply"],
 }
 
@@ -692,11 +693,11 @@ def check_ops(label, docs):
         else:
             checks.check(f"{label}: {kind} {name} runs `appstorectl {' '.join(args)}`", given[:len(args)] == args, str(given))
             checks.check(f"{label}: `appstorectl {args[0]}` is a subcommand", args[0] in subcommands, f"appstorectl has {sorted(subcommands)}")
-            source = {"reconcile": "Reconcile.swift", "topics": "Topics.swift"}[args[0]]
+            source = {"reconcile": "Reconcile.swift", "refunds": "Refunds.swift", "topics": "Topics.swift"}[args[0]]
             flags = [a.split("=")[0] for a in given if a.startswith("--")]
             unknown = [f for f in flags if f not in option_flags(source)]
             checks.check(f"{label}: {kind} {name} uses only flags {source} declares", not unknown, f"unknown: {unknown}")
-            needs = ("broker", "database", "api") if args[0] == "reconcile" else ("broker",)
+            needs = ("broker", "database", "api") if args[0] in ("reconcile", "refunds") else ("broker",)
         if label == "base":  # the base has no broker address or apps; the overlays add them
             needs = ()
         problems = settings_problems(docs, doc, needs)
@@ -705,9 +706,9 @@ def check_ops(label, docs):
         env = container_env(docs, c)
         unknown = sorted(k for k in env if k not in SOURCE_VARIABLES and not k.startswith("KAFKA_PROP_"))
         checks.check(f"{label}: {kind} {name} gets only variables the sources read", not unknown, f"no source reads: {', '.join(unknown)}")
-    for cj in find(docs, "CronJob", "appstore-reconcile"):
+    for cj in find(docs, "CronJob", "appstore-reconcile") + find(docs, "CronJob", "appstore-refunds"):
         minute, hour, *rest = cj["spec"]["schedule"].split()
-        checks.check(f"{label}: reconcile runs hourly, one run at a time",
+        checks.check(f"{label}: {cj['metadata']['name']} runs hourly, one run at a time",
                      minute.isdigit() and hour == "*" and rest == ["*", "*", "*"] and cj["spec"].get("concurrencyPolicy") == "Forbid",
                      cj["spec"]["schedule"])
     for job in find(docs, "Job"):

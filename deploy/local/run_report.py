@@ -96,6 +96,8 @@ def main():
     ap.add_argument("--stamped", action="store_true",
                     help="grant stamps Apple's token (TOKEN_STAMP_APPS names the app): every purchase only an upload owns, "
                          "a family member's aside, must have it stamped")
+    ap.add_argument("--sweep", help="an operator command to run once the pipeline drained (the refund sweep: "
+                    "appstorectl refunds), then wait for the pipeline to drain again before comparing")
     ap.add_argument("--fresh-database", action="store_true",
                     help="every event grant recorded is this run's: report lost (acknowledged deliveries never recorded)")
     args = ap.parse_args()
@@ -106,14 +108,15 @@ def main():
         return subprocess.run(psql + ["-At", "-F", "\t", "-c", sql], check=True, capture_output=True, text=True).stdout
 
     def logged():
-        """Distinct events grant recorded (notifications by UUID, uploads by transaction)."""
+        """Distinct events grant recorded (notifications by UUID, uploads by transaction), not counting
+        what the refund sweep fed (it was never delivered, it was fetched)."""
         try:
-            return int(query("select count(*) from notifications").strip() or 0)
+            return int(query("select count(*) from notifications where source <> 'refund-history'").strip() or 0)
         except subprocess.CalledProcessError:
             return 0
 
     deadline = time.time() + args.timeout
-    last_marks, status = None, None
+    last_marks, status, swept = None, None, False
     while True:
         run = get_json(args.sim + "/sim/lifecycle")
         rep = run.get("report") or {}
@@ -134,6 +137,16 @@ def main():
             line += " | lag " + " ".join(f"{k} {'?' if v is None else v}" for k, v in lags.items()) + f" | outbox {'?' if outbox is None else outbox}"
             print("\r" + line, end="", flush=True)
             if done and marks == last_marks:
+                if args.sweep and not swept:
+                    swept = True
+                    print(f"\ndrained; running the sweep: {args.sweep}")
+                    result = subprocess.run(shlex.split(args.sweep), capture_output=True, text=True)
+                    tail = (result.stdout.strip().splitlines() or [""])[-1]
+                    print(f"  {tail}" + (f" (exit {result.returncode}: {result.stderr.strip()[-300:]})" if result.returncode else ""))
+                    if result.returncode:
+                        return 1
+                    last_marks = None
+                    continue
                 break
             last_marks = marks if done else None
         else:
