@@ -73,6 +73,7 @@ extension SimulatorAPIRoutes {
             state.extensions[original, default: []].append(now)
             state.extensionRequests[requestID] = answer
         }
+        try announce(.renewalExtended, transactionId: latestID, bundleId: bundleId)
         return try Self.json(answer)
     }
 
@@ -113,5 +114,25 @@ extension SimulatorAPIRoutes {
         guard let customer else { throw SimulatorError.notFound(4_040_019, "App transaction does not exist.") }
         let app = store.appTransaction(ofCustomer: customer, bundleId: bundleId)
         return try Self.json(AppTransactionInfoResponse(signedAppTransactionInfo: try signing.sign(payload: app)))
+    }
+
+    /// Apple's notification about a change an API call made (`RENEWAL_EXTENDED` after an
+    /// extension): recorded in the notification history and, when a webhook is set, delivered in the
+    /// background with its attempt recorded, as Apple does after answering the call.
+    func announce(_ type: NotificationType, _ subtype: NotificationSubtype? = nil, transactionId: String, bundleId: String) throws {
+        let notification: SimulatedNotification
+        do {
+            notification = try SimulatorNotifications(store: store, signing: signing).record(
+                SeedNotificationRequest(
+                    bundleId: bundleId, notificationType: type, subtype: subtype, transactionId: transactionId, sendAttemptResults: []))
+        } catch {
+            throw SimulatorError.badRequest(4_000_000, "Invalid request.")
+        }
+        guard let url = store.webhookURL else { return }
+        let store = self.store
+        Task {
+            let result = await TestNotificationDelivery.post(signedPayload: notification.signedPayload, to: url)
+            store.recordSendAttempt(notificationUUID: notification.notificationUUID, result: result, at: store.now())
+        }
     }
 }

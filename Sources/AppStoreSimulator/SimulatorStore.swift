@@ -207,7 +207,7 @@ public final class SimulatorStore: Sendable {
     }
 
     /// Stored notifications of an app, oldest first.
-    func notifications(bundleId: String) -> [SimulatedNotification] {
+    public func notifications(bundleId: String) -> [SimulatedNotification] {
         state.withLock { $0.notifications.filter { $0.bundleId == bundleId }.sorted { $0.firstSentDate < $1.firstSentDate } }
     }
 }

@@ -40,7 +40,9 @@ public enum LifecycleScenario: String, CaseIterable, Codable, Sendable {
     /// Consumable packs partly refunded (`REFUND_PRORATED`): one keeps the unrefunded share, the
     /// other's refund is reversed (`REFUND_REVERSED`) and the whole pack comes back.
     case proratedConsumableRefund = "prorated-consumable-refund"
-    /// A non-consumable refunded whose `REFUND` never reaches the webhook: the refund sweep finds it.
+    /// A consumable pack refunded whose `REFUND` never reaches the webhook. Nothing else about it
+    /// reaches the pipeline (a consumable is enriched from its own transaction, never from history),
+    /// so only the refund sweep (`appstorectl refunds`) brings the refund.
     case refundNeverDelivered = "refund-never-delivered"
 
     /// The order customers take scenarios in: every scenario once, and a second family member, so
@@ -190,8 +192,8 @@ public enum LifecycleScenario: String, CaseIterable, Codable, Sendable {
             builder.revoke(reversed, at: at(0.6), proratedShare: 50_000)
             builder.reverseRefund(reversed, at: at(0.4))
         case .refundNeverDelivered:
-            let unlock = builder.buyOnce(c.lifetime, at: at(1.0))
-            builder.revoke(unlock, at: at(0.5), delivered: false)
+            let pack = builder.buyOnce(c.coins, quantity: 3, at: at(1.0))
+            builder.revoke(pack, at: at(0.5), delivered: false)
         }
     }
 }

@@ -75,7 +75,9 @@ struct SimulatorLifecycleTests {
         #expect(neverDelivered == 1)
         #expect(received.count == report.notifications - neverDelivered)
         #expect(report.dropped == neverDelivered)
-        let expectedKinds = customers.flatMap(\.steps).compactMap(\.notification).filter { !$0.neverDelivered }.map { "\($0.type.rawValue)/\($0.subtype?.rawValue ?? "")" }.sorted()
+        let expectedKinds = customers.flatMap(\.steps).compactMap(\.notification).filter { !$0.neverDelivered }.map {
+            "\($0.type.rawValue)/\($0.subtype?.rawValue ?? "")"
+        }.sorted()
         let receivedKinds = received.values.map { "\($0.payload.notificationType?.rawValue ?? "")/\($0.payload.subtype?.rawValue ?? "")" }.sorted()
         #expect(receivedKinds == expectedKinds)
 
