@@ -201,6 +201,35 @@ struct StoreTests {
         }
     }
 
+    @Test("a prorated refund leaves the unrefunded share of a consumable in consumable_balances; its reversal gives the pack back")
+    func proratedConsumableBalance() async throws {
+        let buyer = UUID()
+        var coins = SimulatedPurchase(
+            customer: buyer, productType: .consumable, productId: "com.example.coins", originalTransactionId: "prorated-1",
+            start: Date().addingTimeInterval(-3600), uuidSeed: 26)
+        coins.quantity = 10
+        coins.addTransaction(reason: .purchase)
+        let charge = coins.notify(.oneTimeCharge)
+        coins.advance(600)
+        coins.revokeLatest(.refundProrated, percentage: 30_000)
+        let refund = coins.notify(.refund)
+        coins.advance(600)
+        coins.revokeLatest(nil)
+        let reversal = coins.notify(.refundReversed)
+        try await ScratchDatabase.with { db in
+            func balance() async throws -> Int {
+                try await db.count("SELECT coalesce(sum(quantity), 0)::int FROM consumable_balances WHERE customer_id = '\(buyer.uuidString)'")
+            }
+            try await applyAll([charge], db.store, policy: generatorPolicy)
+            #expect(try await balance() == 10)
+            try await applyAll([refund], db.store, policy: generatorPolicy)
+            #expect(try await balance() == 7)
+            #expect(try await db.count("SELECT count(*) FROM entitlement_changes WHERE change = 'consumable_adjusted' AND quantity = 7") == 1)
+            try await applyAll([reversal], db.store, policy: generatorPolicy)
+            #expect(try await balance() == 10)
+        }
+    }
+
     @Test("a customer's external user ID is written once: a later upload naming another user does not change it")
     func externalUserIdWrittenOnce() async throws {
         let customer = UUID()
