@@ -122,6 +122,17 @@ let package = Package(
             name: "AppStoreSigning",
             dependencies: ["AppStore", "JSONCoding", x509, swiftASN1, crypto]
         ),
+        // Offer signatures for StoreKit with the app's In-App Purchase key: promotional offers the
+        // original way (ECDSA over Apple's separator-joined message) and the JWS of promotional
+        // offers and introductory-offer eligibility; their settings. Used by ingest and appstorectl.
+        .target(
+            name: "OfferSigning",
+            dependencies: ["EnvironmentSettings", "JSONCoding", crypto]
+        ),
+        .testTarget(
+            name: "OfferSigningTests",
+            dependencies: ["OfferSigning", "EnvironmentSettings", "JSONCoding", "TestSupport", crypto]
+        ),
         // The bodies that travel between stages (verified, enriched), shared by their producers and
         // consumers so a stage never depends on another stage's code.
         .target(
