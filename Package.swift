@@ -149,7 +149,7 @@ let package = Package(
         .target(
             name: "IngestService",
             dependencies: [
-                "PipelineMessages", "PipelineRecords",
+                "PipelineMessages", "PipelineRecords", "OfferSigning",
                 "EnvironmentSettings", "AppStore", "JSONCoding", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient,
                 nioHTTP1, logging,
             ]
@@ -202,7 +202,7 @@ let package = Package(
             name: "IngestTests",
             dependencies: [
                 "PipelineRecords", "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", "AppStore",
-                "AppStoreSimulator", hummingbirdTesting,
+                "AppStoreSimulator", "OfferSigning", hummingbirdTesting,
                 asyncHTTPClient, nioCore, nioHTTP1, hummingbird, jwtKit, crypto, logging, metrics, prometheus,
             ]
         ),
