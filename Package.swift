@@ -297,7 +297,7 @@ let package = Package(
             dependencies: [
                 "PipelineRecords", "EnvironmentSettings", "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
                 "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
-                "EntitlementStore", "StageRuntime", argumentParser, logging,
+                "EntitlementStore", "StageRuntime", "OfferSigning", argumentParser, logging,
             ],
             path: "Sources/Executables/appstorectl"
         ),
