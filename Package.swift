@@ -122,6 +122,17 @@ let package = Package(
             name: "AppStoreSigning",
             dependencies: ["AppStore", "JSONCoding", x509, swiftASN1, crypto]
         ),
+        // Offer signatures for StoreKit with the app's In-App Purchase key: promotional offers the
+        // original way (ECDSA over Apple's separator-joined message) and the JWS of promotional
+        // offers and introductory-offer eligibility; their settings. Used by ingest and appstorectl.
+        .target(
+            name: "OfferSigning",
+            dependencies: ["EnvironmentSettings", "JSONCoding", crypto]
+        ),
+        .testTarget(
+            name: "OfferSigningTests",
+            dependencies: ["OfferSigning", "EnvironmentSettings", "JSONCoding", "TestSupport", crypto]
+        ),
         // The bodies that travel between stages (verified, enriched), shared by their producers and
         // consumers so a stage never depends on another stage's code.
         .target(
@@ -138,7 +149,7 @@ let package = Package(
         .target(
             name: "IngestService",
             dependencies: [
-                "PipelineMessages", "PipelineRecords",
+                "PipelineMessages", "PipelineRecords", "OfferSigning",
                 "EnvironmentSettings", "AppStore", "JSONCoding", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient,
                 nioHTTP1, logging,
             ]
@@ -191,7 +202,7 @@ let package = Package(
             name: "IngestTests",
             dependencies: [
                 "PipelineRecords", "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", "AppStore",
-                "AppStoreSimulator", hummingbirdTesting,
+                "AppStoreSimulator", "OfferSigning", hummingbirdTesting,
                 asyncHTTPClient, nioCore, nioHTTP1, hummingbird, jwtKit, crypto, logging, metrics, prometheus,
             ]
         ),
@@ -286,7 +297,7 @@ let package = Package(
             dependencies: [
                 "PipelineRecords", "EnvironmentSettings", "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
                 "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
-                "EntitlementStore", "StageRuntime", argumentParser, logging,
+                "EntitlementStore", "StageRuntime", "OfferSigning", argumentParser, logging,
             ],
             path: "Sources/Executables/appstorectl"
         ),

@@ -47,6 +47,8 @@ public enum LogKey {
     public static let httpStatus = "http.status"
     public static let httpTimeout = "http.timeout"
     public static let uploadAuth = "upload.auth"
+    /// Offer signing at start: `off`, or the key ID, issuer and apps (never key material).
+    public static let offerSigning = "offer.signing"
     public static let uploadJWKS = "upload.jwks"
     public static let uploadJWKSKeys = "upload.jwks_keys"
 

@@ -66,6 +66,12 @@ public enum IngestApplication {
                         authentication: credential.mode.recorded))
             }
         }
+        if let offerSigning = configuration.offerSigning, authenticator.settings.mode != .none {
+            let offers = OfferSignatureRoute(settings: offerSigning, authenticator: authenticator, logger: logger)
+            ingestRoutes.post("/v1/offers/signature") { request, context in
+                try await offers.respond(to: request)
+            }
+        }
         if case .jwt = authenticator.settings {
             // The app asks which appAccountToken to set at purchase: its user's own customer.
             router.get("/v1/customer") { request, context in

@@ -1,6 +1,7 @@
 import EnvironmentSettings
 import KafkaClient
 import Logging
+import OfferSigning
 import PipelineRecords
 import StageRuntime
 
@@ -9,6 +10,8 @@ public struct IngestConfiguration: Sendable {
     public var kafka: KafkaClientConfiguration
     /// How app uploads are authenticated (`INGEST_UPLOAD_AUTH`); required, no default.
     public var uploadAuthentication: UploadAuthSettings
+    /// The key `POST /v1/offers/signature` signs with; nil (the default) serves no such route.
+    public var offerSigning: OfferSigningSettings?
     public var rawTopic: String
     public var httpHost: String
     public var httpPort: Int
@@ -43,7 +46,7 @@ public struct IngestConfiguration: Sendable {
         CommonSettings.variables(clientID: "ingest") + [
             rawTopicSetting.help, httpHostSetting.help, httpPortSetting.help, ackTimeoutSetting.help, maxBodyBytesSetting.help,
             maxJWSBytesSetting.help, lingerSetting.help, StageConfiguration.compression.help, StageConfiguration.shutdownTimeout.help,
-        ] + UploadAuthSettings.variables
+        ] + UploadAuthSettings.variables + OfferSigningSettings.variables
 
     /// - Parameter uploadAuthentication: no default, as in the environment: open uploads are a
     ///   decision (``OpenUploadSettings``), never an omission.
@@ -54,10 +57,11 @@ public struct IngestConfiguration: Sendable {
         maxJWSBytes: Int = maxJWSBytesSetting.defaultValue,
         linger: Duration = lingerSetting.defaultValue, compression: KafkaCompression = StageConfiguration.compression.defaultValue,
         logLevel: Logger.Level = .info, logFormat: LogFormat = .text,
-        shutdownTimeout: Duration = StageConfiguration.shutdownTimeout.defaultValue
+        shutdownTimeout: Duration = StageConfiguration.shutdownTimeout.defaultValue, offerSigning: OfferSigningSettings? = nil
     ) {
         self.kafka = kafka
         self.uploadAuthentication = uploadAuthentication
+        self.offerSigning = offerSigning
         self.rawTopic = rawTopic
         self.httpHost = httpHost
         self.httpPort = httpPort
@@ -72,9 +76,17 @@ public struct IngestConfiguration: Sendable {
     }
 
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
+        let uploads = try UploadAuthSettings.read(env)
+        let offerSigning = try OfferSigningSettings.read(env)
+        if offerSigning != nil, uploads.mode == .none {
+            // A signature names the caller's customer: without a credential there is no caller.
+            throw ConfigurationError(
+                variable: OfferSigningSettings.keyFile.name,
+                problem: "is set, but INGEST_UPLOAD_AUTH=none: offer signatures need an authenticated user (jwt or hmac)")
+        }
         self.init(
             kafka: try env.kafkaClient(defaultClientID: "ingest"),
-            uploadAuthentication: try UploadAuthSettings.read(env),
+            uploadAuthentication: uploads,
             rawTopic: try env.read(Self.rawTopicSetting),
             httpHost: try env.read(Self.httpHostSetting),
             httpPort: try env.read(Self.httpPortSetting),
@@ -85,7 +97,8 @@ public struct IngestConfiguration: Sendable {
             compression: try env.read(StageConfiguration.compression),
             logLevel: try env.logLevel(),
             logFormat: try env.logFormat(),
-            shutdownTimeout: try env.read(StageConfiguration.shutdownTimeout))
+            shutdownTimeout: try env.read(StageConfiguration.shutdownTimeout),
+            offerSigning: offerSigning)
     }
 
     /// The producer ingest writes with: a record not acknowledged within the request's deadline

@@ -43,6 +43,8 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
         public static let receiptWithoutPurchase = Code(rawValue: "receipt.no_purchase")
         /// The body names a customer other than the authenticated user's own (403).
         public static let foreignAccountToken = Code(rawValue: "auth.foreign_account_token")
+        /// Offer signatures are served, but not for the app the request names (400).
+        public static let offerAppNotConfigured = Code(rawValue: "offer.app_not_configured")
     }
 
     public let status: HTTPResponse.Status
@@ -110,6 +112,15 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
         .init(
             .forbidden, .foreignAccountToken,
             "appAccountToken names a customer other than the authenticated user's own; send the user's own (GET /v1/customer) or none")
+    }
+    static func foreignOfferAccountToken() -> IngestError {
+        .init(
+            .forbidden, .foreignAccountToken,
+            "appAccountToken names a customer other than the authenticated user's own; offers are signed only for the user's own customer (GET /v1/customer), so send it or none"
+        )
+    }
+    static func offerAppNotConfigured(_ bundleId: String) -> IngestError {
+        .init(.badRequest, .offerAppNotConfigured, "offer signatures are not configured for the app \(bundleId.prefix(256)) (OFFER_SIGNING_APPS)")
     }
     static func brokerUnavailable() -> IngestError {
         .init(.serviceUnavailable, .brokerUnavailable, "the notification could not be stored; retry later")

@@ -71,7 +71,7 @@ enum RequestValidation {
     }
 
     /// The upload's `appAccountToken` and `userId`, checked.
-    private static func hints(_ object: [String: Any]) throws(IngestError) -> Hints {
+    static func hints(_ object: [String: Any]) throws(IngestError) -> Hints {
         var accepted = Hints()
         if let token = object["appAccountToken"], !(token is NSNull) {
             guard let s = token as? String, AppUploadHints.appAccountToken(from: s) != nil else {
@@ -88,7 +88,7 @@ enum RequestValidation {
         return accepted
     }
 
-    private static func jsonObject(_ body: [UInt8]) throws(IngestError) -> [String: Any] {
+    static func jsonObject(_ body: [UInt8]) throws(IngestError) -> [String: Any] {
         guard let parsed = try? JSONSerialization.jsonObject(with: Data(body)), let object = parsed as? [String: Any] else {
             throw .invalidJSON()
         }

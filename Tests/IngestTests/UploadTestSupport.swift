@@ -7,6 +7,7 @@ import HummingbirdTesting
 import IngestService
 import KafkaClient
 import NIOCore
+import OfferSigning
 import StageRuntime
 import Synchronization
 import TestSupport
@@ -58,12 +59,12 @@ func uploadBody(jws: String = fakeJWS(), userId: String? = "user-from-body", ext
 /// refusals still run: they never reach the broker.
 func withUploadIngest(
     _ uploads: UploadAuthSettings, topic: String = "unused-raw", bootstrap: String = "127.0.0.1:1",
-    _ body: @Sendable (any TestClientProtocol) async throws -> Void
+    offerSigning: OfferSigningSettings? = nil, _ body: @Sendable (any TestClientProtocol) async throws -> Void
 ) async throws {
     // Without a broker an upload that gets through answers 503 after the acknowledgement timeout: keep it short.
     let config = IngestConfiguration(
         kafka: KafkaClientConfiguration(bootstrapServers: bootstrap), uploadAuthentication: uploads, rawTopic: topic,
-        ackTimeout: bootstrap == "127.0.0.1:1" ? .seconds(1) : .seconds(5))
+        ackTimeout: bootstrap == "127.0.0.1:1" ? .seconds(1) : .seconds(5), offerSigning: offerSigning)
     let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
     let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
     try await app.test(.router) { client in try await body(client) }

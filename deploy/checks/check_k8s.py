@@ -42,7 +42,8 @@ PRODUCTION_MIN_INGEST = 3
 # annotation (allowlist-source-range first, whitelist-source-range its older alias).
 APPLE_NETWORK = ipaddress.ip_network("17.0.0.0/8")
 ALLOWLIST_ANNOTATIONS = ("nginx.ingress.kubernetes.io/allowlist-source-range", "nginx.ingress.kubernetes.io/whitelist-source-range")
-INGEST_ROUTES = [("/v1/customer", "Exact", "ingest"), ("/v1/receipts", "Exact", "ingest"), ("/v1/transactions", "Exact", "ingest"),
+INGEST_ROUTES = [("/v1/customer", "Exact", "ingest"), ("/v1/offers/signature", "Exact", "ingest"), ("/v1/receipts", "Exact", "ingest"),
+                 ("/v1/transactions", "Exact", "ingest"),
                  ("/v2/notifications", "Exact", "ingest")]
 OPS = {  # the operations workloads: kind, name -> the appstorectl arguments they start with
     ("Deployment", "appstorectl"): None,  # a toolbox: `sleep`, commands through kubectl exec
@@ -560,7 +561,7 @@ def check_ingress(label, docs):
     if not checks.check(f"{label}: Ingress objects route to ingest", bool(ings)):
         return
     paths = sorted(p for ing in ings for p in ingress_paths(ing))
-    checks.check(f"{label}: the Ingress objects route exactly /v2/notifications, /v1/transactions, /v1/receipts and /v1/customer to ingest, each once",
+    checks.check(f"{label}: the Ingress objects route exactly /v2/notifications, /v1/transactions, /v1/receipts, /v1/customer and /v1/offers/signature to ingest, each once",
                  paths == INGEST_ROUTES, str(paths))
     for ing in ings:
         name, spec = ing["metadata"]["name"], ing["spec"]
@@ -573,7 +574,7 @@ def check_ingress(label, docs):
     checks.check(f"{label}: the Ingress objects serve one host, covered by their TLS sections", not problems, "; ".join(problems))
     problems = ingress_source_problems(ings)
     checks.check(f"{label}: /v2/notifications only from Apple's 17.0.0.0/8 (whitelist-source-range on its own Ingress), "
-                 "/v1/transactions, /v1/receipts and /v1/customer from anywhere, no snippets", not problems, "; ".join(problems))
+                 "/v1/transactions, /v1/receipts, /v1/customer and /v1/offers/signature from anywhere, no snippets", not problems, "; ".join(problems))
 
 
 def check_secrets(label, docs):

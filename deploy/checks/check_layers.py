@@ -18,9 +18,9 @@ LAYERS = [
     # Foundations: librdkafka's C API; the Swift runtime's enqueue hook; timers on the event loops;
     # Apple's signed data (and the settings that say which apps).
     {"CRdKafka", "CTaskExecutorHook", "EventLoopTimers", "AppStore"},
-    # Typed wrappers and contracts: the Kafka client, signing, the App Store Server API client, the
-    # records between stages, simulated customers.
-    {"KafkaClient", "AppStoreSigning", "AppStoreServerAPI", "PipelineRecords", "SimulatedCustomers"},
+    # Typed wrappers and contracts: the Kafka client, signing (the local test CA; offer signatures),
+    # the App Store Server API client, the records between stages, simulated customers.
+    {"KafkaClient", "AppStoreSigning", "OfferSigning", "AppStoreServerAPI", "PipelineRecords", "SimulatedCustomers"},
     # What stages stand on: the runtime, the record builders, the pure decider, the simulated Apple, the lifecycle player.
     {"StageRuntime", "PipelineMessages", "GrantDecision", "AppStoreSimulator", "SimulatedDelivery"},
     # Postgres, operations on topics and groups, the simulator's lifecycle routes.

@@ -169,6 +169,7 @@ expect "PUT /v1/transactions is refused (405)" "$(req open PUT /v1/transactions 
 expect "POST /v1/customer is refused (405: the gateway routes only GET there)" "$(req open POST /v1/customer "$tmp/notification.json")" 405
 expect "POST /v1/receipts reaches ingest, which finds no receipt in the body (400)" "$(req open POST /v1/receipts "$tmp/notification.json")" 400
 expect "GET /v1/receipts is refused (405)" "$(req open GET /v1/receipts)" 405
+expect "GET /v1/offers/signature is refused (405)" "$(req open GET /v1/offers/signature)" 405
 expect "GET /health is not exposed (404)" "$(req open GET /health)" 404
 expect "GET /metrics is not exposed (404)" "$(req open GET /metrics)" 404
 expect "POST /v2/notifications/extra is not routed (404)" "$(req open POST /v2/notifications/extra "$tmp/notification.json")" 404

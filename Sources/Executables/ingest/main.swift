@@ -33,6 +33,7 @@ do {
         metadata: [
             LogKey.httpPort: "\(configuration.httpPort)", LogKey.topic: "\(configuration.rawTopic)",
             LogKey.uploadAuth: "\(configuration.uploadAuthentication)",
+            LogKey.offerSigning: "\(configuration.offerSigning.map(\.description) ?? "off")",
             LogKey.tasksOnEventLoops: "\(ProcessBootstrap.tasksRunOnEventLoops)",
         ])
     // Shutdown runs in reverse: the server stops taking requests first, then the producer flushes.
