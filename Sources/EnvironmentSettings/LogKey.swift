@@ -92,6 +92,8 @@ public enum LogKey {
     public static let consumptionNote = "consumption.note"
 
     public static let simStateDirectory = "sim.state_dir"
+    /// The OCSP base URL the simulator's certificates name (`SIM_OCSP_BASE_URL`).
+    public static let simOCSPBaseURL = "sim.ocsp_base_url"
     public static let simKeyID = "sim.key_id"
     public static let simIssuerID = "sim.issuer_id"
 }
