@@ -36,6 +36,8 @@ public enum LogKey {
     public static let appStoreApps = "appstore.apps"
     public static let appStoreRoots = "appstore.roots"
     public static let appStoreChainCache = "appstore.chain_cache"
+    /// Whether verify checks revocation with OCSP (`APPSTORE_REVOCATION_CHECK`).
+    public static let appStoreRevocationCheck = "appstore.revocation_check"
     public static let appStoreValidationTime = "appstore.validation_time"
     public static let appStoreBaseURL = "appstore.base_url"
     public static let appStoreRateScale = "appstore.rate_scale"
