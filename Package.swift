@@ -226,6 +226,7 @@ let package = Package(
             dependencies: [
                 "PipelineMessages",
                 "EnvironmentSettings", "AppStore", "PipelineRecords", "StageRuntime", "KafkaClient", logging, metrics, x509, swiftASN1,
+                asyncHTTPClient, nioCore, nioHTTP1,
             ]
         ),
         .executableTarget(
@@ -461,8 +462,9 @@ let package = Package(
         .testTarget(
             name: "VerifyTests",
             dependencies: [
-                "EnvironmentSettings", "VerifyService", "PipelineRecords", "AppStore", "AppStoreSigning", "StageRuntime",
-                "KafkaClient", "TestSupport", "IngestService", x509, swiftASN1, crypto, hummingbirdTesting, serviceLifecycle,
+                "EnvironmentSettings", "VerifyService", "PipelineRecords", "AppStore", "AppStoreSigning", "AppStoreSimulator", "StageRuntime",
+                "KafkaClient", "TestSupport", "IngestService", x509, swiftASN1, crypto, hummingbirdTesting, serviceLifecycle, asyncHTTPClient,
+                nioCore, nioHTTP1,
             ]
         ),
     ]

@@ -77,13 +77,23 @@ extension SigningAuthority {
 
     /// Loads the authority stored in `directory`, or creates one there when the directory holds none:
     /// what a simulator does on start so its root stays the same across restarts.
+    ///
+    /// When `options.ocspBaseURL` is set and the stored leaf names another OCSP responder (the
+    /// simulator moved to another address, or the authority predates OCSP), the intermediate and leaf
+    /// are re-issued under the same root with the new URL and stored (``reissued(ocspBaseURL:options:)``).
+    /// Without one the stored authority is used as it is, so a process that only signs with it
+    /// (a test beside a running simulator) never rewrites it.
     public static func loadOrCreate(
         at directory: URL,
         options: SigningAuthorityOptions = SigningAuthorityOptions()
     ) throws -> SigningAuthority {
         let rootFile = directory.appendingPathComponent(FileName.root)
         if FileManager.default.fileExists(atPath: rootFile.path) {
-            return try SigningAuthority(contentsOf: directory)
+            let stored = try SigningAuthority(contentsOf: directory)
+            guard let wanted = options.ocspBaseURL, stored.ocspBaseURL != wanted else { return stored }
+            let reissued = try stored.reissued(ocspBaseURL: wanted, options: options)
+            try reissued.write(to: directory)
+            return reissued
         }
         let authority = try SigningAuthority(options: options)
         try authority.write(to: directory)

@@ -14,6 +14,10 @@ import X509
 /// Store Connect key (``SimulatorAPIKey``), and reuses both afterwards, so the pipeline can be
 /// configured once to trust the root (`GET /sim/ca/root.pem`; honoured for Sandbox data only) and
 /// to sign tokens with the key. Every answer is Sandbox data. It never runs in production.
+///
+/// Its intermediate and leaf name the simulator's own OCSP responder (``SimulatedOCSP``, served at
+/// `<ocspBaseURL>/root` and `<ocspBaseURL>/intermediate`), so a verifier with revocation checks on
+/// can be pointed at it; a stored CA whose URL differs is re-issued below the same root on start.
 public struct SimulatedApple: Sendable {
     /// The signing CA; its root is what the pipeline must trust.
     public let authority: SigningAuthority
@@ -23,16 +27,21 @@ public struct SimulatedApple: Sendable {
     public let store: SimulatorStore
     /// Fault injection and counters.
     public let faults: FaultInjector
+    /// The OCSP responder's revocations, faults and counters.
+    public let ocsp: SimulatedOCSP
     let signing: SimulatorSigning
 
     /// Loads or creates the CA (in `<stateDirectory>/ca`) and, unless `apiKey` is given, the key (in
     /// `stateDirectory`).
+    /// - Parameter ocspBaseURL: Where verifiers reach this simulator's OCSP responder, e.g.
+    ///   `http://127.0.0.1:8090/ocsp`; `nil`: a new CA names none, a stored one is used as it is.
     public init(
-        stateDirectory: URL, apiKey: SimulatorAPIKey? = nil, appAppleIds: [String: Int64] = [:],
+        stateDirectory: URL, apiKey: SimulatorAPIKey? = nil, appAppleIds: [String: Int64] = [:], ocspBaseURL: String? = nil,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         let authority = try SigningAuthority.loadOrCreate(
-            at: stateDirectory.appendingPathComponent("ca"), options: SigningAuthorityOptions(name: "Simulated App Store"))
+            at: stateDirectory.appendingPathComponent("ca"),
+            options: SigningAuthorityOptions(name: "Simulated App Store", ocspBaseURL: ocspBaseURL))
         try self.init(
             authority: authority, apiKey: try apiKey ?? SimulatorAPIKey.loadOrCreate(at: stateDirectory), appAppleIds: appAppleIds,
             clock: clock)
@@ -47,6 +56,7 @@ public struct SimulatedApple: Sendable {
         self.apiKey = apiKey
         store = SimulatorStore(appAppleIds: appAppleIds, clock: clock)
         faults = FaultInjector(clock: { Date() })
+        ocsp = SimulatedOCSP(authority: authority)
         signing = SimulatorSigning(signer: try authority.makeSigner(), store: store)
     }
 
@@ -70,8 +80,9 @@ public struct SimulatedApple: Sendable {
         ).register(on: router)
         SimulatorAdminRoutes(
             store: store, signing: signing, faults: faults, rootPEM: (try? authority.root.serializeAsPEM().pemString) ?? "",
-            apiKey: apiKey
+            apiKey: apiKey, ocsp: ocsp
         ).register(on: router)
+        SimulatorOCSPRoutes(ocsp: ocsp).register(on: router)
         router.get("/health") { _, _ in Response(status: .ok) }
         return router
     }

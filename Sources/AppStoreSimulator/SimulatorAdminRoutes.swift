@@ -14,6 +14,7 @@ struct SimulatorAdminRoutes: Sendable {
     let faults: FaultInjector
     let rootPEM: String
     let apiKey: SimulatorAPIKey
+    let ocsp: SimulatedOCSP
 
     struct KeyInfo: Codable {
         var issuerId: String
@@ -79,6 +80,7 @@ struct SimulatorAdminRoutes: Sendable {
         }
         router.post("/sim/reset") { _, _ in
             store.reset()
+            ocsp.reset()
             faults.set(.none)
             faults.resetStatistics()
             return Response(status: .noContent)

@@ -36,6 +36,8 @@ public enum LogKey {
     public static let appStoreApps = "appstore.apps"
     public static let appStoreRoots = "appstore.roots"
     public static let appStoreChainCache = "appstore.chain_cache"
+    /// Whether verify checks revocation with OCSP (`APPSTORE_REVOCATION_CHECK`).
+    public static let appStoreRevocationCheck = "appstore.revocation_check"
     public static let appStoreValidationTime = "appstore.validation_time"
     public static let appStoreBaseURL = "appstore.base_url"
     public static let appStoreRateScale = "appstore.rate_scale"
@@ -94,6 +96,8 @@ public enum LogKey {
     public static let consumptionNote = "consumption.note"
 
     public static let simStateDirectory = "sim.state_dir"
+    /// The OCSP base URL the simulator's certificates name (`SIM_OCSP_BASE_URL`).
+    public static let simOCSPBaseURL = "sim.ocsp_base_url"
     public static let simKeyID = "sim.key_id"
     public static let simIssuerID = "sim.issuer_id"
 }

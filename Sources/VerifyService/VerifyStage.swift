@@ -40,6 +40,7 @@ public struct VerifyStage: PipelineStage {
                     "\(configuration.apps.map { "\($0.bundleId):\($0.environments.map(\.rawValue).sorted().joined(separator: "+"))" })",
                 LogKey.appStoreValidationTime: "\(ValidationTimeOption.describe(configuration.validationTime))",
                 LogKey.appStoreChainCache: "\(configuration.chainCache.isEnabled ? "on" : "off")",
+                LogKey.appStoreRevocationCheck: "\(configuration.checksRevocation ? "on" : "off")",
             ])
         if !configuration.additionalTrustedRoots.isEmpty {
             logger.notice(

@@ -74,6 +74,28 @@ struct SigningAuthorityTests {
         _ = try await verifier.verifyTransaction(reloaded.makeSigner().sign(TestPKI.transaction()))
     }
 
+    @Test("a stored authority asked for another OCSP URL keeps its root and keys; its intermediate and leaf are re-issued naming the URL")
+    func reissueForOCSP() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("appstore-ca-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let created = try SigningAuthority.loadOrCreate(at: directory)
+        #expect(created.ocspBaseURL == nil)
+        let moved = try SigningAuthority.loadOrCreate(at: directory, options: SigningAuthorityOptions(ocspBaseURL: "http://sim:8090/ocsp"))
+        #expect(moved.ocspBaseURL == "http://sim:8090/ocsp")
+        #expect(moved.root == created.root)
+        #expect(moved.leafKey.rawRepresentation == created.leafKey.rawRepresentation)
+        #expect(moved.leaf != created.leaf && moved.intermediate != created.intermediate)
+        #expect(moved.leaf.serialNumber != created.leaf.serialNumber)
+        #expect(moved.leaf.notValidAfter == created.leaf.notValidAfter)
+        // Stored: the next start with the same URL changes nothing.
+        let again = try SigningAuthority.loadOrCreate(at: directory, options: SigningAuthorityOptions(ocspBaseURL: "http://sim:8090/ocsp"))
+        #expect(again.leaf == moved.leaf && again.intermediate == moved.intermediate)
+        // Both the old and the new chain still verify under the one root.
+        let verifier = try TestPKI.verifier(trusting: [created.root])
+        _ = try await verifier.verifyTransaction(created.makeSigner().sign(TestPKI.transaction()))
+        _ = try await verifier.verifyTransaction(again.makeSigner().sign(TestPKI.transaction()))
+    }
+
     @Test("mismatched keys and damaged files are refused")
     func refusesDamage() throws {
         let a = try TestPKI.authority()

@@ -92,15 +92,23 @@ public final class RunningSimulator: Sendable {
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    public static func start(authority: SigningAuthority = SimFixture.authority) async throws -> RunningSimulator {
+    public static func start(authority: SigningAuthority = SimFixture.authority, port: Int? = nil) async throws -> RunningSimulator {
         let apple = try SimulatedApple(authority: authority, apiKey: SimFixture.apiKey)
-        let port = LocalHTTP.freePort()
+        let port = port ?? LocalHTTP.freePort()
         let app = apple.makeApplication(host: "127.0.0.1", port: port, logger: TestServices.logger)
         let group = ServiceGroup(services: [app], logger: TestServices.logger)
         let task = Task { try await group.run() }
         try await LocalHTTP.waitForPort(port, timeout: .seconds(120))
         let client = try SimFixture.client(baseURL: "http://127.0.0.1:\(port)")
         return RunningSimulator(apple: apple, port: port, client: client, group: group, task: task)
+    }
+
+    /// A simulator with a CA of its own whose intermediate and leaf name this simulator's OCSP
+    /// responder (`http://127.0.0.1:<port>/ocsp`): the port is picked first so the certificates can name it.
+    public static func startWithOCSP(name: String = "Tests Sim OCSP") async throws -> RunningSimulator {
+        let port = LocalHTTP.freePort()
+        let authority = try SigningAuthority(options: SigningAuthorityOptions(name: name, ocspBaseURL: "http://127.0.0.1:\(port)/ocsp"))
+        return try await start(authority: authority, port: port)
     }
 
     private init(apple: SimulatedApple, port: Int, client: AppStoreServerAPIClient, group: ServiceGroup, task: Task<Void, any Error>) {

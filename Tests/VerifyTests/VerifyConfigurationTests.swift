@@ -76,6 +76,30 @@ struct VerifyConfigurationTests {
         expectError(["APPSTORE_APPS": "a::Sandbox", "APPSTORE_MAX_JWS_BYTES": "10"], variable: "APPSTORE_MAX_JWS_BYTES")
     }
 
+    @Test(
+        "APPSTORE_REVOCATION_CHECK: off by default; on gives the verifier OCSP over HTTP with Apple's 15-minute lifetime; anything else stops the start"
+    )
+    func revocationCheck() throws {
+        let off = try read(["APPSTORE_APPS": "a::Sandbox"])
+        #expect(!off.checksRevocation)
+        #expect(off.verifierConfiguration.revocationChecking == nil)
+        #expect(try read(["APPSTORE_APPS": "a::Sandbox", "APPSTORE_REVOCATION_CHECK": "off"]).verifierConfiguration.revocationChecking == nil)
+        for spelling in ["on", "ON"] {
+            let on = try read(["APPSTORE_APPS": "a::Sandbox", "APPSTORE_REVOCATION_CHECK": spelling])
+            #expect(on.checksRevocation)
+            let checking = try #require(on.verifierConfiguration.revocationChecking)
+            #expect(checking.cacheLifetime == 15 * 60)
+            #expect(checking.transport is HTTPOCSPTransport)
+        }
+        #expect(try read(["APPSTORE_APPS": "a::Sandbox", "APPSTORE_REVOCATION_CHECK": "on", "APPSTORE_VALIDATION_TIME": "now"]).checksRevocation)
+        expectError(["APPSTORE_APPS": "a::Sandbox", "APPSTORE_REVOCATION_CHECK": "yes please"], variable: "APPSTORE_REVOCATION_CHECK")
+        // An OCSP answer speaks of now: it cannot vouch for certificates checked at a fixed date.
+        expectError(
+            ["APPSTORE_APPS": "a::Sandbox", "APPSTORE_REVOCATION_CHECK": "on", "APPSTORE_VALIDATION_TIME": "2025-10-01T00:00:00Z"],
+            variable: "APPSTORE_REVOCATION_CHECK")
+        #expect(VerifyConfiguration.variables.map(\.name).contains("APPSTORE_REVOCATION_CHECK"))
+    }
+
     @Test("every variable is listed for --help")
     func helpListsVariables() {
         let names = VerifyConfiguration.variables.map(\.name)

@@ -216,5 +216,10 @@ struct VerifyPipelineTests {
         let badRoot = try await BuiltProducts.run("verify", [], environment: base)
         #expect(badRoot.status == 78)
         #expect(badRoot.stderr.contains("APPSTORE_TRUSTED_ROOTS"))
+        base["APPSTORE_TRUSTED_ROOTS"] = nil
+        base["APPSTORE_REVOCATION_CHECK"] = "sometimes"
+        let badRevocation = try await BuiltProducts.run("verify", [], environment: base)
+        #expect(badRevocation.status == 78)
+        #expect(badRevocation.stderr.contains("APPSTORE_REVOCATION_CHECK") && badRevocation.stderr.contains("off, on"), "\(badRevocation.stderr)")
     }
 }

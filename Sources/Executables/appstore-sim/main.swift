@@ -37,10 +37,16 @@ enum SimulatorSettings {
     )
     static let httpHost = Setting<String>.text("HTTP_HOST", default: "127.0.0.1", meaning: "where the API and the admin routes are served")
     static let httpPort = Setting<Int>.int("HTTP_PORT", default: 8090, in: 0...65535, meaning: "the port of HTTP_HOST")
+    static let ocspBaseURL = Setting<String?>.optional(
+        "SIM_OCSP_BASE_URL", shown: "http://<HTTP_HOST, 127.0.0.1 for 0.0.0.0>:<HTTP_PORT>/ocsp",
+        meaning:
+            "where verifiers reach this simulator's OCSP responder, named in its intermediate's and leaf's AIA (<url>/root, <url>/intermediate); "
+            + "a stored CA naming another URL gets a new intermediate and leaf under the same root on start; none: a new CA names none, a stored one is kept as it is"
+    )
 
     static let variables = [
         stateDirectory.help, apps.help, bundleId.help, apiKeyFile.help, apiIssuerID.help, apiKeyID.help, webhookCAFile.help,
-        webhookURL.help, httpHost.help, httpPort.help, CommonSettings.logLevel.help, CommonSettings.logFormat.help,
+        webhookURL.help, httpHost.help, httpPort.help, ocspBaseURL.help, CommonSettings.logLevel.help, CommonSettings.logFormat.help,
         CommonSettings.tasksOnEventLoops.help,
     ]
 }
@@ -56,6 +62,8 @@ struct SimulatorConfiguration {
     var webhookURL: String?
     var httpHost: String
     var httpPort: Int
+    /// The OCSP base URL the CA's certificates name; `nil` for none.
+    var ocspBaseURL: String?
     var logLevel: Logger.Level
     var logFormat: LogFormat
 
@@ -88,6 +96,27 @@ struct SimulatorConfiguration {
         if let caFile = webhookCAFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw ConfigurationError(variable: "SIM_WEBHOOK_CA_FILE", problem: "must name a readable PEM file (\(caFile))")
         }
+        ocspBaseURL = try Self.ocspBaseURL(try env.read(SimulatorSettings.ocspBaseURL), host: httpHost, port: httpPort)
+    }
+
+    /// The configured OCSP base URL without a trailing slash, or the simulator's own address when
+    /// unset (none when the port is picked at random: nothing could name it in advance).
+    static func ocspBaseURL(_ configured: String?, host: String, port: Int) throws(ConfigurationError) -> String? {
+        guard let configured else {
+            guard port != 0 else { return nil }
+            let reachable = ["0.0.0.0", "::", ""].contains(host) ? "127.0.0.1" : host
+            return "http://\(reachable.contains(":") ? "[\(reachable)]" : reachable):\(port)/ocsp"
+        }
+        if configured.lowercased() == "none" { return nil }
+        var url = configured
+        while url.hasSuffix("/") { url.removeLast() }
+        guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host != nil,
+            parsed.query == nil
+        else {
+            throw ConfigurationError(
+                variable: "SIM_OCSP_BASE_URL", problem: "must be an http(s) URL without a query, or none (got \"\(configured.prefix(80))\")")
+        }
+        return url
     }
 }
 
@@ -95,6 +124,9 @@ let api = """
     API: /inApps/… as Apple's. Admin: GET /sim/ca/root.pem, GET /sim/api-key, POST /sim/transactions,
     PUT /sim/subscriptions/{originalTransactionId}, POST /sim/notifications, POST /sim/orders,
     GET /sim/consumption, GET|PUT /sim/webhook {"url":…}, GET|PUT|DELETE /sim/faults, GET|DELETE /sim/stats, POST /sim/reset.
+    OCSP: POST /ocsp/root, POST /ocsp/intermediate (RFC 6960 over POST, the URLs the CA's certificates name);
+    GET /sim/ocsp, PUT|DELETE /sim/ocsp/revoked/{leaf|intermediate}, PUT /sim/ocsp/fault {"mode":"none|unavailable|malformed"},
+    DELETE /sim/ocsp/fault.
     Lifecycles: POST /sim/lifecycle {"customers":N,"webhook":"http://127.0.0.1:8080","monthSeconds":300,
     "duplicateRate":0.1,"maxDelayMs":500,"reorderWindow":8,"dropRate":0,"retries":true,"seed":1} plays N
     customers through renewals, plan changes, billing retry, refunds… to the webhook (optional
@@ -125,7 +157,8 @@ if let key = configuration.apiKey {
 }
 let apple: SimulatedApple
 do {
-    apple = try SimulatedApple(stateDirectory: stateDirectory, apiKey: configuredKey, appAppleIds: configuration.appAppleIds)
+    apple = try SimulatedApple(
+        stateDirectory: stateDirectory, apiKey: configuredKey, appAppleIds: configuration.appAppleIds, ocspBaseURL: configuration.ocspBaseURL)
 } catch {
     FileHandle.standardError.write(Data("appstore-sim: cannot load or create its state in \(stateDirectory.path): \(error)\n".utf8))
     exit(1)
@@ -137,7 +170,7 @@ logger.info(
     "simulated Apple starting",
     metadata: [
         LogKey.simStateDirectory: "\(stateDirectory.path)", LogKey.simKeyID: "\(apple.apiKey.keyID)", LogKey.simIssuerID: "\(apple.apiKey.issuerID)",
-        LogKey.httpPort: "\(configuration.httpPort)",
+        LogKey.httpPort: "\(configuration.httpPort)", LogKey.simOCSPBaseURL: "\(configuration.ocspBaseURL ?? "none")",
         LogKey.tasksOnEventLoops: "\(ProcessBootstrap.tasksRunOnEventLoops)",
     ])
 var webhookClient = HTTPClient.shared
