@@ -27,8 +27,7 @@ struct Bind: AsyncParsableCommand {
     @Option(help: "The purchase's original transaction ID.")
     var originalTransactionId: String
 
-    @Option(help: "Who asks (recorded with the request); default: $USER.")
-    var requestedBy: String?
+    @OptionGroup var requester: RequesterOptions
 
     @OptionGroup var app: AppOptions
 
@@ -40,9 +39,6 @@ struct Bind: AsyncParsableCommand {
         guard !originalTransactionId.isEmpty, originalTransactionId.allSatisfy(\.isNumber) else {
             throw ValidationError("--original-transaction-id must be Apple's numeric ID")
         }
-        guard (requestedBy ?? "x").utf8.count <= 256, requestedBy?.isEmpty != true else {
-            throw ValidationError("--requested-by must be 1 to 256 bytes")
-        }
     }
 
     func run() async throws {
@@ -50,7 +46,7 @@ struct Bind: AsyncParsableCommand {
             let configuration = try RecoveryEnvironment.apiSettings()
             let target = try RecoveryEnvironment.target(app: app.app, environment: app.environment, configuration: configuration)
             let client = try RecoveryEnvironment.apiClient(configuration)
-            let who = requestedBy ?? ProcessInfo.processInfo.environment["USER"] ?? "unknown"
+            let who = requester.who
             let producer = try RecoveryEnvironment.producer()
             let topic = ProcessInfo.processInfo.environment["VERIFIED_TOPIC"] ?? Topics.verified
             let customer = UUID(uuidString: self.customer)!

@@ -32,8 +32,7 @@ struct Extend: AsyncParsableCommand {
     @Option(help: "Your unique ID for the request (≤ 128 characters); default: a new UUID.")
     var requestIdentifier: String?
 
-    @Option(help: "Who asks (recorded with the request); default: $USER.")
-    var requestedBy: String?
+    @OptionGroup var requester: RequesterOptions
 
     @OptionGroup var app: AppOptions
 
@@ -52,9 +51,6 @@ struct Extend: AsyncParsableCommand {
         guard (requestIdentifier ?? "x").count <= 128, requestIdentifier?.isEmpty != true else {
             throw ValidationError("--request-identifier must be 1 to 128 characters")
         }
-        guard (requestedBy ?? "x").utf8.count <= 256, requestedBy?.isEmpty != true else {
-            throw ValidationError("--requested-by must be 1 to 256 bytes")
-        }
     }
 
     func run() async throws {
@@ -62,7 +58,7 @@ struct Extend: AsyncParsableCommand {
             let configuration = try RecoveryEnvironment.apiSettings()
             let target = try RecoveryEnvironment.target(app: app.app, environment: app.environment, configuration: configuration)
             let client = try RecoveryEnvironment.apiClient(configuration)
-            let who = requestedBy ?? ProcessInfo.processInfo.environment["USER"] ?? "unknown"
+            let who = requester.who
             let requestID = requestIdentifier ?? UUID().uuidString.lowercased()
             let producer = try RecoveryEnvironment.producer()
             let topic = ProcessInfo.processInfo.environment["VERIFIED_TOPIC"] ?? Topics.verified

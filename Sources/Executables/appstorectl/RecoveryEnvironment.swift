@@ -105,3 +105,18 @@ struct AppOptions: ParsableArguments {
         }
     }
 }
+
+/// `--requested-by`: who asks Apple for a change on a customer's behalf (recorded with the request).
+struct RequesterOptions: ParsableArguments {
+    @Option(help: "Who asks (recorded with the request); default: $USER.")
+    var requestedBy: String?
+
+    /// The requester to record.
+    var who: String { requestedBy ?? ProcessInfo.processInfo.environment["USER"] ?? "unknown" }
+
+    func validate() throws {
+        guard (requestedBy ?? "x").utf8.count <= 256, requestedBy?.isEmpty != true else {
+            throw ValidationError("--requested-by must be 1 to 256 bytes")
+        }
+    }
+}
