@@ -144,8 +144,7 @@ public struct RefundSweep: Sendable {
         var percentage: Int32?
 
         init(_ tx: JWSTransactionDecodedPayload) {
-            revokedAtMilliseconds = tx.revocationDate.map { AppStoreJSON.milliseconds(since1970: $0) }
-            percentage = tx.revocationPercentage
+            self.init(revokedAt: tx.revocationDate, percentage: tx.revocationPercentage)
         }
 
         init(revokedAt: Date?, percentage: Int32?) {

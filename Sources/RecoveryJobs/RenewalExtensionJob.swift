@@ -53,14 +53,8 @@ public struct RenewalExtensionJob: Sendable {
             throw OperationsError.api(error)
         }
         try await record(result, target: target, outcome: "extended", appleError: nil)
-        let latest: VerifiedSignedTransaction
-        do {
-            let statuses = try await client.allSubscriptionStatuses(transactionId: originalTransactionId, target: target)
-            let id = statuses.first { $0.originalTransactionId == originalTransactionId }?.transaction?.transactionId ?? originalTransactionId
-            latest = try await client.signedTransactionInfo(transactionId: id, target: target)
-        } catch {
-            throw OperationsError.api(error)
-        }
+        let latest = try await SubscriptionReconciler.latestTransaction(
+            originalTransactionId: originalTransactionId, client: client, target: target)
         result.fed = try await VerifiedRecord.fetched(latest, bundleId: target.bundleId).feed(to: producer, topic: verifiedTopic)
         return result
     }

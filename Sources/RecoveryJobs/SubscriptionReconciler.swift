@@ -106,7 +106,9 @@ public struct SubscriptionReconciler: Sendable {
             }
             let target = AppStoreServerAPIClient.Target(bundleId: bundleId, environment: AppStoreEnvironment(rawValue: subscription.environment))
             do {
-                let fetched = try await latestTransaction(of: subscription, client: client, target: target)
+                let fetched = try await latestTransaction(
+                    originalTransactionId: subscription.originalTransactionId, known: subscription.latestTransactionId, client: client,
+                    target: target)
                 let record = VerifiedRecord.fetched(fetched, bundleId: bundleId)
                 let message = try VerifiedMessage.make(record, topic: verifiedTopic)
                 _ = try await producer?.send(message)
@@ -125,15 +127,14 @@ public struct SubscriptionReconciler: Sendable {
     }
 
     /// The purchase's latest transaction from Get All Subscription Statuses, fetched again with
-    /// Get Transaction Info for its JWS.
+    /// Get Transaction Info for its JWS (`known`, then the original, when Apple names none).
     static func latestTransaction(
-        of subscription: OverdueSubscription, client: AppStoreServerAPIClient, target: AppStoreServerAPIClient.Target
+        originalTransactionId: String, known: String? = nil, client: AppStoreServerAPIClient, target: AppStoreServerAPIClient.Target
     ) async throws -> VerifiedSignedTransaction {
         do {
-            let statuses = try await client.allSubscriptionStatuses(transactionId: subscription.originalTransactionId, target: target)
-            let latest = statuses.first { $0.originalTransactionId == subscription.originalTransactionId }?.transaction?.transactionId
-            return try await client.signedTransactionInfo(
-                transactionId: latest ?? subscription.latestTransactionId ?? subscription.originalTransactionId, target: target)
+            let statuses = try await client.allSubscriptionStatuses(transactionId: originalTransactionId, target: target)
+            let latest = statuses.first { $0.originalTransactionId == originalTransactionId }?.transaction?.transactionId
+            return try await client.signedTransactionInfo(transactionId: latest ?? known ?? originalTransactionId, target: target)
         } catch {
             throw OperationsError.api(error)
         }
