@@ -39,7 +39,7 @@ public final class LifecyclePlayer: Sendable {
 
     enum Job: Sendable {
         case notification(Delivery)
-        case upload(path: String, body: ByteBuffer)
+        case upload(path: String, body: ByteBuffer, transactionId: String)
     }
 
     /// One request the player would send, made ahead of time.
@@ -136,7 +136,7 @@ public final class LifecyclePlayer: Sendable {
                 }
                 if let upload = step.upload {
                     let (path, body) = try await uploadRequest(upload)
-                    window.append(.upload(path: path, body: body))
+                    window.append(.upload(path: path, body: body, transactionId: upload.transactionId))
                 }
                 if window.count >= max(1, options.reorderWindow) {
                     window.shuffle(using: &random)
@@ -154,7 +154,7 @@ public final class LifecyclePlayer: Sendable {
     private func run(_ job: Job) async throws {
         switch job {
         case .notification(let delivery): try await deliver(delivery)
-        case .upload(let path, let body): try await upload(path, body)
+        case .upload(let path, let body, let transactionId): try await upload(path, body, transactionId: transactionId)
         }
     }
 
@@ -184,7 +184,10 @@ public final class LifecyclePlayer: Sendable {
             try await Task.sleep(for: options.retryDelays[attempt])
             attempt += 1
         }
-        report.withLock { $0.delivered += 1 }
+        report.withLock {
+            $0.delivered += 1
+            $0.deliveredNotificationUUIDs.append(delivery.notificationUUID)
+        }
         if let after = delivery.duplicateAfter {
             if after > .zero { try await Task.sleep(for: after) }
             if await post("/v2/notifications", delivery.body) == "SUCCESS" { report.withLock { $0.duplicates += 1 } }
@@ -192,10 +195,13 @@ public final class LifecyclePlayer: Sendable {
     }
 
     /// An app upload, retried like an app would (a few times, a second apart).
-    private func upload(_ path: String, _ body: ByteBuffer) async throws {
+    private func upload(_ path: String, _ body: ByteBuffer, transactionId: String) async throws {
         for _ in 0..<5 {
             if await post(path, body) == "SUCCESS" {
-                report.withLock { $0.uploads += 1 }
+                report.withLock {
+                    $0.uploads += 1
+                    $0.uploadedTransactionIds.append(transactionId)
+                }
                 return
             }
             try await Task.sleep(for: .seconds(1))

@@ -20,6 +20,11 @@ public struct PlaybackReport: Sendable, Hashable, Codable {
     public var uploads = 0
     /// UUIDs of the dropped and undelivered notifications (for recovery tests).
     public var lostNotificationUUIDs: [String] = []
+    /// UUIDs of the notifications answered 2xx: what the webhook acknowledged, so what must be recorded.
+    public var deliveredNotificationUUIDs: [String] = []
+    /// The transaction ID each upload answered 2xx named (its purchase's). A count would not do: an attempt whose answer was
+    /// lost (a stage killed mid-request) can reach the pipeline too, and a receipt's lookup signs anew.
+    public var uploadedTransactionIds: [String] = []
 
     public init() {}
 }

@@ -53,7 +53,7 @@ struct EndToEndFaultTests {
             #expect(swept == run.customers.filter { $0.scenario == LifecycleScenario.refundNeverDelivered.rawValue }.count)
             let logged = try await pipeline.loggedEvents()
             let mismatches = try await pipeline.mismatches(run)
-            let lost = report.delivered + report.uploads - logged
+            let lost = try await pipeline.unrecorded(report).count
             print(
                 "end to end with faults (\(faults.joined(separator: "; "))): \(run.customers.count) customers, "
                     + "\(report.notifications) notifications (+\(report.duplicates) duplicates, \(report.retries) redelivered by the simulator, "

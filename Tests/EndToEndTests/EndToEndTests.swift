@@ -36,7 +36,7 @@ struct EndToEndTests {
             print(
                 "end to end: \(run.customers.count) customers, \(report.notifications) notifications (+\(report.duplicates) duplicates, "
                     + "\(report.uploads) uploads) in \(ContinuousClock.now - started); logged \(logged); "
-                    + "lost = \(report.delivered + report.uploads - logged); mismatches = \(mismatches.count)")
+                    + "lost = \(try await pipeline.unrecorded(report).count); mismatches = \(mismatches.count)")
             #expect(run.customers.count >= 500 || Self.customers < 500)
             #expect(report.duplicates > 0)
             #expect(mismatches.isEmpty, "\(mismatches.prefix(5).joined(separator: "\n"))")

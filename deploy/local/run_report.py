@@ -107,13 +107,18 @@ def main():
     def query(sql):
         return subprocess.run(psql + ["-At", "-F", "\t", "-c", sql], check=True, capture_output=True, text=True).stdout
 
-    def logged():
-        """Distinct events grant recorded (notifications by UUID, uploads by transaction), not counting
-        what the refund sweep fed (it was never delivered, it was fetched)."""
-        try:
-            return int(query("select count(*) from notifications where source <> 'refund-history'").strip() or 0)
-        except subprocess.CalledProcessError:
-            return 0
+    def unrecorded(rep):
+        """What the webhook acknowledged that grant never recorded: each delivered notification by its
+        UUID, each upload by its transaction. Sets, not counts: an attempt whose answer a killed
+        container never sent can be recorded too (and a receipt's lookup is signed anew each time)."""
+        rows = query("select source, coalesce(notification_uuid, ''), coalesce(transaction_id, ''), coalesce(original_transaction_id, '') "
+                     "from notifications where source <> 'refund-history'").splitlines()
+        recorded = [r.split("\t") for r in rows if r.count("\t") == 3]
+        uuids = {u.lower() for s, u, _, _ in recorded if s not in ("app-upload", "app-receipt")}
+        # An upload names its purchase; what grant records is the transaction Apple signed for it.
+        uploads = {i for s, _, t, o in recorded if s in ("app-upload", "app-receipt") for i in (t, o)}
+        return ([f"notification {u}" for u in rep.get("deliveredNotificationUUIDs", []) if u.lower() not in uuids]
+                + [f"upload of {t}" for t in rep.get("uploadedTransactionIds", []) if t not in uploads])
 
     deadline = time.time() + args.timeout
     last_marks, status, swept = None, None, False
@@ -198,8 +203,10 @@ def main():
     print(f"{len(rows) - mismatches} of {len(rows)} customers match the ground truth")
     lost = 0
     if args.fresh_database:
-        lost = (rep.get("delivered") or 0) + (rep.get("uploads") or 0) - logged()
-        print(f"lost = {lost} (acknowledged deliveries and uploads that grant never recorded)")
+        missing = unrecorded(rep)
+        lost = len(missing)
+        print(f"lost = {lost} (acknowledged deliveries and uploads that grant never recorded)"
+              + (f": {', '.join(missing[:5])}" if missing else ""))
     # Refund requests (CONSUMPTION_REQUEST) grant's responder answered from our records.
     time.sleep(3)
     statuses = query("select status, count(*) from consumption_requests group by status order by status").split()
