@@ -124,7 +124,9 @@ struct FuzzTests {
                             if damage != .none { wrongVerdicts.append("mutation \(index) (\(damage)) was accepted") }
                         } catch {
                             outcome = error.code.rawValue
-                            if !damage.allowedCodes.contains(outcome) { wrongVerdicts.append("mutation \(index) (\(damage)) was rejected with \(error)") }
+                            if !damage.allowedCodes.contains(outcome) {
+                                wrongVerdicts.append("mutation \(index) (\(damage)) was rejected with \(error)")
+                            }
                         }
                         outcomes[damage, default: [:]][outcome, default: 0] += 1
                     }

@@ -205,7 +205,8 @@ final class PipelineUnderTest: @unchecked Sendable {
     /// sets, not counts: an attempt whose answer a killed stage never sent may be recorded as well.
     func unrecorded(_ report: PlaybackReport) async throws -> [String] {
         let (uuids, uploads) = try await withDatabase { client in
-            var uuids: Set<String> = [], uploads: Set<String> = []
+            var uuids: Set<String> = []
+            var uploads: Set<String> = []
             let rows = try await client.query(
                 """
                 SELECT source, coalesce(notification_uuid, ''), coalesce(transaction_id, ''), coalesce(original_transaction_id, '')
@@ -213,7 +214,11 @@ final class PipelineUnderTest: @unchecked Sendable {
                 """, logger: ScratchDatabase.logger)
             for try await (source, uuid, transaction, original) in rows.decode((String, String, String, String).self) {
                 // An upload names its purchase; what grant records is the transaction Apple signed for it.
-                if source == "app-upload" || source == "app-receipt" { uploads.formUnion([transaction, original]) } else { uuids.insert(uuid.lowercased()) }
+                if source == "app-upload" || source == "app-receipt" {
+                    uploads.formUnion([transaction, original])
+                } else {
+                    uuids.insert(uuid.lowercased())
+                }
             }
             return (uuids, uploads)
         }
