@@ -96,8 +96,9 @@ stop_processes() {
 
 # The one release configuration: the images, the release checks and the benchmarks share it, so
 # each executable is compiled once. The Swift runtime is linked statically (the images carry no
-# toolchain).
-release_flags=(-c release --static-swift-stdlib)
+# toolchain). Its own scratch directory (inside .build, so `rm -rf .build` clears it) has its own
+# lock, so the test command builds it beside the debug build's runs and tests instead of after them.
+release_flags=(-c release --static-swift-stdlib --scratch-path "$repo_root/.build/images")
 release_bin_dir() { swift build "${release_flags[@]}" --show-bin-path; }
 # release_build PRODUCT...: builds each product in release mode (log: .local/logs/release-build.log).
 release_build() {
