@@ -125,7 +125,9 @@ public struct OCSPResponder: OCSPTransport {
     private static let basicResponseType: ASN1ObjectIdentifier = [1, 3, 6, 1, 5, 5, 7, 48, 1, 1]
     private static let ecdsaWithSHA384: ASN1ObjectIdentifier = [1, 2, 840, 10045, 4, 3, 3]
 
-    private static func unsuccessful(status: UInt8) throws -> [UInt8] {
+    /// An `OCSPResponse` with only an unsuccessful `responseStatus` (RFC 6960 4.2.1: 1 malformedRequest,
+    /// 2 internalError, 3 tryLater, 5 sigRequired, 6 unauthorized) and no response bytes.
+    public static func unsuccessful(status: UInt8) throws -> [UInt8] {
         var response = DER.Serializer()
         response.appendConstructedNode(identifier: .sequence) { coder in
             coder.appendPrimitiveNode(identifier: .enumerated) { $0.append(status) }

@@ -22,6 +22,8 @@ public final class SimulatedOCSP: Sendable {
         case unavailable
         /// Answers 200 with a body that is no DER `OCSPResponse`.
         case malformed
+        /// Answers 200 with an `OCSPResponse` whose status is `tryLater` (3): up, but unable to answer now.
+        case tryLater
     }
 
     /// What `GET /sim/ocsp` shows.
@@ -98,6 +100,8 @@ public final class SimulatedOCSP: Sendable {
             return nil
         case .malformed:
             return Array("this is not an OCSP response".utf8)
+        case .tryLater:
+            return try OCSPResponder.unsuccessful(status: 3)
         case .none:
             var serials = Set<X509.Certificate.SerialNumber>()
             if revoked.contains(.leaf) { serials.insert(authority.leaf.serialNumber) }

@@ -128,11 +128,12 @@ struct VerifyRevocationTests {
     }
 
     @Test(
-        "an unreachable responder is transient (verification.revocation_check_unavailable); once it answers, the same stage verifies the same bytes")
-    func unreachableResponder() async throws {
+        "an unreachable responder, or one answering tryLater, is transient (verification.revocation_check_unavailable); once it answers, the same stage verifies the same bytes",
+        arguments: [SimulatedOCSP.Fault.unavailable, .tryLater])
+    func unreachableResponder(fault: SimulatedOCSP.Fault) async throws {
         try await RunningSimulator.withOCSP { sim in
             let body = try Self.body(sim)
-            #expect(try await Self.admin(sim, .PUT, "/sim/ocsp/fault", body: #"{"mode":"unavailable"}"#).fault == .unavailable)
+            #expect(try await Self.admin(sim, .PUT, "/sim/ocsp/fault", body: #"{"mode":"\#(fault.rawValue)"}"#).fault == fault)
             let stage = try Self.stage(trusting: sim)
             await Self.expectRejected(stage, body, code: "verification.revocation_check_unavailable", transient: true)
             #expect(try await Self.admin(sim, .GET, "/sim/ocsp").faulted >= 1)
