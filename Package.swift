@@ -298,7 +298,7 @@ let package = Package(
             dependencies: [
                 "PipelineRecords", "EnvironmentSettings", "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
                 "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
-                "EntitlementStore", "StageRuntime", "OfferSigning", argumentParser, logging,
+                "EntitlementStore", "StageRuntime", "OfferSigning", "VerifyService", argumentParser, logging,
             ],
             path: "Sources/Executables/appstorectl"
         ),

@@ -3,6 +3,7 @@ import AppStoreSigning
 import Foundation
 import TestSupport
 import Testing
+import X509
 
 /// `inspect`'s logic in-process: input forms, assumptions and verdicts.
 @Suite("inspection plans")
@@ -98,5 +99,38 @@ struct InspectionPlanTests {
         } catch {
             #expect(error.isUsage && error.exitCode == 2)
         }
+    }
+}
+
+/// `inspect --revocation-check`: the same OCSP checks as verify's, for support checking one token.
+@Suite("inspection plans with revocation checks")
+struct InspectionRevocationTests {
+    @Test("with revocation checks a good chain verifies after asking the responder; a revoked leaf is refused; without, nothing is asked")
+    func revocation() async throws {
+        let authority = try SigningAuthority(options: SigningAuthorityOptions(ocspBaseURL: "http://ocsp.invalid"))
+        let token = try TestPKI.notification(signer: authority.makeSigner(), signedDate: Date())
+        func plan(_ transport: RecordingTransport?) throws -> InspectionPlan {
+            try InspectionPlan(
+                input: token,
+                options: InspectOptions(
+                    trustedRoots: [authority.root], revocationChecking: transport.map { RevocationChecking(transport: $0) }))
+        }
+
+        let good = RecordingTransport(mode: .answer(OCSPResponder(authority: authority)))
+        let report = try await plan(good).run()
+        #expect(report.checkedAgainst.revocationChecked && report.checkedAgainst.validationTime == "now")
+        #expect(good.requests.count >= 2, "the leaf and the intermediate, for the notification and each JWS in it")
+
+        let revoked = RecordingTransport(mode: .answer(OCSPResponder(authority: authority, revokedSerialNumbers: [authority.leaf.serialNumber])))
+        let refused = try plan(revoked)
+        do throws(InspectFailure) {
+            _ = try await refused.run()
+            Issue.record("a revoked leaf was accepted")
+        } catch {
+            #expect(error.code.rawValue == AppStoreVerificationError.Code.revoked.rawValue)
+        }
+
+        let offline = try await plan(nil).run()
+        #expect(!offline.checkedAgainst.revocationChecked)
     }
 }

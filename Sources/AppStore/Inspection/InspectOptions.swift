@@ -15,11 +15,16 @@ public struct InspectOptions: Sendable {
     public var trustedRoots: [Certificate]
     /// When certificates must be valid.
     public var validationTime: SignedDataVerifier.ValidationTime
+    /// Whether to ask each certificate's OCSP responder, as verify does with `APPSTORE_REVOCATION_CHECK=on`
+    /// (certificates are then valid at the current time); `nil`: no revocation check.
+    public var revocationChecking: RevocationChecking?
 
     public init(
         bundleId: String? = nil, appAppleId: Int64? = nil, environment: AppStoreEnvironment? = nil,
-        trustedRoots: [Certificate] = [], validationTime: SignedDataVerifier.ValidationTime = .signedDate
+        trustedRoots: [Certificate] = [], validationTime: SignedDataVerifier.ValidationTime = .signedDate,
+        revocationChecking: RevocationChecking? = nil
     ) {
+        self.revocationChecking = revocationChecking
         self.bundleId = bundleId
         self.appAppleId = appAppleId
         self.environment = environment

@@ -109,7 +109,7 @@ public struct InspectionPlan: Sendable {
             verifier = try SignedDataVerifier(
                 configuration: .init(
                     apps: [app], additionalTrustedRoots: options.trustedRoots, validationTime: options.validationTime,
-                    chainCache: .disabled))
+                    revocationChecking: options.revocationChecking, chainCache: .disabled))
         } catch {
             throw .usage(error.message)
         }
@@ -119,7 +119,8 @@ public struct InspectionPlan: Sendable {
                 bundleId: app.bundleId == Self.unnamedBundleId ? nil : app.bundleId,
                 appAppleId: app.appAppleId == 0 ? nil : app.appAppleId,
                 environment: app.environments.first?.rawValue ?? "",
-                validationTime: ValidationTimeOption.describe(options.validationTime),
+                validationTime: options.revocationChecking == nil ? ValidationTimeOption.describe(options.validationTime) : "now",
+                revocationChecked: options.revocationChecking != nil,
                 additionalTrustedRoots: options.trustedRoots.map { String(describing: $0.subject) },
                 assumedFromToken: assumedNames),
             certificates: certificates.compactMap { $0.map(InspectionReport.CertificateSummary.init) })

@@ -10,6 +10,8 @@ public struct InspectionReport: Encodable, Sendable {
         public var appAppleId: Int64?
         public var environment: String
         public var validationTime: String
+        /// Whether Apple's OCSP responders were asked about the leaf and the intermediate.
+        public var revocationChecked: Bool
         public var additionalTrustedRoots: [String]
         /// Values taken from the token itself instead of from flags.
         public var assumedFromToken: [String]

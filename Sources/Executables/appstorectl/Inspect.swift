@@ -1,6 +1,7 @@
 import AppStore
 import ArgumentParser
 import Foundation
+import VerifyService
 import X509
 
 /// `appstorectl inspect`: verifies and decodes one piece of App Store signed data, as support needs
@@ -40,9 +41,20 @@ struct Inspect: AsyncParsableCommand {
     @Option(name: .customLong("validation-date"), help: "When certificates must be valid: \(ValidationTimeOption.syntax).")
     var validationDate = "signed-date"
 
+    @Flag(
+        name: .customLong("revocation-check"),
+        help:
+            "Ask each certificate's OCSP responder whether the leaf or the intermediate is revoked, as verify does with APPSTORE_REVOCATION_CHECK=on (certificates are then checked at the current time)."
+    )
+    var revocationCheck = false
+
     func validate() throws {
         if let environment, AppListParser.environment(environment) == nil {
             throw ValidationError("--environment must be Sandbox or Production (got \(environment))")
+        }
+        if revocationCheck, case .fixed = ValidationTimeOption.parse(validationDate) {
+            throw ValidationError(
+                "--revocation-check validates certificates at the current time; it cannot be combined with a fixed --validation-date")
         }
         if ValidationTimeOption.parse(validationDate) == nil {
             throw ValidationError("--validation-date must be \(ValidationTimeOption.syntax) (got \(validationDate))")
@@ -59,7 +71,8 @@ struct Inspect: AsyncParsableCommand {
         do {
             let options = InspectOptions(
                 bundleId: bundleId, appAppleId: appAppleId, environment: environment.flatMap(AppListParser.environment),
-                trustedRoots: try loadRoots(), validationTime: ValidationTimeOption.parse(validationDate) ?? .signedDate)
+                trustedRoots: try loadRoots(), validationTime: ValidationTimeOption.parse(validationDate) ?? .signedDate,
+                revocationChecking: revocationCheck ? RevocationChecking(transport: HTTPOCSPTransport()) : nil)
             let plan = try InspectionPlan(input: try readInput(), options: options)
             for line in plan.assumptions { printError("note: \(line)") }
             let report = try await plan.run()
