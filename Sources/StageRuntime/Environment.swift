@@ -23,7 +23,7 @@ public enum CommonSettings {
     /// A family of variables rather than one: read by ``EnvironmentReader/kafkaProperties()``. Its
     /// values may be SASL credentials, so they are secret.
     public static let kafkaPropertyPattern = SettingDescription(
-        name: "KAFKA_PROP_<NAME>", defaultText: "", meaning: "any librdkafka setting, `_` read as `.` (KAFKA_PROP_SECURITY_PROTOCOL=SSL)",
+        name: "KAFKA_PROP_<NAME>", defaultText: "", meaning: "any librdkafka setting, `_` read as `.` (KAFKA_PROP_SECURITY_PROTOCOL=SSL), except acks, idempotence and offset commits",
         isSecret: true)
 
     /// The common variables for `--help` of the process called `name`.
@@ -51,9 +51,18 @@ extension EnvironmentReader {
             properties: try kafkaProperties())
     }
 
+    /// librdkafka properties the pipeline's delivery guarantees rest on (idempotent `acks=all`
+    /// producers; offsets stored only for finished records and never committed automatically): a
+    /// pass-through that changed one could lose or duplicate acknowledged records, so it is refused.
+    public static let guaranteeProperties: Set<String> = [
+        "acks", "request.required.acks", "enable.idempotence", "enable.gapless.guarantee",
+        "enable.auto.commit", "auto.commit.enable", "enable.auto.offset.store",
+    ]
+
     /// librdkafka settings: every `KAFKA_PROP_<NAME>` variable becomes the property `<name>` with
     /// `_` read as `.` (`KAFKA_PROP_SECURITY_PROTOCOL=SSL` → `security.protocol=SSL`), and a file
     /// named by `KAFKA_PROPERTIES_FILE` adds `name=value` lines (for secrets such as `sasl.password`).
+    /// Any of ``guaranteeProperties`` is refused, naming where it came from.
     public func kafkaProperties() throws(ConfigurationError) -> [String: String] {
         var props: [String: String] = [:]
         if let path = try read(CommonSettings.propertiesFile) {
@@ -66,13 +75,25 @@ extension EnvironmentReader {
                 guard let eq = trimmed.firstIndex(of: "=") else {
                     throw ConfigurationError(variable: "KAFKA_PROPERTIES_FILE", problem: "has a line without '=' in \(path)")
                 }
-                props[String(trimmed[..<eq]).trimmingCharacters(in: .whitespaces)] =
-                    String(trimmed[trimmed.index(after: eq)...]).trimmingCharacters(in: .whitespaces)
+                let name = String(trimmed[..<eq]).trimmingCharacters(in: .whitespaces)
+                try Self.refuseGuaranteeProperty(name, variable: "KAFKA_PROPERTIES_FILE")
+                props[name] = String(trimmed[trimmed.index(after: eq)...]).trimmingCharacters(in: .whitespaces)
             }
         }
         for (key, value) in values where key.hasPrefix("KAFKA_PROP_") {
-            props[key.dropFirst("KAFKA_PROP_".count).lowercased().replacingOccurrences(of: "_", with: ".")] = value
+            let name = key.dropFirst("KAFKA_PROP_".count).lowercased().replacingOccurrences(of: "_", with: ".")
+            try Self.refuseGuaranteeProperty(name, variable: key)
+            props[name] = value
         }
         return props
+    }
+
+    private static func refuseGuaranteeProperty(_ name: String, variable: String) throws(ConfigurationError) {
+        guard guaranteeProperties.contains(name) else { return }
+        throw ConfigurationError(
+            variable: variable,
+            problem:
+                "sets \(name), which the pipeline's delivery guarantees fix (idempotent acks=all producers, offsets stored only for finished records); remove it"
+        )
     }
 }

@@ -1,4 +1,5 @@
 import EnvironmentSettings
+import Foundation
 import KafkaClient
 import PipelineRecords
 import StageRuntime
@@ -34,6 +35,34 @@ struct ConfigurationTests {
         #expect(json.logFormat == .json)
         #expect(json.producer.compression == .zstd)
         #expect(StageConfiguration.variables(stage: "verify", defaults: defaults).contains { $0.name == "LOG_FORMAT" })
+    }
+
+    @Test(
+        "a pass-through that would weaken delivery guarantees is refused, naming its variable",
+        arguments: [
+            ("KAFKA_PROP_ACKS", "1"), ("KAFKA_PROP_ENABLE_IDEMPOTENCE", "false"), ("KAFKA_PROP_ENABLE_AUTO_COMMIT", "true"),
+            ("KAFKA_PROP_ENABLE_AUTO_OFFSET_STORE", "true"), ("KAFKA_PROP_REQUEST_REQUIRED_ACKS", "0"),
+        ])
+    func guaranteesCannotBeOverridden(variable: String, value: String) throws {
+        let env = EnvironmentReader(["KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092", variable: value])
+        #expect {
+            try StageConfiguration(stage: "grant", defaults: defaults, environment: env)
+        } throws: { error in
+            (error as? ConfigurationError)?.variable == variable && "\(error)".contains("delivery guarantees")
+        }
+    }
+
+    @Test("a properties file may not set them either")
+    func guaranteesCannotBeOverriddenFromTheFile() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("kafka-\(UUID().uuidString).properties").path
+        try "sasl.password = secret\nacks=1\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let env = EnvironmentReader(["KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092", "KAFKA_PROPERTIES_FILE": path])
+        #expect {
+            try StageConfiguration(stage: "grant", defaults: defaults, environment: env)
+        } throws: { error in
+            (error as? ConfigurationError)?.variable == "KAFKA_PROPERTIES_FILE" && "\(error)".contains("acks")
+        }
     }
 
     @Test("--help lists every declared variable once, with the default the stage reads")
