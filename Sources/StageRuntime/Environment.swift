@@ -23,7 +23,8 @@ public enum CommonSettings {
     /// A family of variables rather than one: read by ``EnvironmentReader/kafkaProperties()``. Its
     /// values may be SASL credentials, so they are secret.
     public static let kafkaPropertyPattern = SettingDescription(
-        name: "KAFKA_PROP_<NAME>", defaultText: "", meaning: "any librdkafka setting, `_` read as `.` (KAFKA_PROP_SECURITY_PROTOCOL=SSL), except acks, idempotence and offset commits",
+        name: "KAFKA_PROP_<NAME>", defaultText: "",
+        meaning: "any librdkafka setting, `_` read as `.` (KAFKA_PROP_SECURITY_PROTOCOL=SSL), except acks, idempotence and offset commits",
         isSecret: true)
 
     /// The common variables for `--help` of the process called `name`.
