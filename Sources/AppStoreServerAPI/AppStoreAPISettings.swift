@@ -92,6 +92,15 @@ public struct AppStoreAPISettings: Sendable {
             guard let url = URL(string: raw), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
                 throw ConfigurationError(variable: "APPSTORE_API_BASE_URL", problem: "must be an http(s) URL (got \"\(raw.prefix(80))\")")
             }
+            // A request token is a bearer credential: over plain HTTP anyone on the path may replay
+            // it against Apple for its life, so http:// is only for Sandbox-only deployments (the simulator).
+            if url.scheme == "http", let production = apps.first(where: { $0.environments.contains(.production) }) {
+                throw ConfigurationError(
+                    variable: "APPSTORE_API_BASE_URL",
+                    problem:
+                        "is http://, which would send \(production.bundleId)'s Production request tokens in clear; use https:// (http:// is for Sandbox-only apps)"
+                )
+            }
             baseURL = raw.hasSuffix("/") ? String(raw.dropLast()) : raw
         }
         let scale = try env.read(Self.rateScale)

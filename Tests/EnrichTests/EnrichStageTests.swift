@@ -243,6 +243,11 @@ struct EnrichStageTests {
         #expect(problem(["APPSTORE_API_CREDENTIALS": nil])?.contains("APPSTORE_API_CREDENTIALS is required") == true)
         #expect(problem(["APPSTORE_APPS": "com.other::Sandbox"])?.contains("has no key for com.other") == true)
         #expect(problem(["APPSTORE_API_BASE_URL": "ftp://x"])?.contains("APPSTORE_API_BASE_URL") == true)
+        // Plain HTTP carries request tokens in clear: only where no app accepts Production.
+        let production = "\(SimFixture.bundleId):1234:Production"
+        #expect(problem(["APPSTORE_APPS": production])?.contains("APPSTORE_API_BASE_URL is http://") == true)
+        #expect(problem(["APPSTORE_APPS": production, "APPSTORE_API_BASE_URL": "https://127.0.0.1:8090"]) == nil)
+        #expect(problem(["APPSTORE_APPS": production, "APPSTORE_API_BASE_URL": nil]) == nil)
         #expect(problem(["APPSTORE_API_RATE_SCALE": "fast"])?.contains("APPSTORE_API_RATE_SCALE") == true)
         #expect(problem(["ENRICH_COALESCE": "maybe"])?.contains("ENRICH_COALESCE") == true)
         #expect(problem(["APPSTORE_API_CREDENTIALS": "\(SimFixture.bundleId):iss:KEY:/nope.p8"])?.contains("cannot be read") == true)
