@@ -9,8 +9,8 @@ import Synchronization
     import Darwin
 #endif
 
-/// How a process writes its logs: `LOG_FORMAT=text` (swift-log's stream handler, for people at a
-/// terminal) or `json` (one object per line, for a log pipeline; the images' default).
+/// How a process writes its logs: `LOG_FORMAT=text` (``TextLogHandler``: swift-log's stream layout,
+/// escaped, for people at a terminal) or `json` (one object per line, for a log pipeline; the images' default).
 public enum LogFormat: String, CaseIterable, Sendable {
     case text
     case json

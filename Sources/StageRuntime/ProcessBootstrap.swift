@@ -60,13 +60,13 @@ public enum ProcessBootstrap {
         return registry
     }
 
-    /// Installs the process's log handler: swift-log's stderr stream handler for `text`, one JSON
-    /// object per line on stderr (``JSONLogHandler``) for `json`.
+    /// Installs the process's log handler: one escaped line per entry on stderr (``TextLogHandler``)
+    /// for `text`, one JSON object per line on stderr (``JSONLogHandler``) for `json`.
     public static func installLogging(level: Logger.Level, format: LogFormat) {
         switch format {
         case .text:
             LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
+                var handler = TextLogHandler.standardError(label: label)
                 handler.logLevel = level
                 return handler
             }
