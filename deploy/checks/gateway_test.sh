@@ -80,7 +80,8 @@ render_gateway() {
   mkdir -p "$dir/conf.d"
   cp "$repo/deploy/gateway/nginx.conf" "$dir/nginx.conf"
   local settings=(GATEWAY_LISTEN_PORT="127.0.0.1:$port" GATEWAY_TLS_CERT="$tmp/tls.crt" GATEWAY_TLS_KEY="$tmp/tls.key"
-    GATEWAY_UPSTREAM="$upstream" GATEWAY_RATE_LIMIT="$rate" GATEWAY_RATE_BURST="$burst" NGINX_ENVSUBST_OUTPUT_DIR="$dir/conf.d" "$@")
+    GATEWAY_UPSTREAM="$upstream" GATEWAY_RATE_LIMIT="$rate" GATEWAY_RATE_BURST="$burst" GATEWAY_CONN_LIMIT=32
+    NGINX_ENVSUBST_OUTPUT_DIR="$dir/conf.d" "$@")
   env -u GATEWAY_NOTIFICATION_ALLOW -u GATEWAY_TRUSTED_PROXIES "${settings[@]}" \
     envsubst "$(grep -o '\${GATEWAY_[A-Z_]*}' "$template" | sort -u | tr '\n' ' ')" <"$template" >"$dir/conf.d/gateway.conf"
   env -u GATEWAY_NOTIFICATION_ALLOW -u GATEWAY_TRUSTED_PROXIES "${settings[@]}" "$lists_script" >"$dir/lists.log" 2>&1
@@ -251,18 +252,38 @@ expect "through the trusted proxy: ingest gets only the real client (17.1.2.3), 
 expect "through the trusted proxy: an upload from 198.51.100.4 passes with that address" \
   "$(req recorded-proxied POST /v1/transactions "$tmp/transaction.json" "" "X-Forwarded-For: 198.51.100.4" >/dev/null; recorded_xff)" "['198.51.100.4']"
 
-# The per-client rate limit, on a gateway rendered from the same template with a low rate.
-start_gateway limited "$ingest" 2r/s 2 "GATEWAY_NOTIFICATION_ALLOW=127.0.0.0/8"
+# The per-client limits, on a gateway rendered from the same template with a low rate and one
+# request in flight per client: they bind the app's routes and never Apple's.
+start_gateway limited "$ingest" 2r/s 2 "GATEWAY_NOTIFICATION_ALLOW=127.0.0.0/8" GATEWAY_CONN_LIMIT=1
 lport="$(cat "$tmp/limited/port")"
-limited_args=(-s -w '%{http_code}\n' --cacert "$tmp/tls.crt" --resolve "localhost:$lport:127.0.0.1"
-  -H 'Content-Type: application/json' --data-binary "@$tmp/notification.json")
-for _ in $(seq 1 10); do limited_args+=(-o /dev/null "https://localhost:$lport/v2/notifications"); done
-codes="$(curl "${limited_args[@]}" || true)"
+quick_posts() {  # PATH BODY_FILE: ten POSTs on one connection, one status code per line
+  local args=(-s -w '%{http_code}\n' --cacert "$tmp/tls.crt" --resolve "localhost:$lport:127.0.0.1"
+    -H 'Content-Type: application/json' --data-binary "@$2")
+  for _ in $(seq 1 10); do args+=(-o /dev/null "https://localhost:$lport$1"); done
+  curl "${args[@]}" || true
+}
+codes="$(quick_posts /v1/transactions "$tmp/transaction.json")"
 n429="$(grep -c '^429$' <<<"$codes" || true)"
 first="$(head -1 <<<"$codes")"
-if [[ "$first" == 200 && "$n429" -ge 5 ]]; then ok "rate limit: 10 quick POSTs at 2r/s burst 2 get 429 after the burst ($n429 of 10)"; else
-  fail "rate limit" "codes: $(tr '\n' ' ' <<<"$codes")"
+if [[ "$first" != 429 && "$n429" -ge 5 ]]; then ok "rate limit: 10 quick uploads at 2r/s burst 2 get 429 after the burst ($n429 of 10)"; else
+  fail "rate limit on uploads" "codes: $(tr '\n' ' ' <<<"$codes")"
 fi
+codes="$(quick_posts /v2/notifications "$tmp/notification.json")"
+expect "Apple's route has no rate limit: 10 quick notifications from an allowed address all reach ingest" \
+  "$(sort -u <<<"$codes" | tr '\n' ' ')" "200 "
+# One upload whose body trickles in (1 KiB/s, no gap long enough for the body timeout) holds the
+# client's only slot: a second upload meanwhile is 429, a notification is not limited.
+sleep 1.1  # the rate limit above forgets the uploads
+head -c 20000 /dev/zero | tr '\0' 'a' >"$tmp/slow-body"
+curl -s -o /dev/null --cacert "$tmp/tls.crt" --resolve "localhost:$lport:127.0.0.1" --limit-rate 1k \
+  -H 'Content-Type: application/json' --data-binary "@$tmp/slow-body" "https://localhost:$lport/v1/transactions" &
+slow_pid=$!
+pids+=("$slow_pid")
+sleep 2
+expect "connection limit: a second upload while the client's one slot is taken is 429" \
+  "$(req limited POST /v1/transactions "$tmp/transaction.json")" 429
+expect "connection limit: Apple's route is not limited by it" "$(req limited POST /v2/notifications "$tmp/notification.json")" 200
+kill "$slow_pid" 2>/dev/null || true
 
 # Stop: nginx quits gracefully, ingest drains and exits 0 on SIGTERM.
 for g in open apple proxied recorded-direct recorded-proxied limited; do
