@@ -89,6 +89,7 @@ public enum IngestApplication {
         }
         return Application(
             router: router,
+            server: .http1(configuration: .init(idleTimeout: .nanoseconds(configuration.idleTimeout.nanoseconds))),
             configuration: .init(address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: nil),
             logger: logger)
     }

@@ -26,6 +26,9 @@ public struct IngestConfiguration: Sendable {
     public var logLevel: Logger.Level
     public var logFormat: LogFormat
     public var shutdownTimeout: Duration
+    /// A connection with no request in progress for this long is closed: a client cannot hold
+    /// connections open for free.
+    public var idleTimeout: Duration
 
     public static let rawTopicSetting = Setting<String>.text("RAW_TOPIC", default: Topics.raw, meaning: "where accepted bodies are written")
     public static let httpHostSetting = Setting<String>.text(
@@ -37,6 +40,11 @@ public struct IngestConfiguration: Sendable {
         "MAX_BODY_BYTES", default: 128 << 10, in: 1024...(64 << 20), meaning: "larger bodies get 413")
     public static let maxJWSBytesSetting = Setting<Int>.int(
         "MAX_JWS_BYTES", default: 64 << 10, in: 1024...(16 << 20), meaning: "larger JWS get 400")
+    /// Longer than the gateway's keep-alive to ingest (nginx's upstream `keepalive_timeout`, 60 s), so
+    /// the gateway, not ingest, ends an idle pooled connection and never sends on one ingest closed.
+    public static let idleTimeoutSetting = Setting<Duration>.milliseconds(
+        "INGEST_IDLE_TIMEOUT_MS", default: .seconds(75), in: 1000...3_600_000,
+        meaning: "a connection with no request in progress for this long is closed")
     public static let lingerSetting = Setting<Duration>.milliseconds(
         "KAFKA_LINGER_MS", default: .milliseconds(5), in: 0...10_000,
         meaning: "producer batching delay: larger batches, more throughput, a little latency")
@@ -45,7 +53,8 @@ public struct IngestConfiguration: Sendable {
     public static let variables =
         CommonSettings.variables(clientID: "ingest") + [
             rawTopicSetting.help, httpHostSetting.help, httpPortSetting.help, ackTimeoutSetting.help, maxBodyBytesSetting.help,
-            maxJWSBytesSetting.help, lingerSetting.help, StageConfiguration.compression.help, StageConfiguration.shutdownTimeout.help,
+            maxJWSBytesSetting.help, idleTimeoutSetting.help, lingerSetting.help, StageConfiguration.compression.help,
+            StageConfiguration.shutdownTimeout.help,
         ] + UploadAuthSettings.variables + OfferSigningSettings.variables
 
     /// - Parameter uploadAuthentication: no default, as in the environment: open uploads are a
@@ -57,8 +66,10 @@ public struct IngestConfiguration: Sendable {
         maxJWSBytes: Int = maxJWSBytesSetting.defaultValue,
         linger: Duration = lingerSetting.defaultValue, compression: KafkaCompression = StageConfiguration.compression.defaultValue,
         logLevel: Logger.Level = .info, logFormat: LogFormat = .text,
-        shutdownTimeout: Duration = StageConfiguration.shutdownTimeout.defaultValue, offerSigning: OfferSigningSettings? = nil
+        shutdownTimeout: Duration = StageConfiguration.shutdownTimeout.defaultValue, offerSigning: OfferSigningSettings? = nil,
+        idleTimeout: Duration = idleTimeoutSetting.defaultValue
     ) {
+        self.idleTimeout = idleTimeout
         self.kafka = kafka
         self.uploadAuthentication = uploadAuthentication
         self.offerSigning = offerSigning
@@ -98,7 +109,8 @@ public struct IngestConfiguration: Sendable {
             logLevel: try env.logLevel(),
             logFormat: try env.logFormat(),
             shutdownTimeout: try env.read(StageConfiguration.shutdownTimeout),
-            offerSigning: offerSigning)
+            offerSigning: offerSigning,
+            idleTimeout: try env.read(Self.idleTimeoutSetting))
     }
 
     /// The producer ingest writes with: a record not acknowledged within the request's deadline

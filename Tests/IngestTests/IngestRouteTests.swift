@@ -52,6 +52,26 @@ struct IngestRouteTests {
         await producer.close()
     }
 
+    @Test("a connection that sends nothing is closed after INGEST_IDLE_TIMEOUT_MS; one that sends a request is answered")
+    func idleConnectionsAreClosed() async throws {
+        let topic = try await TestServices.makeTopic("raw")
+        let config = IngestConfiguration(
+            kafka: KafkaClientConfiguration(bootstrapServers: TestServices.bootstrapServers), uploadAuthentication: try TestUploads.open(),
+            rawTopic: topic, idleTimeout: .seconds(1))
+        let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
+        let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
+        try await app.test(.live) { client in
+            let port = try #require(client.port)
+            // Reading blocks until the server closes the connection (0 bytes) or 60 s pass (a hang, not a figure).
+            let idle = try RawConnection(port: port, receiveTimeoutSeconds: 60)
+            #expect(try idle.readUntilClosed().isEmpty, "ingest closed the idle connection without a word")
+            let active = try RawConnection(port: port, receiveTimeoutSeconds: 60)
+            try active.send("GET /nothing-here HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(String(decoding: try active.readUntilClosed(), as: UTF8.self).hasPrefix("HTTP/1.1 404"))
+        }
+        await producer.close()
+    }
+
     @Test("/metrics counts the answers per route and answered status, refusals included; scrapes and probes are not counted")
     func requestMetrics() async throws {
         let registry = PrometheusCollectorRegistry()
