@@ -95,4 +95,59 @@ struct MassRenewalExtensionTests {
             }
         }
     }
+
+    @Test(
+        "appstorectl extend-all --wait --json and extend-status --json: the request as recorded, Apple's status; bad usage exits 2, an unknown request 1"
+    )
+    func commands() async throws {
+        try await ScratchDatabase.with { db in
+            try await RunningSimulator.with { sim in
+                try sim.apple.store.upsert([SimFixture.transaction(original: "7501", id: "7501", purchased: SimFixture.now() - 86_400)])
+                var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("POSTGRES_") && !$0.key.hasPrefix("APPSTORE_") }
+                environment["APPSTORE_APPS"] = "\(SimFixture.bundleId)::Sandbox"
+                environment["APPSTORE_TRUSTED_ROOTS"] = try TestPKI.writeRoot(SimFixture.authority).pem
+                environment["APPSTORE_API_CREDENTIALS"] =
+                    "\(SimFixture.bundleId):\(SimFixture.apiKey.issuerID):\(SimFixture.apiKey.keyID):\(try SimFixture.writeAPIKey())"
+                environment["APPSTORE_API_BASE_URL"] = sim.baseURL
+                environment["POSTGRES_HOST"] = ScratchDatabase.host
+                environment["POSTGRES_PORT"] = "\(ScratchDatabase.port)"
+                environment["POSTGRES_DATABASE"] = db.name
+                environment["POSTGRES_USER"] = db.configuration.username
+                environment["POSTGRES_PASSWORD"] = db.configuration.password
+                environment["POSTGRES_TLS"] = "disable"
+                func appstorectl(_ arguments: [String]) async throws -> CommandResult {
+                    try await BuiltProducts.run("appstorectl", arguments, environment: environment)
+                }
+                func object(_ line: Substring) throws -> [String: Any] {
+                    try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                }
+                let requestID = UUID().uuidString.lowercased()
+                let extended = try await appstorectl([
+                    "extend-all", "--app", SimFixture.bundleId, "--product", TestPKI.productID, "--days", "2", "--reason", "1", "--storefronts",
+                    "usa", "--request-id", requestID, "--requested-by", "cli-test", "--wait", "--json",
+                ])
+                #expect(extended.status == 0, "\(extended.output)")
+                let request = try object(try #require(extended.stdout.split(separator: "\n").first))
+                #expect(request["requestIdentifier"] as? String == requestID && request["storefrontCountryCodes"] as? [String] == ["USA"])
+
+                let shown = try await appstorectl(["extend-status", "--app", SimFixture.bundleId, "--request-id", requestID, "--json"])
+                #expect(shown.status == 0, "\(shown.output)")
+                let lines = shown.stdout.split(separator: "\n")
+                #expect(lines.count == 1)
+                let status = try object(try #require(lines.first))
+                #expect(status["appleOutcome"] as? String == "accepted" && status["requestedBy"] as? String == "cli-test")
+                #expect(status["appleComplete"] as? Bool == true && status["appleSucceededCount"] as? Int == 1)
+                #expect(status["reportedComplete"] is NSNull, "no SUMMARY recorded: grant did not run")
+
+                let text = try await appstorectl(["extend-status", "--app", SimFixture.bundleId])
+                #expect(text.status == 0 && text.stdout.contains("\(requestID): \(TestPKI.productID) +2d") && text.stdout.contains("no SUMMARY"))
+                let unknown = try await appstorectl(["extend-status", "--app", SimFixture.bundleId, "--request-id", UUID().uuidString])
+                #expect(unknown.status == 1 && unknown.stderr.contains("ops.mass_extension_not_found"))
+                let bad = try await appstorectl([
+                    "extend-all", "--app", SimFixture.bundleId, "--product", TestPKI.productID, "--days", "91", "--reason", "1",
+                ])
+                #expect(bad.status == 2)
+            }
+        }
+    }
 }
