@@ -29,11 +29,12 @@ enum StoreStatements {
 
     /// A mass extension's reports (``StoreRows/MassExtensionReport``, migration 0017), in the
     /// batch's transaction, only for a batch that has any. `SUMMARY` completes its request, found by
-    /// its request identifier. `FAILURE` names no request: it is recorded against the newest request
-    /// of its environment, bundle and product that Apple did not refuse and no `SUMMARY` completed yet (Apple runs a
-    /// product's mass extensions one after another, and sends a request's failures before its
-    /// summary); with no such request its `request_identifier` stays empty. A report seen before
-    /// (its notification UUID) changes nothing.
+    /// its request identifier, once. `FAILURE` names no request: it is recorded against the newest
+    /// request of its environment, bundle and product that Apple did not refuse and that was made
+    /// before Apple signed the failure (a minute's leeway for clocks): Apple runs a product's mass
+    /// extensions one after another, and the pipeline may bring a failure after its summary, so an
+    /// already completed request still takes it. With no such request its `request_identifier` stays
+    /// empty. A report seen before (its notification UUID) changes nothing.
     static let recordMassExtensions = """
         WITH reports (j) AS (SELECT r \(rows)),
         failures AS (
@@ -42,7 +43,7 @@ enum StoreStatements {
             SELECT f.j->>'environment', f.j->>'notificationUUID',
                 (SELECT m.request_identifier FROM mass_renewal_extensions m
                  WHERE m.environment = f.j->>'environment' AND m.bundle_id = f.j->>'bundleId' AND m.product_id = f.j->>'productId'
-                   AND m.apple_outcome <> 'refused' AND m.complete_date IS NULL
+                   AND m.apple_outcome <> 'refused' AND m.requested_at <= ms_to_timestamptz(f.j->'reportedAt') + interval '1 minute'
                  ORDER BY m.requested_at DESC LIMIT 1),
                 f.j->>'bundleId', f.j->>'productId', f.j->>'originalTransactionId', ms_to_timestamptz(f.j->'reportedAt')
             FROM reports AS f WHERE f.j->>'report' = 'failure'

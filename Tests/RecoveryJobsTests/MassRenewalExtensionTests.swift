@@ -18,11 +18,13 @@ import Testing
 @Suite("mass renewal extension against the simulated Apple and grant's schema", .enabled(if: ScratchDatabase.enabled))
 struct MassRenewalExtensionTests {
     /// Apple's notifications of the simulator so far, as verified records through grant's store.
-    static func applyNotifications(_ sim: RunningSimulator, _ db: ScratchDatabase, types: Set<NotificationType>) async throws -> Int {
+    static func applyNotifications(_ sim: RunningSimulator, _ db: ScratchDatabase, subtypes: Set<NotificationSubtype>) async throws -> Int {
         let history = try await sim.client.notificationHistory(
             NotificationHistoryRequest(startDate: SimFixture.now().addingTimeInterval(-600), endDate: SimFixture.now().addingTimeInterval(60)),
             target: SimFixture.target)
-        let records = history.filter { $0.notification.payload.notificationType.map(types.contains) == true }.map { entry in
+        let records = history.filter {
+            $0.notification.payload.notificationType == .renewalExtension && $0.notification.payload.subtype.map(subtypes.contains) == true
+        }.map { entry in
             EnrichedRecord(
                 verified: VerifiedRecord(
                     notification: entry.notification, signedPayload: entry.signedPayload, source: "apple-webhook", verifiedAt: SimFixture.now()),
@@ -34,7 +36,7 @@ struct MassRenewalExtensionTests {
     }
 
     @Test(
-        "extend-all records the request and Apple's answer; FAILURE is matched to the open request of its product, SUMMARY completes it once; a refusal is recorded"
+        "extend-all records the request and Apple's answer; SUMMARY completes it once, FAILURE is matched to it even after the summary; a refusal is recorded"
     )
     func extendAll() async throws {
         try await ScratchDatabase.with { db in
@@ -60,14 +62,16 @@ struct MassRenewalExtensionTests {
                 #expect(status[0].appleSucceededCount == 1 && status[0].appleFailedCount == 1)
                 #expect(status[0].reportedComplete == nil, "nothing reported until grant records the notifications")
 
-                // Grant records Apple's reports: FAILURE against the open request, SUMMARY completes it.
-                #expect(try await Self.applyNotifications(sim, db, types: [.renewalExtension]) == 2)
+                // Grant records Apple's reports: SUMMARY completes the request; FAILURE, even when the
+                // pipeline brings it after the summary, is matched to it (the newest request of its product).
+                #expect(try await Self.applyNotifications(sim, db, subtypes: [.summary]) == 1)
+                #expect(try await Self.applyNotifications(sim, db, subtypes: [.failure]) == 1)
                 status = try await job.status(requestIdentifier: requestID, target: SimFixture.target)
                 #expect(status[0].failedOriginalTransactionIds == ["7402"])
                 #expect(status[0].reportedSucceededCount == 1 && status[0].reportedFailedCount == 1)
                 #expect(status[0].reportedComplete != nil && !status[0].isOpen)
                 // Replayed reports change nothing.
-                _ = try await Self.applyNotifications(sim, db, types: [.renewalExtension])
+                _ = try await Self.applyNotifications(sim, db, subtypes: [.summary, .failure])
                 #expect(try await db.count("SELECT count(*) FROM mass_renewal_extension_failures") == 1)
                 #expect(
                     try await job.recorded(environment: "Sandbox")

@@ -8,9 +8,10 @@
 -- RENEWAL_EXTENSION/SUMMARY names its request (summary.requestIdentifier) and sets the counts and
 -- complete_date (the summary's signedDate), once. RENEWAL_EXTENSION/FAILURE names no request, only the
 -- subscription Apple could not extend: it is a row of mass_renewal_extension_failures, matched to the
--- newest request of its environment, bundle and product that Apple did not refuse and no summary completed
--- yet (Apple sends a request's failures before its summary); request_identifier stays empty when
--- there is none (a request made elsewhere, e.g. in App Store Connect).
+-- newest request of its environment, bundle and product that Apple did not refuse and that was made
+-- before Apple signed the failure (a minute's leeway for clocks; Apple runs a product's mass extensions
+-- one after another, and the pipeline may bring a failure after its summary); request_identifier stays
+-- empty when there is none (a request made elsewhere, e.g. in App Store Connect).
 CREATE TABLE mass_renewal_extensions (
     environment                text        NOT NULL,
     request_identifier         text        NOT NULL,
@@ -29,8 +30,7 @@ CREATE TABLE mass_renewal_extensions (
     summary_notification_uuid  text,
     PRIMARY KEY (environment, request_identifier)
 );
-CREATE INDEX mass_renewal_extensions_open ON mass_renewal_extensions (environment, bundle_id, product_id, requested_at)
-    WHERE complete_date IS NULL;
+CREATE INDEX mass_renewal_extensions_by_product ON mass_renewal_extensions (environment, bundle_id, product_id, requested_at);
 
 -- One row per RENEWAL_EXTENSION/FAILURE (a redelivery of the same notification is recorded once).
 CREATE TABLE mass_renewal_extension_failures (
