@@ -25,6 +25,8 @@ public enum AppStoreAPIEndpoint: String, CaseIterable, Hashable, Sendable {
         switch self {
         case .transactionInfo, .transactionHistory, .subscriptionStatuses, .sendConsumption, .notificationHistory, .appTransactionInfo: 50
         case .extendRenewalDate, .setAppAccountToken: 20
+        // Apple's table does not list Get Status of Subscription Renewal Date Extensions: limited as its
+        // other lookups by identifier are.
         case .orderLookup, .refundHistory, .massExtensionStatus: 10
         case .massExtendRenewalDate: 1
         case .requestTestNotification, .testNotificationStatus: 1
