@@ -260,7 +260,7 @@ let package = Package(
             name: "SimulatedCustomerTests",
             dependencies: [
                 "SimulatedCustomers", "SimulatedDelivery", "AppStore", "AppStoreSigning", "AppStoreSimulator",
-                "SimulatorLifecycleRoutes", asyncHTTPClient, crypto, hummingbird, hummingbirdTesting, nioCore,
+                "SimulatorLifecycleRoutes", "AppStoreServerAPI", "TestSupport", asyncHTTPClient, crypto, hummingbird, hummingbirdTesting, nioCore,
             ]
         ),
         // The operator jobs behind appstorectl that only need the broker: replaying a stage from a

@@ -15,6 +15,8 @@ public enum AppStoreAPIEndpoint: String, CaseIterable, Hashable, Sendable {
     case testNotificationStatus = "GET /inApps/v1/notifications/test/{token}"
     case sendConsumption = "PUT /inApps/v2/transactions/consumption/{transactionId}"
     case extendRenewalDate = "PUT /inApps/v1/subscriptions/extend/{originalTransactionId}"
+    case massExtendRenewalDate = "POST /inApps/v1/subscriptions/extend/mass"
+    case massExtensionStatus = "GET /inApps/v1/subscriptions/extend/mass/{productId}/{requestIdentifier}"
     case setAppAccountToken = "PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken"
     case appTransactionInfo = "GET /inApps/v1/transactions/appTransactions/{transactionId}"
 
@@ -23,7 +25,10 @@ public enum AppStoreAPIEndpoint: String, CaseIterable, Hashable, Sendable {
         switch self {
         case .transactionInfo, .transactionHistory, .subscriptionStatuses, .sendConsumption, .notificationHistory, .appTransactionInfo: 50
         case .extendRenewalDate, .setAppAccountToken: 20
-        case .orderLookup, .refundHistory: 10
+        // Apple's table does not list Get Status of Subscription Renewal Date Extensions: limited as its
+        // other lookups by identifier are.
+        case .orderLookup, .refundHistory, .massExtensionStatus: 10
+        case .massExtendRenewalDate: 1
         case .requestTestNotification, .testNotificationStatus: 1
         }
     }
@@ -46,6 +51,8 @@ public enum AppStoreAPIEndpoint: String, CaseIterable, Hashable, Sendable {
         case .testNotificationStatus: "test_notification_status"
         case .sendConsumption: "send_consumption"
         case .extendRenewalDate: "extend_renewal_date"
+        case .massExtendRenewalDate: "mass_extend_renewal_date"
+        case .massExtensionStatus: "mass_extension_status"
         case .setAppAccountToken: "set_app_account_token"
         case .appTransactionInfo: "app_transaction_info"
         }

@@ -199,6 +199,30 @@ extension AppStoreServerAPIClient {
         return try decode(ExtendRenewalDateResponse.self, bytes, endpoint: endpoint)
     }
 
+    /// Extend Subscription Renewal Dates for All Active Subscribers: Apple answers at once with the
+    /// request identifier and extends in the background, sending `RENEWAL_EXTENDED` per extended
+    /// subscription, `RENEWAL_EXTENSION/FAILURE` per one it could not extend and one
+    /// `RENEWAL_EXTENSION/SUMMARY` at the end.
+    public func massExtendRenewalDate(
+        _ request: MassExtendRenewalDateRequest, target: Target
+    ) async throws(AppStoreAPIError) -> MassExtendRenewalDateResponse {
+        let endpoint = AppStoreAPIEndpoint.massExtendRenewalDate
+        let bytes = try await send(
+            endpoint, target, method: .POST, path: "/inApps/v1/subscriptions/extend/mass", body: try encode(request, endpoint: endpoint))
+        return try decode(MassExtendRenewalDateResponse.self, bytes, endpoint: endpoint)
+    }
+
+    /// Get Status of Subscription Renewal Date Extensions: how far Apple is with a mass extension.
+    public func massExtensionStatus(
+        productId: String, requestIdentifier: String, target: Target
+    ) async throws(AppStoreAPIError) -> MassExtendRenewalDateStatusResponse {
+        let endpoint = AppStoreAPIEndpoint.massExtensionStatus
+        let bytes = try await send(
+            endpoint, target, method: .GET,
+            path: "/inApps/v1/subscriptions/extend/mass/\(Self.segment(productId))/\(Self.segment(requestIdentifier))")
+        return try decode(MassExtendRenewalDateStatusResponse.self, bytes, endpoint: endpoint)
+    }
+
     /// Set App Account Token (API 1.16): sets or replaces the `appAccountToken` of a purchase (by its
     /// `originalTransactionId`; Apple refuses another transaction's ID with `4000187` and a family
     /// member's with `4000185`). Apple carries the token into the purchase's transactions and renewal

@@ -67,6 +67,10 @@ extension SimulatorAPIRoutes {
         guard recent.count < 2 else { throw SimulatorError(.forbidden, 4_030_005, "Subscription max extension.") }
         let newExpiry = expires.addingTimeInterval(Double(days) * 86_400)
         store.modifyTransaction(latestID) { $0.expiresDate = newExpiry }
+        store.recordAppliedExtension(
+            SimulatedExtension(
+                originalTransactionId: original, productId: latest.productId, appAccountToken: latest.appAccountToken, previousExpiry: expires,
+                newExpiry: newExpiry))
         let answer = ExtendRenewalDateResponse(
             originalTransactionId: original, webOrderLineItemId: latest.webOrderLineItemId, success: true, effectiveDate: newExpiry)
         store.state.withLock { state in
@@ -117,14 +121,19 @@ extension SimulatorAPIRoutes {
     }
 
     /// Apple's notification about a change an API call made (`RENEWAL_EXTENDED` after an
-    /// extension): recorded in the notification history and, when a webhook is set, delivered in the
-    /// background with its attempt recorded, as Apple does after answering the call.
-    func announce(_ type: NotificationType, _ subtype: NotificationSubtype? = nil, transactionId: String, bundleId: String) throws {
+    /// extension, a mass extension's `RENEWAL_EXTENSION`): recorded in the notification history and,
+    /// when a webhook is set, delivered in the background with its attempt recorded, as Apple does
+    /// after answering the call.
+    func announce(
+        _ type: NotificationType, _ subtype: NotificationSubtype? = nil, transactionId: String? = nil, summary: Summary? = nil,
+        bundleId: String
+    ) throws {
         let notification: SimulatedNotification
         do {
             notification = try SimulatorNotifications(store: store, signing: signing).record(
                 SeedNotificationRequest(
-                    bundleId: bundleId, notificationType: type, subtype: subtype, transactionId: transactionId, sendAttemptResults: []))
+                    bundleId: bundleId, notificationType: type, subtype: subtype, transactionId: transactionId, sendAttemptResults: [],
+                    summary: summary))
         } catch {
             throw SimulatorError.badRequest(4_000_000, "Invalid request.")
         }

@@ -42,6 +42,12 @@ struct SimulatorAPIRoutes: Sendable {
         router.put("/inApps/v2/transactions/consumption/:id") { request, context in
             try await api("send_consumption", request) { bundleId in try await consumption(request, context, bundleId) }
         }
+        router.post("/inApps/v1/subscriptions/extend/mass") { request, context in
+            try await api("mass_extend_renewal_date", request) { bundleId in try await massExtend(request, context, bundleId) }
+        }
+        router.get("/inApps/v1/subscriptions/extend/mass/:productId/:requestIdentifier") { request, context in
+            try await api("mass_extension_status", request) { bundleId in try massExtensionStatus(context, bundleId) }
+        }
         router.put("/inApps/v1/subscriptions/extend/:id") { request, context in
             try await api("extend_renewal_date", request) { bundleId in try await extend(request, context, bundleId) }
         }

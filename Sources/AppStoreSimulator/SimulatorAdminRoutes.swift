@@ -136,9 +136,11 @@ public struct SimulatorNotifications: Sendable {
             }
         }
         let uuid = UUID().uuidString.lowercased()
+        // `data`, `summary` and `appData` are mutually exclusive.
         let payload = ResponseBodyV2DecodedPayload(
-            notificationType: seed.notificationType, subtype: seed.subtype, notificationUUID: uuid, data: appData == nil ? data : nil,
-            appData: appData, version: "2.0", signedDate: sent)
+            notificationType: seed.notificationType, subtype: seed.subtype, notificationUUID: uuid,
+            data: appData == nil && seed.summary == nil ? data : nil, summary: seed.summary, appData: appData, version: "2.0",
+            signedDate: sent)
         let attempts = (seed.sendAttemptResults ?? ["SUCCESS"]).enumerated().map { index, result in
             SendAttemptItem(attemptDate: sent.addingTimeInterval(Double(index) * 3600), sendAttemptResult: result)
         }

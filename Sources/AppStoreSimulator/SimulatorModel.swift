@@ -66,11 +66,15 @@ public struct SeedNotificationRequest: Codable, Hashable, Sendable {
     public var sendAttemptResults: [String]?
     /// Why the customer asked for a refund (`CONSUMPTION_REQUEST` only).
     public var consumptionRequestReason: ConsumptionRequestReason?
+    /// A mass extension's result (`RENEWAL_EXTENSION/SUMMARY` only): sent as `summary`, without `data`.
+    public var summary: Summary?
     public init(
         bundleId: String, notificationType: NotificationType, subtype: NotificationSubtype? = nil, transactionId: String? = nil,
-        sentDate: Date? = nil, sendAttemptResults: [String]? = nil, consumptionRequestReason: ConsumptionRequestReason? = nil
+        sentDate: Date? = nil, sendAttemptResults: [String]? = nil, consumptionRequestReason: ConsumptionRequestReason? = nil,
+        summary: Summary? = nil
     ) {
         self.consumptionRequestReason = consumptionRequestReason
+        self.summary = summary
         self.bundleId = bundleId
         self.notificationType = notificationType
         self.subtype = subtype

@@ -22,6 +22,8 @@ public final class SimulatorStore: Sendable {
         var orders: [String: [String]] = [:]
         var extensions: [String: [Date]] = [:]  // originalTransactionId → extension dates
         var extensionRequests: [String: ExtendRenewalDateResponse] = [:]  // requestIdentifier → answer
+        var massExtensions: [String: SimulatedMassExtension] = [:]  // requestIdentifier → progress
+        var appliedExtensions: [SimulatedExtension] = []
         var assignedTokens: [String: UUID] = [:]  // originalTransactionId → token set with Set App Account Token
         var consumption: [ReceivedConsumption] = []
         var webhookURL: String?  // where TEST notifications are delivered
@@ -145,6 +147,14 @@ public final class SimulatorStore: Sendable {
         signedRenewalInfos.removeAll()
     }
 
+    /// Records a renewal-date extension applied through the API.
+    func recordAppliedExtension(_ applied: SimulatedExtension) {
+        state.withLock { $0.appliedExtensions.append(applied) }
+    }
+
+    /// Renewal-date extensions applied through the API (single or mass), oldest first.
+    public var appliedExtensions: [SimulatedExtension] { state.withLock { $0.appliedExtensions } }
+
     /// Consumption reports received so far.
     public var receivedConsumption: [ReceivedConsumption] { state.withLock { $0.consumption } }
 
@@ -168,6 +178,15 @@ public final class SimulatorStore: Sendable {
     public func customerIDs(bundleId: String) -> [String] {
         state.withLock { state in
             state.transactionIDsByCustomer.filter { $0.value.contains { state.transactions[$0]?.payload.bundleId == bundleId } }.map(\.key)
+        }
+    }
+
+    /// The auto-renewable subscription products of `bundleId` any stored transaction is of.
+    public func subscriptionProductIds(bundleId: String) -> Set<String> {
+        state.withLock { state in
+            Set(
+                state.transactions.values.lazy.filter { $0.payload.bundleId == bundleId && $0.payload.type == .autoRenewableSubscription }
+                    .compactMap(\.payload.productId))
         }
     }
 

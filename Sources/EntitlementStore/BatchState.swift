@@ -24,6 +24,7 @@ struct BatchState {
     var customers: [CustomerKey: String?] = [:]
     var notifications: [StoreRows.Notification] = []
     var consumptionRequests: [StoreRows.ConsumptionRequest] = []
+    var massExtensionReports: [StoreRows.MassExtensionReport] = []
     var changes: [EntitlementChange] = []
 
     func snapshot(for event: GrantEvent) -> GrantSnapshot {
@@ -105,6 +106,14 @@ struct BatchState {
                     environment: event.environment, notificationUUID: uuid, bundleId: request.bundleId, transactionId: request.transactionId,
                     originalTransactionId: request.originalTransactionId, reason: request.reason, signedDate: event.signedDate,
                     deadline: (event.signedDate ?? event.verifiedAt).addingTimeInterval(ConsumptionRequestRecord.answerWindow)))
+        }
+        if let report = event.massExtension, let uuid = event.notificationUUID {
+            massExtensionReports.append(
+                StoreRows.MassExtensionReport(
+                    environment: event.environment, notificationUUID: uuid, report: report.report.rawValue, bundleId: report.bundleId,
+                    productId: report.productId, requestIdentifier: report.requestIdentifier, succeededCount: report.succeededCount,
+                    failedCount: report.failedCount, originalTransactionId: report.originalTransactionId,
+                    reportedAt: event.signedDate ?? event.verifiedAt))
         }
         for change in decision.changes { noteCustomer(change.customer, externalUserId: nil) }
         changes += decision.changes

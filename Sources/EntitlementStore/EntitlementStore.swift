@@ -71,6 +71,10 @@ public final class EntitlementStore: Sendable {
                 throw StoreError(code: .customerMissing, message: "a changed customer has no row", isTransient: false)
             }
         }
+        // Rare (a mass extension's reports), so a statement of their own rather than grant_write's.
+        if !batch.massExtensionReports.isEmpty {
+            try await run(StoreStatements.RecordMassExtensions.self, try StoreRows.json(batch.massExtensionReports), connection)
+        }
         return results
     }
 

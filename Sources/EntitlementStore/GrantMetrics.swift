@@ -15,6 +15,9 @@ import Metrics
 /// - `outbox_unpublished_rows`, `outbox_oldest_unpublished_age_seconds`: the outbox backlog.
 /// - `consumption_requests_pending`, `consumption_request_deadline_seconds`: requests still to
 ///   answer and the seconds until the earliest of their deadlines (``noDeadlineSeconds`` when none).
+/// - `renewal_extension_results_total{result}`: subscriptions Apple's mass extensions extended
+///   (`succeeded`) or could not (`failed`), as their `RENEWAL_EXTENSION/SUMMARY` counts them (counted
+///   once, when the summary is first committed).
 public enum GrantMetrics {
     /// What `consumption_request_deadline_seconds` says when no request is waiting.
     public static let noDeadlineSeconds: Double = 86_400
@@ -42,6 +45,11 @@ public enum GrantMetrics {
         for case .success(let decision) in decisions {
             let event = decision.event
             counts[Series(type: event.typeName, subtype: event.subtype?.rawValue ?? "", outcome: decision.outcome.rawValue), default: 0] += 1
+            if decision.outcome != .duplicate, let report = event.massExtension, report.report == .summary {
+                Counter(label: "renewal_extension_results_total", dimensions: [("result", "succeeded")])
+                    .increment(by: Int(report.succeededCount ?? 0))
+                Counter(label: "renewal_extension_results_total", dimensions: [("result", "failed")]).increment(by: Int(report.failedCount ?? 0))
+            }
             guard decision.outcome != .duplicate, let ingested = event.receivedAt else { continue }
             let seconds = max(0, committedAt.timeIntervalSince(ingested))
             latencies[event.environment, default: []].append(Int64(min(seconds, 1e9) * 1e9))

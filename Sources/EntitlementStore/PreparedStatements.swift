@@ -42,4 +42,5 @@ extension StoreStatements {
     enum Load: BatchStatement { static var sql: String { load } }
     enum Write: BatchStatement { static var sql: String { write } }
     enum DeletePublished: BatchStatement { static var sql: String { deletePublished } }
+    enum RecordMassExtensions: BatchStatement { static var sql: String { recordMassExtensions } }
 }

@@ -120,6 +120,21 @@ enum StoreRows {
         var deadline: Date
     }
 
+    /// A mass extension's `RENEWAL_EXTENSION/SUMMARY` or `/FAILURE` (``StoreStatements/recordMassExtensions``).
+    struct MassExtensionReport: Encodable {
+        var environment: String
+        var notificationUUID: String
+        /// `summary` or `failure`.
+        var report: String
+        var bundleId: String
+        var productId: String?
+        var requestIdentifier: String?
+        var succeededCount: Int64?
+        var failedCount: Int64?
+        var originalTransactionId: String?
+        var reportedAt: Date
+    }
+
     /// One customer's changes in a batch, in batch order: `grant_write` numbers them from the
     /// customer's counter and sets each body's `seq`.
     struct CustomerChanges: Encodable {

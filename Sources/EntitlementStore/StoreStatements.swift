@@ -26,4 +26,35 @@ enum StoreStatements {
         INSERT INTO product_entitlements (product_id, entitlement_key, duration_days)
         SELECT r->>'productId', r->>'entitlementKey', (r->>'durationDays')::integer \(rows)
         """
+
+    /// A mass extension's reports (``StoreRows/MassExtensionReport``, migration 0017), in the
+    /// batch's transaction, only for a batch that has any. `SUMMARY` completes its request, found by
+    /// its request identifier, once. `FAILURE` names no request: it is recorded against the newest
+    /// request of its environment, bundle and product that Apple did not refuse and that was made
+    /// before Apple signed the failure (a minute's leeway for clocks): Apple runs a product's mass
+    /// extensions one after another, and the pipeline may bring a failure after its summary, so an
+    /// already completed request still takes it. With no such request its `request_identifier` stays
+    /// empty. A report seen before (its notification UUID) changes nothing.
+    static let recordMassExtensions = """
+        WITH reports (j) AS (SELECT r \(rows)),
+        failures AS (
+            INSERT INTO mass_renewal_extension_failures
+                (environment, notification_uuid, request_identifier, bundle_id, product_id, original_transaction_id, reported_at)
+            SELECT f.j->>'environment', f.j->>'notificationUUID',
+                (SELECT m.request_identifier FROM mass_renewal_extensions m
+                 WHERE m.environment = f.j->>'environment' AND m.bundle_id = f.j->>'bundleId' AND m.product_id = f.j->>'productId'
+                   AND m.apple_outcome <> 'refused' AND m.requested_at <= ms_to_timestamptz(f.j->'reportedAt') + interval '1 minute'
+                 ORDER BY m.requested_at DESC LIMIT 1),
+                f.j->>'bundleId', f.j->>'productId', f.j->>'originalTransactionId', ms_to_timestamptz(f.j->'reportedAt')
+            FROM reports AS f WHERE f.j->>'report' = 'failure'
+            ON CONFLICT DO NOTHING
+            RETURNING 1
+        )
+        UPDATE mass_renewal_extensions m
+        SET succeeded_count = (s.j->>'succeededCount')::bigint, failed_count = (s.j->>'failedCount')::bigint,
+            complete_date = ms_to_timestamptz(s.j->'reportedAt'), summary_notification_uuid = s.j->>'notificationUUID'
+        FROM reports AS s
+        WHERE s.j->>'report' = 'summary' AND m.environment = s.j->>'environment' AND m.request_identifier = s.j->>'requestIdentifier'
+          AND m.summary_notification_uuid IS NULL
+        """
 }

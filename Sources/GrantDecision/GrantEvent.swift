@@ -41,6 +41,9 @@ public struct GrantEvent: Hashable, Sendable {
     public var uploadHintsRefusal: String?
     /// What a `CONSUMPTION_REQUEST` asks about, for the consumption responder.
     public var consumptionRequest: ConsumptionRequestFacts?
+    /// What a mass extension's `RENEWAL_EXTENSION` (`SUMMARY` or `FAILURE`) reports, to record
+    /// against the request.
+    public var massExtension: MassExtensionFacts?
     public var version: EventVersion
     public var lookup: Enrichment.Lookup
     /// When verify accepted the record.
@@ -169,6 +172,7 @@ public struct GrantEvent: Hashable, Sendable {
         } else {
             consumptionRequest = nil
         }
+        massExtension = MassExtensionFacts(verified, transaction: verified.transaction ?? transaction)
 
         // History is the truth as of when the API answered; a transaction alone, as of its signing.
         let asOf: Date
@@ -186,6 +190,45 @@ public struct GrantEvent: Hashable, Sendable {
         public var originalTransactionId: String?
         /// Apple's `consumptionRequestReason`, raw.
         public var reason: String?
+    }
+
+    /// A mass extension's outcome as Apple reports it: `SUMMARY` names its request and counts;
+    /// `FAILURE` names no request, only the subscription (its transaction) Apple could not extend.
+    public struct MassExtensionFacts: Hashable, Sendable {
+        public enum Report: String, Hashable, Sendable {
+            case summary, failure
+        }
+        public var report: Report
+        public var bundleId: String
+        public var productId: String?
+        /// `SUMMARY` only.
+        public var requestIdentifier: String?
+        public var succeededCount: Int64?
+        public var failedCount: Int64?
+        /// `FAILURE` only: the subscription not extended.
+        public var originalTransactionId: String?
+
+        init?(_ verified: VerifiedRecord, transaction: JWSTransactionDecodedPayload?) {
+            guard verified.kind == .notification, verified.notification?.notificationType == .renewalExtension else { return nil }
+            switch verified.notification?.subtype {
+            case .summary?:
+                guard let summary = verified.notification?.summary else { return nil }
+                report = .summary
+                bundleId = summary.bundleId ?? verified.bundleId
+                productId = summary.productId
+                requestIdentifier = summary.requestIdentifier
+                succeededCount = summary.succeededCount
+                failedCount = summary.failedCount
+            case .failure?:
+                guard let original = transaction?.originalTransactionId else { return nil }
+                report = .failure
+                bundleId = verified.bundleId
+                productId = transaction?.productId
+                originalTransactionId = original
+            default:
+                return nil
+            }
+        }
     }
 
     /// Whether an upload's hints may name the buyer: when ingest authenticated the user (a JWT from

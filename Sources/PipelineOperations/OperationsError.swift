@@ -16,6 +16,10 @@ public struct OperationsError: Error, Sendable, CustomStringConvertible {
         public static let deadLetterNotFound = Code(rawValue: "ops.dead_letter_not_found")
         public static let customerNotFound = Code(rawValue: "ops.customer_not_found")
         public static let orderNotFound = Code(rawValue: "ops.order_not_found")
+        /// `appstorectl extend-status --request-id` names no recorded mass extension.
+        public static let massExtensionNotFound = Code(rawValue: "ops.mass_extension_not_found")
+        /// `appstorectl extend-all --wait`: Apple had not finished within the wait.
+        public static let massExtensionIncomplete = Code(rawValue: "ops.mass_extension_incomplete")
         public static let invalidWindow = Code(rawValue: "ops.invalid_window")
         public static let reconcileIncomplete = Code(rawValue: "ops.reconcile_incomplete")
         public static let refundSweepIncomplete = Code(rawValue: "ops.refund_sweep_incomplete")

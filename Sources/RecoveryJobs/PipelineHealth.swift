@@ -27,9 +27,16 @@ public struct PipelineHealth: Sendable, Encodable {
     public var outboxError: String?
     /// Seconds an unpublished outbox row may wait before it counts as a problem.
     public var maxOutboxAgeSeconds: Double
+    /// The newest mass renewal extensions (`appstorectl extend-all`), open and finished, as recorded;
+    /// `nil` when Postgres was not configured or could not tell. Informational: never a problem.
+    public var massExtensions: [MassRenewalExtensionStatus]?
 
-    public init(checkedAt: Date = Date(), stages: [StageStatus], outbox: OutboxBacklog?, outboxError: String? = nil, maxOutboxAgeSeconds: Double) {
+    public init(
+        checkedAt: Date = Date(), stages: [StageStatus], outbox: OutboxBacklog?, outboxError: String? = nil, maxOutboxAgeSeconds: Double,
+        massExtensions: [MassRenewalExtensionStatus]? = nil
+    ) {
         self.checkedAt = checkedAt
+        self.massExtensions = massExtensions
         self.stages = stages
         self.outbox = outbox
         self.outboxError = outboxError
@@ -81,7 +88,7 @@ public struct PipelineHealth: Sendable, Encodable {
 
     public var healthy: Bool { problems.isEmpty }
 
-    enum CodingKeys: String, CodingKey { case healthy, checkedAt, stages, outbox, outboxError, maxOutboxAgeSeconds, problems }
+    enum CodingKeys: String, CodingKey { case healthy, checkedAt, stages, outbox, outboxError, maxOutboxAgeSeconds, massExtensions, problems }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -91,6 +98,7 @@ public struct PipelineHealth: Sendable, Encodable {
         try c.encodeAlways(outbox, forKey: .outbox)
         try c.encodeAlways(outboxError, forKey: .outboxError)
         try c.encode(maxOutboxAgeSeconds, forKey: .maxOutboxAgeSeconds)
+        try c.encodeAlways(massExtensions, forKey: .massExtensions)
         try c.encode(problems, forKey: .problems)
     }
 
@@ -154,6 +162,16 @@ public struct PipelineHealth: Sendable, Encodable {
             lines.append("outbox: unknown (\(outboxError))")
         } else {
             lines.append("outbox: not checked (no POSTGRES_* settings)")
+        }
+        for m in massExtensions ?? [] {
+            let state =
+                m.appleOutcome == "refused"
+                ? "refused by Apple (\(m.appleError ?? "?"))"
+                : m.reportedComplete.map { "finished \(ago($0)): \(m.reportedSucceededCount ?? 0) extended, \(m.reportedFailedCount ?? 0) failed" }
+                    ?? "open, \(m.failedOriginalTransactionIds.count) failure(s) reported so far"
+            lines.append(
+                "mass extension \(m.requestIdentifier): \(m.productId) +\(m.extendByDays)d, asked \(ago(m.requestedAt)) by \(m.requestedBy) — \(state)"
+            )
         }
         let problems = self.problems
         if problems.isEmpty {

@@ -44,6 +44,12 @@ public enum LifecycleScenario: String, CaseIterable, Codable, Sendable {
     /// reaches the pipeline (a consumable is enriched from its own transaction, never from history),
     /// so only the refund sweep (`appstorectl refunds`) brings the refund.
     case refundNeverDelivered = "refund-never-delivered"
+    /// An active yearly streaming subscriber: a lifecycle run's mass renewal extension (`appstorectl
+    /// extend-all` after the pipeline drained) moves their end, and the ground truth with it.
+    case massExtended = "mass-extended"
+    /// A streaming subscriber in billing retry: the mass extension cannot extend them (Apple sends
+    /// `RENEWAL_EXTENSION/FAILURE`); they stay without access.
+    case massExtensionIneligible = "mass-extension-ineligible"
 
     /// The order customers take scenarios in: every scenario once, and a second family member, so
     /// each family in a run has members who keep access beside the one whose access is revoked.
@@ -194,6 +200,11 @@ public enum LifecycleScenario: String, CaseIterable, Codable, Sendable {
         case .refundNeverDelivered:
             let pack = builder.buyOnce(c.coins, quantity: 3, at: at(1.0))
             builder.revoke(pack, at: at(0.5), delivered: false)
+        case .massExtended:
+            builder.subscribe(c.streamingYearly, at: at(1.5))
+        case .massExtensionIneligible:
+            builder.subscribe(c.streamingYearly, at: at(12.5))
+            builder.failToRenew(grace: nil)
         }
     }
 }

@@ -35,7 +35,9 @@ public struct SimulatedProduct: Hashable, Sendable {
 }
 
 /// The products of the simulated app: two levels of one subscription group (monthly and yearly
-/// premium at the top, monthly basic below), a consumable, a non-consumable and a non-renewing pass.
+/// premium at the top, monthly basic below), a yearly streaming subscription in a group of its own
+/// (the one a lifecycle run's mass renewal extension is for: nobody else holds it), a consumable, a
+/// non-consumable and a non-renewing pass.
 /// The same mapping of products to entitlements is what grant is configured with in local runs.
 public struct SimulationCatalog: Hashable, Sendable {
     public var bundleId: String
@@ -54,6 +56,8 @@ public struct SimulationCatalog: Hashable, Sendable {
     }
 
     public static let groupID = "21000001"
+    /// The streaming subscription's group.
+    public static let streamingGroupID = "21000002"
 
     public static func standard(bundleId: String = "com.example.entitlements") -> SimulationCatalog {
         let prefix = bundleId
@@ -69,6 +73,9 @@ public struct SimulationCatalog: Hashable, Sendable {
                 SimulatedProduct(
                     productId: "\(prefix).basic.monthly", type: .autoRenewableSubscription, subscriptionGroup: groupID,
                     level: 2, months: 1, entitlement: "basic", price: 4_990),
+                SimulatedProduct(
+                    productId: "\(prefix).streaming.yearly", type: .autoRenewableSubscription, subscriptionGroup: streamingGroupID,
+                    level: 1, months: 12, entitlement: "streaming", price: 29_990),
                 SimulatedProduct(productId: "\(prefix).coins.100", type: .consumable, entitlement: "coins", price: 990),
                 SimulatedProduct(productId: "\(prefix).lifetime", type: .nonConsumable, entitlement: "lifetime", price: 49_990),
                 SimulatedProduct(
@@ -91,6 +98,7 @@ public struct SimulationCatalog: Hashable, Sendable {
     public var premiumMonthly: SimulatedProduct { product("\(bundleId).premium.monthly") }
     public var premiumYearly: SimulatedProduct { product("\(bundleId).premium.yearly") }
     public var basicMonthly: SimulatedProduct { product("\(bundleId).basic.monthly") }
+    public var streamingYearly: SimulatedProduct { product("\(bundleId).streaming.yearly") }
     public var coins: SimulatedProduct { product("\(bundleId).coins.100") }
     public var lifetime: SimulatedProduct { product("\(bundleId).lifetime") }
     public var seasonPass: SimulatedProduct { product("\(bundleId).season.pass") }

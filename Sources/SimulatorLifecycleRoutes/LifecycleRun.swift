@@ -1,3 +1,4 @@
+import AppStore
 import AppStoreSimulator
 import AsyncHTTPClient
 import Foundation
@@ -73,6 +74,8 @@ public final class LifecycleRuns: Sendable {
     /// certificate (`SIM_WEBHOOK_CA_FILE`).
     private let client: HTTPClient
     private let state = Mutex(LifecycleRunStatus(state: "idle", customers: []))
+    /// Each customer's subscriptions (original transaction IDs), to carry extensions into the ground truth.
+    private let subscriptions = Mutex<[UUID: Set<String>]>([:])
 
     public init(apple: SimulatedApple, defaultBundleId: String, client: HTTPClient = .shared) {
         self.apple = apple
@@ -80,7 +83,27 @@ public final class LifecycleRuns: Sendable {
         self.client = client
     }
 
-    public var status: LifecycleRunStatus { state.withLock { $0 } }
+    /// The run and its ground truth, with every extension the simulator applied since (a mass
+    /// extension, an operator's single one): an entitlement that ended when an extended period ended
+    /// now ends when the extended one does.
+    public var status: LifecycleRunStatus {
+        var current = state.withLock { $0 }
+        let applied = apple.store.appliedExtensions
+        guard !applied.isEmpty else { return current }
+        let subscriptions = self.subscriptions.withLock { $0 }
+        for c in current.customers.indices {
+            guard let owned = subscriptions[current.customers[c].customer] else { continue }
+            for extended in applied where owned.contains(extended.originalTransactionId) {
+                for e in current.customers[c].entitlements.indices {
+                    guard let until = current.customers[c].entitlements[e].until,
+                        abs(until.timeIntervalSince(extended.previousExpiry)) < 0.001
+                    else { continue }
+                    current.customers[c].entitlements[e].until = extended.newExpiry
+                }
+            }
+        }
+        return current
+    }
 
     /// Generates the customers (their lifecycles end now) and starts playing them.
     /// - Throws: ``SimulatorInputError`` when a run is in progress or the request is out of bounds.
@@ -167,6 +190,13 @@ public final class LifecycleRuns: Sendable {
     ) throws(SimulatorInputError) -> LifecycleRunStatus {
         try state.withLock { current throws(SimulatorInputError) -> LifecycleRunStatus in
             guard current.state != "running", current.state != "preparing" else { throw SimulatorInputError("a lifecycle run is in progress") }
+            subscriptions.withLock { owned in
+                owned = [:]
+                for c in customers {
+                    owned[c.customer, default: []].formUnion(
+                        c.transactions.lazy.filter { $0.type == .autoRenewableSubscription }.compactMap(\.originalTransactionId))
+                }
+            }
             current = LifecycleRunStatus(
                 state: name, horizon: simulation.horizon,
                 customers: customers.flatMap { c in

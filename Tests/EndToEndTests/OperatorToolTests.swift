@@ -71,7 +71,8 @@ struct OperatorToolTests {
             #expect(healthy.stdout.hasSuffix("healthy\n"))
             let (healthyCode, status) = try await Self.json(["status", "--json"], pipeline)
             #expect(healthyCode == 0)
-            #expect(Self.keys(status) == ["healthy", "checkedAt", "stages", "outbox", "outboxError", "maxOutboxAgeSeconds", "problems"])
+            #expect(
+                Self.keys(status) == ["healthy", "checkedAt", "stages", "outbox", "outboxError", "maxOutboxAgeSeconds", "massExtensions", "problems"])
             #expect(status["healthy"] as? Bool == true)
             let stages = try #require(status["stages"] as? [[String: Any]])
             #expect(stages.map { $0["stage"] as? String } == ["verify", "enrich", "grant"])

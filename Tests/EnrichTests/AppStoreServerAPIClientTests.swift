@@ -158,6 +158,93 @@ struct AppStoreServerAPIClientTests {
     }
 
     @Test(
+        "mass extension: Apple's checks (4000009, 4000010, 4000023, 4000027, 4000028, 4040009), then in the background every active subscriber of the product in the storefronts extended, the ineligible failed, one summary"
+    )
+    func massExtension() async throws {
+        let sim = try await RunningSimulator.start()
+        defer { Task { await sim.stop() } }
+        let client = try SimFixture.client(sim)
+        let target = SimFixture.target
+        let extended = try Self.seedSubscription(sim, original: "2000000000300000", count: 2)
+        let elsewhere = try Self.seedSubscription(sim, original: "2000000000310000", count: 2)
+        for t in elsewhere { sim.apple.store.modifyTransaction(t.transactionId!) { $0.storefront = "GBR" } }
+        _ = try Self.seedSubscription(sim, original: "2000000000320000", count: 2)
+        sim.apple.store.setSubscription("2000000000320000", SimulatedSubscriptionOverride(status: .billingRetry))
+        let expired = SimFixture.transaction(
+            original: "2000000000330000", id: "2000000000330000", purchased: SimFixture.now().addingTimeInterval(-60 * 86_400))
+        try sim.apple.store.upsert([expired])
+        _ = try Self.seedSubscription(sim, original: "2000000000340000", count: 2)
+        for i in 0..<2 {
+            _ = try await client.extendRenewalDate(
+                originalTransactionId: "2000000000340000",
+                ExtendRenewalDateRequest(extendByDays: 1, extendReasonCode: 3, requestIdentifier: "single-\(i)"), target: target)
+        }
+
+        func mass(
+            _ days: Int32 = 5, reason: Int32 = 3, product: String = TestPKI.productID, storefronts: [String]? = ["USA"], id: String
+        )
+            -> MassExtendRenewalDateRequest
+        {
+            MassExtendRenewalDateRequest(
+                extendByDays: days, extendReasonCode: reason, requestIdentifier: id, storefrontCountryCodes: storefronts, productId: product)
+        }
+        let refused: [(MassExtendRenewalDateRequest, Int64)] = [
+            (mass(91, id: "bad-days"), 4_000_009), (mass(reason: 4, id: "bad-reason"), 4_000_010),
+            (mass(product: "com.example.unknown", id: "bad-product"), 4_000_023), (mass(storefronts: [], id: "no-storefronts"), 4_000_027),
+            (mass(storefronts: ["us"], id: "bad-storefront"), 4_000_028),
+        ]
+        for (request, code) in refused {
+            do {
+                _ = try await client.massExtendRenewalDate(request, target: target)
+                Issue.record("\(request.requestIdentifier ?? "") must be refused")
+            } catch {
+                #expect(error.errorCode == code)
+            }
+        }
+        do {
+            _ = try await client.massExtensionStatus(productId: TestPKI.productID, requestIdentifier: "bad-days", target: target)
+            Issue.record("a refused request has no status")
+        } catch {
+            #expect(error.statusCode == 404 && error.errorCode == 4_040_009)
+        }
+
+        let before = try await client.transactionInfo(transactionId: extended[1].transactionId!, target: target).expiresDate!
+        let requestID = UUID().uuidString
+        #expect(try await client.massExtendRenewalDate(mass(id: requestID), target: target).requestIdentifier == requestID)
+        #expect(try await client.massExtendRenewalDate(mass(id: requestID), target: target).requestIdentifier == requestID, "answered again")
+        var status = try await client.massExtensionStatus(productId: TestPKI.productID, requestIdentifier: requestID, target: target)
+        while status.complete != true {
+            try await Task.sleep(for: .milliseconds(20))
+            status = try await client.massExtensionStatus(productId: TestPKI.productID, requestIdentifier: requestID, target: target)
+        }
+        #expect(status.requestIdentifier == requestID && status.completeDate != nil)
+        #expect(status.succeededCount == 1, "only the active subscriber in the USA")
+        #expect(status.failedCount == 2, "the one in billing retry and the one extended twice this year")
+        let after = try await client.transactionInfo(transactionId: extended[1].transactionId!, target: target).expiresDate!
+        #expect(after == before.addingTimeInterval(5 * 86_400))
+        #expect(try await client.transactionInfo(transactionId: elsewhere[1].transactionId!, target: target).expiresDate == elsewhere[1].expiresDate)
+        #expect(sim.apple.store.appliedExtensions.last?.originalTransactionId == "2000000000300000")
+        #expect(sim.apple.store.appliedExtensions.last?.newExpiry == after)
+
+        let history = try await client.notificationHistory(
+            NotificationHistoryRequest(startDate: SimFixture.now().addingTimeInterval(-600), endDate: SimFixture.now().addingTimeInterval(60)),
+            target: target)
+        let renewed = history.filter { $0.notification.payload.notificationType == .renewalExtended }
+        #expect(renewed.contains { $0.notification.transaction?.originalTransactionId == "2000000000300000" })
+        let failed = history.filter { $0.notification.payload.notificationType == .renewalExtension && $0.notification.payload.subtype == .failure }
+        #expect(Set(failed.compactMap { $0.notification.transaction?.originalTransactionId }) == ["2000000000320000", "2000000000340000"])
+        #expect(failed.allSatisfy { $0.notification.renewalInfo != nil })
+        let summaries = history.compactMap { $0.notification.payload.summary }
+        #expect(
+            summaries == [
+                Summary(
+                    environment: .sandbox, appAppleId: summaries.first?.appAppleId, bundleId: SimFixture.bundleId, productId: TestPKI.productID,
+                    requestIdentifier: requestID, storefrontCountryCodes: ["USA"], succeededCount: 1, failedCount: 2)
+            ])
+        #expect(history.filter { $0.notification.payload.subtype == .summary }.allSatisfy { $0.notification.payload.data == nil })
+    }
+
+    @Test(
         "Set App Account Token: Apple's rules (4000183, 4000187, 4000185, 4040010); the token then names the customer in history, later transactions and renewal info"
     )
     func setAppAccountToken() async throws {

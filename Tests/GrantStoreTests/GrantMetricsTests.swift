@@ -55,6 +55,34 @@ struct GrantMetricsTests {
         }
     }
 
+    @Test("renewal_extension_results_total counts a mass extension's RENEWAL_EXTENSION/SUMMARY by result, once however often it arrives")
+    func massExtensionResults() async throws {
+        let registry = PrometheusCollectorRegistry()
+        let uuid = UUID().uuidString.lowercased()
+        let summary = Summary(
+            environment: .sandbox, appAppleId: 1, bundleId: "com.example.app", productId: "com.example.app.streaming",
+            requestIdentifier: UUID().uuidString.lowercased(), succeededCount: 5, failedCount: 2)
+        let record = EnrichedRecord(
+            verified: VerifiedRecord(
+                kind: .notification, source: "apple-webhook", environment: .sandbox, bundleId: "com.example.app", notificationUUID: uuid,
+                notification: ResponseBodyV2DecodedPayload(
+                    notificationType: .renewalExtension, subtype: .summary, notificationUUID: uuid, summary: summary, version: "2.0",
+                    signedDate: Date()),
+                signedPayload: "h.p.s", verifiedAt: Date()),
+            enrichment: Enrichment(lookup: .none, fetchedAt: Date()))
+        try await withMetricsFactory(ProcessBootstrap.metricsFactory(registry: registry)) {
+            try await ScratchDatabase.with { db in
+                for _ in 0..<2 {
+                    let results = try await db.store.apply([try GrantEvent(record)], policy: GrantPolicy())
+                    #expect(results.allSatisfy { (try? $0.get()) != nil })
+                }
+                let found = samples(registry)
+                #expect(found.value("renewal_extension_results_total", ["result": "succeeded"]) == 5)
+                #expect(found.value("renewal_extension_results_total", ["result": "failed"]) == 2)
+            }
+        }
+    }
+
     @Test("notifications_total counts every committed event by type, subtype and outcome; the latency histogram times them from ingest")
     func notificationsAndLatency() async throws {
         let registry = PrometheusCollectorRegistry()

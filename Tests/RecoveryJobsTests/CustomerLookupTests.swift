@@ -157,6 +157,31 @@ struct PipelineHealthTests {
         #expect(health.text.hasSuffix("healthy"))
     }
 
+    @Test("mass extensions are shown a line each, open, finished or refused, and never make the pipeline unhealthy")
+    func massExtensions() throws {
+        func request(_ id: String, outcome: String, finished: Date?, failed: [String]) -> MassRenewalExtensionStatus {
+            MassRenewalExtensionStatus(
+                environment: "Sandbox", bundleId: "com.example.app", productId: "com.example.app.streaming", requestIdentifier: id,
+                extendByDays: 3, reasonCode: 3, requestedBy: "ops-7", requestedAt: Date().addingTimeInterval(-600), appleOutcome: outcome,
+                appleError: outcome == "refused" ? "apple_api.4000023" : nil, reportedComplete: finished,
+                reportedSucceededCount: finished == nil ? nil : 4, reportedFailedCount: finished == nil ? nil : 1,
+                failedOriginalTransactionIds: failed)
+        }
+        let health = PipelineHealth(
+            stages: [stage("grant", members: 1, lags: [0])], outbox: nil, maxOutboxAgeSeconds: 60,
+            massExtensions: [
+                request("open-1", outcome: "accepted", finished: nil, failed: ["7402"]),
+                request("done-1", outcome: "accepted", finished: Date().addingTimeInterval(-60), failed: ["7402"]),
+                request("refused-1", outcome: "refused", finished: nil, failed: []),
+            ])
+        #expect(health.healthy)
+        let lines = health.text.split(separator: "\n").filter { $0.hasPrefix("mass extension ") }
+        #expect(lines.count == 3)
+        #expect(lines[0].contains("open-1: com.example.app.streaming +3d") && lines[0].contains("open, 1 failure(s) reported so far"))
+        #expect(lines[1].contains("done-1") && lines[1].contains("finished") && lines[1].contains("4 extended, 1 failed"))
+        #expect(lines[2].contains("refused by Apple (apple_api.4000023)"))
+    }
+
     @Test("a stage whose input could not be read has an unknown lag, never 0, and needs attention")
     func unreadable() throws {
         var grant = stage("grant", members: nil, lags: [])
@@ -185,7 +210,7 @@ struct PipelineHealthTests {
         #expect(text.contains("stalled: enrich: lag 9") && text.contains("apple_api.4040010") && text.contains("unknown (at least 9)"))
 
         let object = try #require(try JSONSerialization.jsonObject(with: Data(try OperatorJSON.encode(health).utf8)) as? [String: Any])
-        #expect(Set(object.keys) == ["healthy", "checkedAt", "stages", "outbox", "outboxError", "maxOutboxAgeSeconds", "problems"])
+        #expect(Set(object.keys) == ["healthy", "checkedAt", "stages", "outbox", "outboxError", "maxOutboxAgeSeconds", "massExtensions", "problems"])
         #expect(object["healthy"] as? Bool == false)
         let stages = try #require(object["stages"] as? [[String: Any]])
         #expect(

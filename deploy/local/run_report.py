@@ -96,8 +96,10 @@ def main():
     ap.add_argument("--stamped", action="store_true",
                     help="grant stamps Apple's token (TOKEN_STAMP_APPS names the app): every purchase only an upload owns, "
                          "a family member's aside, must have it stamped")
-    ap.add_argument("--sweep", help="an operator command to run once the pipeline drained (the refund sweep: "
-                    "appstorectl refunds), then wait for the pipeline to drain again before comparing")
+    ap.add_argument("--after-drain", action="append", default=[], metavar="COMMAND",
+                    help="an operator command to run once the pipeline drained (the refund sweep, appstorectl refunds; "
+                         "a mass renewal extension, appstorectl extend-all --wait), then wait for the pipeline to drain "
+                         "again; repeatable: the commands run in order, each after the pipeline drained again")
     ap.add_argument("--fresh-database", action="store_true",
                     help="every event grant recorded is this run's: report lost (acknowledged deliveries never recorded)")
     args = ap.parse_args()
@@ -121,7 +123,8 @@ def main():
                 + [f"upload of {t}" for t in rep.get("uploadedTransactionIds", []) if t not in uploads])
 
     deadline = time.time() + args.timeout
-    last_marks, status, swept = None, None, False
+    last_marks, status = None, None
+    after_drain = list(args.after_drain)
     while True:
         run = get_json(args.sim + "/sim/lifecycle")
         rep = run.get("report") or {}
@@ -142,10 +145,10 @@ def main():
             line += " | lag " + " ".join(f"{k} {'?' if v is None else v}" for k, v in lags.items()) + f" | outbox {'?' if outbox is None else outbox}"
             print("\r" + line, end="", flush=True)
             if done and marks == last_marks:
-                if args.sweep and not swept:
-                    swept = True
-                    print(f"\ndrained; running the sweep: {args.sweep}")
-                    result = subprocess.run(shlex.split(args.sweep), capture_output=True, text=True)
+                if after_drain:
+                    command = after_drain.pop(0)
+                    print(f"\ndrained; running: {command}")
+                    result = subprocess.run(shlex.split(command), capture_output=True, text=True)
                     tail = (result.stdout.strip().splitlines() or [""])[-1]
                     print(f"  {tail}" + (f" (exit {result.returncode}: {result.stderr.strip()[-300:]})" if result.returncode else ""))
                     if result.returncode:

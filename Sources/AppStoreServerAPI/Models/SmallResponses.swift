@@ -131,7 +131,6 @@ public struct ConsumptionRequest: Codable, Hashable, Sendable {
     }
 }
 
-/// Extend a Subscription Renewal Date's body.
 /// The body of Set App Account Token.
 public struct UpdateAppAccountTokenRequest: Codable, Hashable, Sendable {
     /// The customer's UUID; Apple answers 400 `4000183` for anything else.
@@ -141,6 +140,7 @@ public struct UpdateAppAccountTokenRequest: Codable, Hashable, Sendable {
     }
 }
 
+/// Extend a Subscription Renewal Date's body.
 public struct ExtendRenewalDateRequest: Codable, Hashable, Sendable {
     /// 1…90.
     public var extendByDays: Int32?
@@ -166,5 +166,58 @@ public struct ExtendRenewalDateResponse: Codable, Hashable, Sendable {
         self.webOrderLineItemId = webOrderLineItemId
         self.success = success
         self.effectiveDate = effectiveDate
+    }
+}
+
+/// Extend Subscription Renewal Dates for All Active Subscribers' body: every active subscriber of
+/// `productId` (in the given storefronts, or all) is extended, asynchronously.
+public struct MassExtendRenewalDateRequest: Codable, Hashable, Sendable {
+    /// 1…90.
+    public var extendByDays: Int32?
+    /// 0 undeclared, 1 customer satisfaction, 2 other, 3 service issue or outage.
+    public var extendReasonCode: Int32?
+    /// Your unique ID for the request (a UUID); the status endpoint and the `RENEWAL_EXTENSION/SUMMARY` name it.
+    public var requestIdentifier: String?
+    /// Storefronts (ISO 3166-1 alpha-3) to extend in; `nil`: all.
+    public var storefrontCountryCodes: [String]?
+    /// The auto-renewable subscription product.
+    public var productId: String?
+    public init(
+        extendByDays: Int32?, extendReasonCode: Int32?, requestIdentifier: String?, storefrontCountryCodes: [String]? = nil,
+        productId: String?
+    ) {
+        self.extendByDays = extendByDays
+        self.extendReasonCode = extendReasonCode
+        self.requestIdentifier = requestIdentifier
+        self.storefrontCountryCodes = storefrontCountryCodes
+        self.productId = productId
+    }
+}
+
+/// Extend Subscription Renewal Dates for All Active Subscribers' answer.
+public struct MassExtendRenewalDateResponse: Codable, Hashable, Sendable {
+    public var requestIdentifier: String?
+    public init(requestIdentifier: String?) {
+        self.requestIdentifier = requestIdentifier
+    }
+}
+
+/// Get Status of Subscription Renewal Date Extensions' answer.
+public struct MassExtendRenewalDateStatusResponse: Codable, Hashable, Sendable {
+    public var requestIdentifier: String?
+    /// Whether Apple finished the request.
+    public var complete: Bool?
+    /// When it finished.
+    public var completeDate: Date?
+    /// Subscriptions extended so far.
+    public var succeededCount: Int64?
+    /// Subscriptions that could not be extended so far.
+    public var failedCount: Int64?
+    public init(requestIdentifier: String?, complete: Bool?, completeDate: Date?, succeededCount: Int64?, failedCount: Int64?) {
+        self.requestIdentifier = requestIdentifier
+        self.complete = complete
+        self.completeDate = completeDate
+        self.succeededCount = succeededCount
+        self.failedCount = failedCount
     }
 }

@@ -10,7 +10,8 @@ struct AppStoreCtl: AsyncParsableCommand {
         discussion: "Exit status: 0 on success, 1 when the input is rejected or the job fails, 2 on bad usage.",
         subcommands: [
             Status.self, Inspect.self, Migrate.self, Replay.self, DeadLetters.self, Backfill.self, Reconcile.self, Refunds.self, LookupOrder.self,
-            TestNotification.self, Customer.self, TopicsCommand.self, Changes.self, Bind.self, Extend.self, SignOffer.self,
+            TestNotification.self, Customer.self, TopicsCommand.self, Changes.self, Bind.self, Extend.self, ExtendAll.self, ExtendStatus.self,
+            SignOffer.self,
         ]
     )
 
