@@ -64,10 +64,10 @@ struct IngestRouteTests {
             let port = try #require(client.port)
             // Reading blocks until the server closes the connection (0 bytes) or 60 s pass (a hang, not a figure).
             let idle = try RawConnection(port: port, receiveTimeoutSeconds: 60)
-            #expect(try idle.readUntilClosed().isEmpty, "ingest closed the idle connection without a word")
+            #expect(try await idle.readUntilClosed().isEmpty, "ingest closed the idle connection without a word")
             let active = try RawConnection(port: port, receiveTimeoutSeconds: 60)
             try active.send("GET /nothing-here HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            #expect(String(decoding: try active.readUntilClosed(), as: UTF8.self).hasPrefix("HTTP/1.1 404"))
+            #expect(String(decoding: try await active.readUntilClosed(), as: UTF8.self).hasPrefix("HTTP/1.1 404"))
         }
         await producer.close()
     }

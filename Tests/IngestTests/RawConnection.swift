@@ -9,7 +9,7 @@ import TestSupport
 
 /// A plain TCP connection to 127.0.0.1, for what an HTTP client hides: a connection that sends
 /// nothing, and when the server closes it.
-final class RawConnection {
+final class RawConnection: @unchecked Sendable {
     private let fd: Int32
 
     init(port: Int, receiveTimeoutSeconds: Int) throws {
@@ -43,9 +43,16 @@ final class RawConnection {
         }
     }
 
-    /// Everything the server sends until it closes the connection.
+    /// Everything the server sends until it closes the connection, read on a thread of its own:
+    /// a blocking read on the cooperative pool would stall every suite running beside this one.
     /// - Throws: When the receive timeout passes first (the server kept it open).
-    func readUntilClosed() throws -> [UInt8] {
+    func readUntilClosed() async throws -> [UInt8] {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try self.blockingReadUntilClosed() }) }.start()
+        }
+    }
+
+    private func blockingReadUntilClosed() throws -> [UInt8] {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
