@@ -22,13 +22,8 @@ extension SimulatorAPIRoutes {
         guard let body = try? AppStoreJSON.decoder.decode(MassExtendRenewalDateRequest.self, from: Data(bytes.readableBytesView)) else {
             throw SimulatorError.badRequest(4_000_000, "Invalid request.")
         }
-        guard let days = body.extendByDays, (1...90).contains(days) else { throw SimulatorError.badRequest(4_000_009, "Invalid extend by days.") }
-        guard let reason = body.extendReasonCode, (0...3).contains(reason) else {
-            throw SimulatorError.badRequest(4_000_010, "Invalid extend reason code.")
-        }
-        guard let requestID = body.requestIdentifier, !requestID.isEmpty, requestID.count <= 128 else {
-            throw SimulatorError.badRequest(4_000_011, "Invalid request identifier.")
-        }
+        let (days, requestID) = try Self.extensionTerms(
+            days: body.extendByDays, reason: body.extendReasonCode, requestIdentifier: body.requestIdentifier)
         if let storefronts = body.storefrontCountryCodes {
             guard !storefronts.isEmpty else { throw SimulatorError.badRequest(4_000_027, "Invalid empty storefront country code list.") }
             guard storefronts.allSatisfy({ $0.count == 3 && $0.allSatisfy { $0.isASCII && $0.isUppercase } }) else {

@@ -38,19 +38,25 @@ extension SimulatorAPIRoutes {
         return Response(status: .accepted)
     }
 
+    /// What both extension endpoints check alike, with Apple's codes: days 1...90, a reason code
+    /// 0...3, a request identifier of 1...128 characters.
+    static func extensionTerms(days: Int32?, reason: Int32?, requestIdentifier: String?) throws -> (days: Int32, requestID: String) {
+        guard let days, (1...90).contains(days) else { throw SimulatorError.badRequest(4_000_009, "Invalid extend by days.") }
+        guard let reason, (0...3).contains(reason) else { throw SimulatorError.badRequest(4_000_010, "Invalid extend reason code.") }
+        guard let requestIdentifier, !requestIdentifier.isEmpty, requestIdentifier.count <= 128 else {
+            throw SimulatorError.badRequest(4_000_011, "Invalid request identifier.")
+        }
+        return (days, requestIdentifier)
+    }
+
     func extend(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) async throws -> Response {
         let original = try Self.transactionID(context)
         let bytes = try await request.body.collect(upTo: Self.maximumBody)
         guard let body = try? AppStoreJSON.decoder.decode(ExtendRenewalDateRequest.self, from: Data(bytes.readableBytesView)) else {
             throw SimulatorError.badRequest(4_000_000, "Invalid request.")
         }
-        guard let days = body.extendByDays, (1...90).contains(days) else { throw SimulatorError.badRequest(4_000_009, "Invalid extend by days.") }
-        guard let reason = body.extendReasonCode, (0...3).contains(reason) else {
-            throw SimulatorError.badRequest(4_000_010, "Invalid extend reason code.")
-        }
-        guard let requestID = body.requestIdentifier, !requestID.isEmpty, requestID.count <= 128 else {
-            throw SimulatorError.badRequest(4_000_011, "Invalid request identifier.")
-        }
+        let (days, requestID) = try Self.extensionTerms(
+            days: body.extendByDays, reason: body.extendReasonCode, requestIdentifier: body.requestIdentifier)
         if let earlier = store.state.withLock({ $0.extensionRequests[requestID] }) { return try Self.json(earlier) }
         guard let owner = store.transaction(anyID: original, bundleId: bundleId), owner.payload.originalTransactionId == original,
             let latest = signing.latestSubscriptionTransactions(customerID: owner.customerID, bundleId: bundleId)
