@@ -67,7 +67,7 @@ struct EnrichPipelineTests {
         #expect(bodies[0].enrichment.appAccountTokenSource == .history)
         #expect(bodies[2].enrichment.appAccountTokenSource == .transaction)
         if SchemaValidator.isAvailable {
-            let errors = try SchemaValidator.errors(of: enriched.map(\.value), schema: "enriched.v1.schema.json")
+            let errors = try await SchemaValidator.errors(of: enriched.map(\.value), schema: "enriched.v1.schema.json")
             #expect(errors.isEmpty, "\(errors)")
         }
     }
@@ -192,7 +192,7 @@ struct EnrichPipelineTests {
         letters += try await TopicReader.read(later.deadLetters, timeout: .seconds(3)) { $0.count > 0 }
         #expect(letters.isEmpty, "\(letters.compactMap { $0.headers.string(DeadLetterHeader.errorCode) })")
         if SchemaValidator.isAvailable {
-            let errors = try SchemaValidator.errors(of: (first + both).map(\.value), schema: "enriched.v1.schema.json")
+            let errors = try await SchemaValidator.errors(of: (first + both).map(\.value), schema: "enriched.v1.schema.json")
             #expect(errors.isEmpty, "\(errors)")
         }
     }

@@ -31,15 +31,15 @@ struct EnrichSchemaTests {
         let stage = try EnrichFixture.stage(sim)
         let results = try await stage.process(batch: try inputs.enumerated().map { try EnrichFixture.message($1.1, offset: Int64($0)) })
         let bodies = try results.map { try $0.get()[0].value }
-        let errors = try SchemaValidator.errors(of: bodies, schema: "enriched.v1.schema.json")
+        let errors = try await SchemaValidator.errors(of: bodies, schema: "enriched.v1.schema.json")
         #expect(errors.isEmpty, "\(errors)")
 
         var broken = try EnrichedRecord.decode(bodies[1])
         broken.enrichment.history = [initial]  // history on a transaction-only record
-        #expect(try SchemaValidator.errors(of: [try broken.encoded()], schema: "enriched.v1.schema.json").count > 0)
+        #expect(try await SchemaValidator.errors(of: [try broken.encoded()], schema: "enriched.v1.schema.json").count > 0)
         var tokenWithoutSource = try EnrichedRecord.decode(bodies[0])
         tokenWithoutSource.enrichment.appAccountTokenSource = nil
-        #expect(try SchemaValidator.errors(of: [try tokenWithoutSource.encoded()], schema: "enriched.v1.schema.json").count > 0)
+        #expect(try await SchemaValidator.errors(of: [try tokenWithoutSource.encoded()], schema: "enriched.v1.schema.json").count > 0)
 
         if ProcessInfo.processInfo.environment["WRITE_SCHEMA_EXAMPLES"] == "1" {
             let dir = TestServices.repositoryRoot.appendingPathComponent("schemas/examples/enriched.v1")

@@ -9,7 +9,7 @@ public enum SchemaValidator {
     }()
 
     /// The validation errors of each document (empty when all validate).
-    public static func errors(of documents: [[UInt8]], schema: String) throws -> [String] {
+    public static func errors(of documents: [[UInt8]], schema: String) async throws -> [String] {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("schema-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -29,9 +29,17 @@ public enum SchemaValidator {
                     print(f"{p.name}: {'/'.join(map(str, e.absolute_path))}: {e.message[:300]}")
             """
         let schemaPath = TestServices.repositoryRoot.appendingPathComponent("schemas/\(schema)").path
-        let result = try runPython(["-c", script, schemaPath, dir.path])
+        let result = try await runPythonOffPool(["-c", script, schemaPath, dir.path])
         guard result.status == 0 else { throw TestSupportError("the schema validator failed: \(result.output)") }
         return result.output.split(separator: "\n").map(String.init)
+    }
+
+    /// ``runPython(_:)`` on a thread of its own: waiting for Python on the cooperative pool (two
+    /// threads on two cores) would stall every suite running beside the caller.
+    public static func runPythonOffPool(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try runPython(arguments) }) }.start()
+        }
     }
 
     /// Runs python3 with `arguments` in the repository root; returns the status and combined output.

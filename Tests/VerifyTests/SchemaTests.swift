@@ -32,12 +32,12 @@ struct SchemaTests {
     func encoderOutputValidates() async throws {
         let records = try await Self.records()
         let bodies = try records.map { try $0.record.encoded() }
-        let errors = try SchemaValidator.errors(of: bodies, schema: "verified.v1.schema.json")
+        let errors = try await SchemaValidator.errors(of: bodies, schema: "verified.v1.schema.json")
         #expect(errors.isEmpty, "\(errors)")
         // The schema is strict enough to catch a record of the wrong shape.
         var broken = records[2].record
         broken.signedPayload = records[0].record.signedPayload
-        #expect(try SchemaValidator.errors(of: [try broken.encoded()], schema: "verified.v1.schema.json").count > 0)
+        #expect(try await SchemaValidator.errors(of: [try broken.encoded()], schema: "verified.v1.schema.json").count > 0)
 
         if ProcessInfo.processInfo.environment["WRITE_SCHEMA_EXAMPLES"] == "1" {
             let dir = TestServices.repositoryRoot.appendingPathComponent("schemas/examples/verified.v1")
@@ -51,8 +51,8 @@ struct SchemaTests {
     }
 
     @Test("deploy/local/check_schemas.py passes (every schema, example and invalid example)")
-    func checkSchemas() throws {
-        let result = try SchemaValidator.runPython(["deploy/local/check_schemas.py"])
+    func checkSchemas() async throws {
+        let result = try await SchemaValidator.runPythonOffPool(["deploy/local/check_schemas.py"])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("schemas ok"))
     }

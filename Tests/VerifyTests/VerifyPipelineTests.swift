@@ -112,7 +112,7 @@ struct VerifyPipelineTests {
         }
 
         if SchemaValidator.isAvailable || TestServices.isCI {
-            let errors = try SchemaValidator.errors(of: verified.map(\.value), schema: "verified.v1.schema.json")
+            let errors = try await SchemaValidator.errors(of: verified.map(\.value), schema: "verified.v1.schema.json")
             #expect(errors.isEmpty, "\(errors)")
         }
     }
