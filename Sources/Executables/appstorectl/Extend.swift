@@ -23,11 +23,7 @@ struct Extend: AsyncParsableCommand {
     @Option(help: "The subscription's original transaction ID.")
     var originalTransactionId: String
 
-    @Option(help: "Days to add, 1 to 90.")
-    var days: Int
-
-    @Option(help: "Why: 0 undeclared, 1 customer satisfaction, 2 other, 3 service issue or outage.")
-    var reason: Int
+    @OptionGroup var terms: ExtensionTermsOptions
 
     @Option(help: "Your unique ID for the request (≤ 128 characters); default: a new UUID.")
     var requestIdentifier: String?
@@ -46,8 +42,6 @@ struct Extend: AsyncParsableCommand {
         guard !originalTransactionId.isEmpty, originalTransactionId.allSatisfy(\.isNumber) else {
             throw ValidationError("--original-transaction-id must be Apple's numeric ID")
         }
-        guard (1...90).contains(days) else { throw ValidationError("--days must be 1 to 90 (Apple's limit)") }
-        guard (0...3).contains(reason) else { throw ValidationError("--reason must be 0, 1, 2 or 3") }
         guard (requestIdentifier ?? "x").count <= 128, requestIdentifier?.isEmpty != true else {
             throw ValidationError("--request-identifier must be 1 to 128 characters")
         }
@@ -62,7 +56,7 @@ struct Extend: AsyncParsableCommand {
             let requestID = requestIdentifier ?? UUID().uuidString.lowercased()
             let producer = try RecoveryEnvironment.producer()
             let topic = ProcessInfo.processInfo.environment["VERIFIED_TOPIC"] ?? Topics.verified
-            let (original, days, reason) = (originalTransactionId, days, reason)
+            let (original, days, reason) = (originalTransactionId, terms.days, terms.reason)
             let result = try await RecoveryEnvironment.withDatabase { database in
                 try await RenewalExtensionJob(client: client, database: database, logger: OperatorEnvironment.logger).extend(
                     originalTransactionId: original, days: days, reasonCode: reason, requestIdentifier: requestID, requestedBy: who,
@@ -73,7 +67,7 @@ struct Extend: AsyncParsableCommand {
                 OperatorEnvironment.printJSON(result)
             } else {
                 print(
-                    "Apple extended subscription \(result.originalTransactionId) (\(target)) by \(days) day(s) to "
+                    "Apple extended subscription \(result.originalTransactionId) (\(target)) by \(terms.days) day(s) to "
                         + "\(result.effectiveDate.map(Timestamp.iso8601) ?? "?"), request \(requestID), asked by \(who)")
                 print("fed \(result.fed ?? "-") → \(topic)")
             }

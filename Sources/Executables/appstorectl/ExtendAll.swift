@@ -27,11 +27,7 @@ struct ExtendAll: AsyncParsableCommand {
     @Option(help: "The auto-renewable subscription product.")
     var product: String
 
-    @Option(help: "Days to add, 1 to 90.")
-    var days: Int
-
-    @Option(help: "Why: 0 undeclared, 1 customer satisfaction, 2 other, 3 service issue or outage.")
-    var reason: Int
+    @OptionGroup var terms: ExtensionTermsOptions
 
     @Option(help: "Only these storefronts, comma-separated ISO 3166-1 alpha-3 codes (e.g. USA,GBR); default: all.")
     var storefronts: String?
@@ -58,8 +54,6 @@ struct ExtendAll: AsyncParsableCommand {
 
     func validate() throws {
         guard !product.isEmpty else { throw ValidationError("--product must name a product") }
-        guard (1...90).contains(days) else { throw ValidationError("--days must be 1 to 90 (Apple's limit)") }
-        guard (0...3).contains(reason) else { throw ValidationError("--reason must be 0, 1, 2 or 3") }
         if let codes = storefrontCodes {
             guard !codes.isEmpty, codes.allSatisfy({ $0.count == 3 && $0.allSatisfy { $0.isASCII && $0.isLetter } }) else {
                 throw ValidationError("--storefronts must be ISO 3166-1 alpha-3 codes, e.g. USA,GBR")
@@ -77,7 +71,7 @@ struct ExtendAll: AsyncParsableCommand {
             let request = MassRenewalExtensionRequest(
                 environment: target.environment.rawValue, bundleId: target.bundleId, productId: product,
                 requestIdentifier: requestId?.lowercased() ?? UUID().uuidString.lowercased(), storefrontCountryCodes: storefrontCodes,
-                extendByDays: days, reasonCode: reason, requestedBy: requester.who)
+                extendByDays: terms.days, reasonCode: terms.reason, requestedBy: requester.who)
             let (wait, patience) = (wait, Duration.seconds(waitSeconds))
             let apple = try await RecoveryEnvironment.withDatabase { database in
                 let job = MassRenewalExtensionJob(client: client, database: database, logger: OperatorEnvironment.logger)
@@ -89,7 +83,7 @@ struct ExtendAll: AsyncParsableCommand {
                 OperatorEnvironment.printJSON(request)
             } else {
                 print(
-                    "Apple accepted extending every active subscriber of \(product) (\(target)) by \(days) day(s)"
+                    "Apple accepted extending every active subscriber of \(product) (\(target)) by \(terms.days) day(s)"
                         + "\(storefrontCodes.map { " in " + $0.joined(separator: ",") } ?? ""), request \(request.requestIdentifier), "
                         + "asked by \(request.requestedBy); follow it with appstorectl extend-status --request-id \(request.requestIdentifier)")
                 if let apple {

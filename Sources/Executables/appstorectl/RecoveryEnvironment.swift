@@ -120,3 +120,17 @@ struct RequesterOptions: ParsableArguments {
         }
     }
 }
+
+/// `--days` and `--reason`, as Apple's two extension endpoints take them (`extend`, `extend-all`).
+struct ExtensionTermsOptions: ParsableArguments {
+    @Option(help: "Days to add, 1 to 90.")
+    var days: Int
+
+    @Option(help: "Why: 0 undeclared, 1 customer satisfaction, 2 other, 3 service issue or outage.")
+    var reason: Int
+
+    func validate() throws {
+        guard (1...90).contains(days) else { throw ValidationError("--days must be 1 to 90 (Apple's limit)") }
+        guard (0...3).contains(reason) else { throw ValidationError("--reason must be 0, 1, 2 or 3") }
+    }
+}
