@@ -49,13 +49,19 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var merged = metadata
-        if let provided = metadataProvider?.get(), !provided.isEmpty { merged.merge(provided) { $1 } }
-        if let given = event.metadata, !given.isEmpty { merged.merge(given) { $1 } }
+        let merged = Self.merged(metadata, metadataProvider, event)
         sink(
             Self.line(
                 time: Date(), level: event.level, label: label, message: event.message.description, source: event.source,
                 error: event.error, metadata: merged))
+    }
+
+    /// A line's metadata: the handler's, then the provider's, then the call's, later ones winning.
+    static func merged(_ metadata: Logger.Metadata, _ provider: Logger.MetadataProvider?, _ event: LogEvent) -> Logger.Metadata {
+        var merged = metadata
+        if let provided = provider?.get(), !provided.isEmpty { merged.merge(provided) { $1 } }
+        if let given = event.metadata, !given.isEmpty { merged.merge(given) { $1 } }
+        return merged
     }
 
     /// The keys every line has, in this order.

@@ -30,9 +30,7 @@ public struct TextLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var merged = metadata
-        if let provided = metadataProvider?.get(), !provided.isEmpty { merged.merge(provided) { $1 } }
-        if let given = event.metadata, !given.isEmpty { merged.merge(given) { $1 } }
+        var merged = JSONLogHandler.merged(metadata, metadataProvider, event)
         if let error = event.error { merged[LogKey.error] = .string(String(describing: error)) }
         sink(
             Array(
