@@ -25,6 +25,22 @@ struct BatchState {
     var notifications: [StoreRows.Notification] = []
     var consumptionRequests: [StoreRows.ConsumptionRequest] = []
     var massExtensionReports: [StoreRows.MassExtensionReport] = []
+    /// The batch's `RESCIND_CONSENT`s, and waiting ones it attributed (``EntitlementStore/attributeConsentRescinds``).
+    var consentRescinds: [StoreRows.ConsentRescind] = []
+    /// The owner of a purchase (or consumable) of each app transaction the batch's decisions
+    /// touched: a `RESCIND_CONSENT` still waiting for one is now that owner's.
+    var owners: [AppTransactionKey: CustomerKey] = [:]
+    /// The committed `RESCIND_CONSENT`s still waiting for a customer, of the batch's app
+    /// transactions (`grant_load`, migration 0018).
+    var waitingRescinds: [AppTransactionKey: [StoreRows.ConsentRescind]] = [:]
+
+    /// An app transaction (the customer's download of the app) of one environment.
+    struct AppTransactionKey: Hashable, Comparable {
+        var environment: String
+        var appTransactionId: String
+
+        static func < (a: Self, b: Self) -> Bool { (a.environment, a.appTransactionId) < (b.environment, b.appTransactionId) }
+    }
     var changes: [EntitlementChange] = []
 
     func snapshot(for event: GrantEvent) -> GrantSnapshot {
@@ -62,6 +78,7 @@ struct BatchState {
                 purchases[key] = purchase
                 dirtyPurchases.insert(key)
                 let owner = purchase.owner(policy: policy.transferPolicy)
+                if let owner { noteOwner(CustomerKey(environment: key.environment, customerId: owner), of: event) }
                 for claim in purchase.claims {
                     let customer = CustomerKey(environment: key.environment, customerId: claim.customerId)
                     noteCustomer(customer, externalUserId: claim.customerId == owner ? event.linkedUser(for: claim.customerId) : nil)
@@ -78,6 +95,7 @@ struct BatchState {
             }
             entitlements[key] = rows.values.sorted { $0.id < $1.id }
             if let consumable = decision.consumable, consumables[key] != consumable {
+                if let customer = consumable.customer { noteOwner(customer, of: event) }
                 consumables[key] = consumable
                 dirtyConsumables.insert(key)
                 if let customer = consumable.customer { noteCustomer(customer, externalUserId: event.linkedUser(for: customer.customerId)) }
@@ -115,8 +133,26 @@ struct BatchState {
                     failedCount: report.failedCount, originalTransactionId: report.originalTransactionId,
                     reportedAt: event.signedDate ?? event.verifiedAt))
         }
-        for change in decision.changes { noteCustomer(change.customer, externalUserId: nil) }
-        changes += decision.changes
+        if event.notificationType == .rescindConsent, let appTransactionId = event.appTransactionId {
+            consentRescinds.append(
+                StoreRows.ConsentRescind(
+                    environment: event.environment, appTransactionId: appTransactionId, eventKey: event.eventKey,
+                    notificationUUID: event.notificationUUID, subtype: event.subtype?.rawValue, lookup: event.lookup.rawValue,
+                    asOf: event.version.asOf, signedDate: event.signedDate, customerId: event.appTransactionCustomer))
+        }
+        add(decision.changes)
+    }
+
+    /// Changes to number and publish with the batch.
+    mutating func add(_ new: [EntitlementChange]) {
+        for change in new { noteCustomer(change.customer, externalUserId: nil) }
+        changes += new
+    }
+
+    private mutating func noteOwner(_ owner: CustomerKey, of event: GrantEvent) {
+        guard let appTransactionId = event.transaction?.appTransactionId else { return }
+        let key = AppTransactionKey(environment: owner.environment, appTransactionId: appTransactionId)
+        if owners[key] == nil { owners[key] = owner }
     }
 
     /// The first external user ID the batch names for a customer is the one offered to the store

@@ -63,6 +63,7 @@ public final class EntitlementStore: Sendable {
                 results.append(.failure(error))
             }
         }
+        batch.attributeConsentRescinds()
         if let rows = Self.writeRows(batch, policy: policy) {
             // grant_write answers how many changes it numbered: fewer means a customer row was missing.
             let changes = batch.changes.count
@@ -74,6 +75,9 @@ public final class EntitlementStore: Sendable {
         // Rare (a mass extension's reports), so a statement of their own rather than grant_write's.
         if !batch.massExtensionReports.isEmpty {
             try await run(StoreStatements.RecordMassExtensions.self, try StoreRows.json(batch.massExtensionReports), connection)
+        }
+        if !batch.consentRescinds.isEmpty {
+            try await run(StoreStatements.RecordConsentRescinds.self, try StoreRows.json(batch.consentRescinds), connection)
         }
         return results
     }
@@ -87,7 +91,8 @@ public final class EntitlementStore: Sendable {
             events: events.map { event in
                 StoreRows.Load.Event(
                     e: event.environment, k: event.eventKey, p: event.purchaseKey?.originalTransactionId,
-                    t: event.transactions.compactMap { $0.originalTransactionId == nil ? nil : $0.transactionId })
+                    t: event.transactions.compactMap { $0.originalTransactionId == nil ? nil : $0.transactionId },
+                    a: event.transaction?.appTransactionId)
             })
         for try await row in try await query(StoreStatements.Load.self, try StoreRows.json(arguments), connection) {
             let cells = row.makeRandomAccess()
@@ -120,6 +125,13 @@ public final class EntitlementStore: Sendable {
                     revokedAt: try cells[Load.until].decode(Date?.self),
                     revocationReason: try cells[Load.revocationReason].decode(Int16?.self).map(Int.init),
                     version: EventVersion(asOf: try cells[Load.asOf].decode(Date.self), eventKey: try cells[Load.body].decode(String.self)))
+            case "r":
+                let rescind = StoreRows.ConsentRescind(
+                    environment: env, appTransactionId: id, eventKey: try cells[Load.body].decode(String.self),
+                    notificationUUID: try cells[Load.entitlementKey].decode(String?.self), subtype: try cells[Load.sourceKind].decode(String?.self),
+                    lookup: try cells[Load.product].decode(String.self), asOf: try cells[Load.asOf].decode(Date.self),
+                    signedDate: try cells[Load.from].decode(Date?.self), customerId: nil)
+                batch.waitingRescinds[rescind.key, default: []].append(rescind)
             case "t":
                 batch.storedTransactions[BatchState.transactionKey(env, id)] = .some(try cells[Load.signedMilliseconds].decode(Double?.self))
             case let other:

@@ -43,4 +43,5 @@ extension StoreStatements {
     enum Write: BatchStatement { static var sql: String { write } }
     enum DeletePublished: BatchStatement { static var sql: String { deletePublished } }
     enum RecordMassExtensions: BatchStatement { static var sql: String { recordMassExtensions } }
+    enum RecordConsentRescinds: BatchStatement { static var sql: String { recordConsentRescinds } }
 }

@@ -135,6 +135,29 @@ enum StoreRows {
         var reportedAt: Date
     }
 
+    /// A `RESCIND_CONSENT` (``StoreStatements/recordConsentRescinds``, migration 0018): a new one, or
+    /// one waiting for its customer that this batch found (`customerId` set).
+    struct ConsentRescind: Encodable, Hashable {
+        var environment: String
+        var appTransactionId: String
+        var eventKey: String
+        var notificationUUID: String?
+        var subtype: String?
+        var lookup: String
+        var asOf: Date
+        var signedDate: Date?
+        var customerId: UUID?
+
+        var key: BatchState.AppTransactionKey { .init(environment: environment, appTransactionId: appTransactionId) }
+
+        /// The `RESCIND_CONSENT` as the cause of its change.
+        var cause: GrantCause {
+            GrantCause(
+                eventKey: eventKey, notificationUUID: notificationUUID, type: NotificationType.rescindConsent.rawValue, subtype: subtype,
+                transactionId: nil, lookup: lookup, asOf: asOf, signedDate: signedDate)
+        }
+    }
+
     /// One customer's changes in a batch, in batch order: `grant_write` numbers them from the
     /// customer's counter and sets each body's `seq`.
     struct CustomerChanges: Encodable {
@@ -157,6 +180,8 @@ enum StoreRows {
             var p: String?
             /// The IDs of the transactions it carries (stored already, and as of when?).
             var t: [String]
+            /// The app transaction its purchase carries: `RESCIND_CONSENT`s waiting for it are read too.
+            var a: String?
         }
     }
 

@@ -57,4 +57,19 @@ enum StoreStatements {
         WHERE s.j->>'report' = 'summary' AND m.environment = s.j->>'environment' AND m.request_identifier = s.j->>'requestIdentifier'
           AND m.summary_notification_uuid IS NULL
         """
+
+    /// The batch's `RESCIND_CONSENT`s (``StoreRows/ConsentRescind``, migration 0018), only for a batch
+    /// that has any: a new one is inserted (its customer null while none is known); a waiting one
+    /// gets the customer this batch found, once.
+    static let recordConsentRescinds = """
+        INSERT INTO consent_rescinds
+            (environment, app_transaction_id, event_key, notification_uuid, subtype, lookup, as_of, signed_date, customer_id, attributed_at)
+        SELECT r->>'environment', r->>'appTransactionId', r->>'eventKey', r->>'notificationUUID', r->>'subtype', r->>'lookup',
+            ms_to_timestamptz(r->'asOf'), ms_to_timestamptz(r->'signedDate'), (r->>'customerId')::uuid,
+            CASE WHEN r->>'customerId' IS NULL THEN NULL ELSE now() END
+        \(rows)
+        ON CONFLICT (environment, app_transaction_id, event_key) DO UPDATE
+        SET customer_id = EXCLUDED.customer_id, attributed_at = EXCLUDED.attributed_at
+        WHERE consent_rescinds.customer_id IS NULL
+        """
 }

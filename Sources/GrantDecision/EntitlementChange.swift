@@ -50,7 +50,15 @@ public struct EntitlementChange: Hashable, Codable, Sendable {
         /// A delivered consumable's quantity changed: a prorated refund took part of it, or its
         /// reversal gave it back (`quantity` is what the customer holds now).
         case consumableAdjusted = "consumable_adjusted"
+        /// A parent withdrew consent for the child's use of the app (`RESCIND_CONSENT`). About the
+        /// customer, not a purchase: ``EntitlementChange/consentEntitlementKey``, `sourceId` the app
+        /// transaction, `productId` empty; `active` says whether the customer's access goes on.
+        case consentRescinded = "consent_rescinded"
     }
+
+    /// The `entitlementKey` of a ``Kind/consentRescinded`` change: no entitlement of the catalogue
+    /// is called so, and consumers keep it apart from their products.
+    public static let consentEntitlementKey = "consent"
 
     public var kind: Kind
     public var customer: CustomerKey
@@ -79,5 +87,15 @@ public struct EntitlementChange: Hashable, Codable, Sendable {
         self.reason = reason
         self.quantity = quantity
         self.cause = cause
+    }
+}
+
+extension EntitlementChange {
+    /// The change that tells the services downstream that `customer`'s parent withdrew consent for the
+    /// app (`RESCIND_CONSENT` about `appTransactionId`). Access is untouched (`active` true).
+    public static func consentRescinded(customer: CustomerKey, appTransactionId: String, cause: GrantCause) -> EntitlementChange {
+        EntitlementChange(
+            kind: .consentRescinded, customer: customer, entitlementKey: consentEntitlementKey, sourceId: appTransactionId, productId: "",
+            active: true, activeUntil: nil, reason: "consent_rescinded", cause: cause)
     }
 }

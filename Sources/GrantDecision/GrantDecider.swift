@@ -10,7 +10,8 @@ import PipelineRecords
 /// 1. An event applied before (same event key) changes nothing.
 /// 2. Events that never change entitlements (TEST, REFUND_DECLINED, CONSUMPTION_REQUEST,
 ///    summaries, consent, external purchase tokens, types or subtypes this version does not know)
-///    are recorded only.
+///    are recorded only; a rescinded consent whose customer is known is also told downstream
+///    (``EntitlementChange/Kind/consentRescinded``).
 /// 3. The customer the event names joins the purchase's claims; the owner follows from the claims
 ///    (``OwnershipClaim``: Apple's newest signed token; where Apple names nobody, the uploads'
 ///    claims by when they were received, under the transfer policy).
@@ -30,7 +31,9 @@ public enum GrantDecider {
 
     private static func decideEvent(_ snapshot: GrantSnapshot, event: GrantEvent, policy: GrantPolicy) throws(GrantRejection) -> GrantDecision {
         if snapshot.alreadyApplied { return GrantDecision(outcome: .duplicate, event: event, note: "already applied") }
-        if let reason = event.recordOnlyReason { return GrantDecision(outcome: .recorded, event: event, note: reason) }
+        if let reason = event.recordOnlyReason {
+            return GrantDecision(outcome: .recorded, event: event, changes: event.consentChanges, note: reason)
+        }
         guard let key = event.purchaseKey, let tx = event.transaction else {
             guard event.kind == .notification, event.notificationType == .renewalExtension else {
                 throw GrantRejection.missingPurchase("carries no transaction naming it")

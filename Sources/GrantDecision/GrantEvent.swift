@@ -271,6 +271,15 @@ public struct GrantEvent: Hashable, Sendable {
 }
 
 extension GrantEvent {
+    /// A `RESCIND_CONSENT` whose app transaction has a known customer, as the change that tells the
+    /// services downstream (access itself is untouched: `active` true); none for any other event.
+    var consentChanges: [EntitlementChange] {
+        guard notificationType == .rescindConsent, let appTransactionId, let customer = appTransactionCustomer else { return [] }
+        return [
+            .consentRescinded(customer: CustomerKey(environment: environment, customerId: customer), appTransactionId: appTransactionId, cause: cause)
+        ]
+    }
+
     /// The user to record as `customer`'s external user ID: the upload's authenticated user, when
     /// `customer` is the one their credential maps to. A purchase bought with someone else's token
     /// and uploaded by its buyer links the buyer to nobody else's customer.
