@@ -92,7 +92,7 @@ public final class EntitlementStore: Sendable {
                 StoreRows.Load.Event(
                     e: event.environment, k: event.eventKey, p: event.purchaseKey?.originalTransactionId,
                     t: event.transactions.compactMap { $0.originalTransactionId == nil ? nil : $0.transactionId },
-                    a: event.transaction?.appTransactionId)
+                    a: event.transaction?.appTransactionId ?? event.appTransactionId)
             })
         for try await row in try await query(StoreStatements.Load.self, try StoreRows.json(arguments), connection) {
             let cells = row.makeRandomAccess()

@@ -180,7 +180,8 @@ enum StoreRows {
             var p: String?
             /// The IDs of the transactions it carries (stored already, and as of when?).
             var t: [String]
-            /// The app transaction its purchase carries: `RESCIND_CONSENT`s waiting for it are read too.
+            /// The app transaction its purchase carries, or a `RESCIND_CONSENT` names: locked beside the
+            /// purchases, and the rescinds waiting for it are read too.
             var a: String?
         }
     }

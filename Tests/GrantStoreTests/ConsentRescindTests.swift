@@ -83,6 +83,30 @@ struct ConsentRescindTests {
         }
     }
 
+    @Test("a rescind and its purchase applied at the same moment, in two transactions: one change every time")
+    func concurrent() async throws {
+        let customers = (0..<20).map { _ in UUID() }
+        var pairs: [(buy: EnrichedRecord, rescind: EnrichedRecord)] = []
+        for (index, customer) in customers.enumerated() {
+            let (bought, buy) = subscription(customer, appTransactionId: "70400000000000\(1_000 + index)", seed: UInt64(100 + index))
+            var sub = bought
+            pairs.append((buy, sub.rescindConsent()))
+        }
+        let played = pairs
+        try await ScratchDatabase.with { db in
+            for pair in played {
+                async let buy = applyAll([pair.buy], db.store, policy: generatorPolicy)
+                async let rescind = applyAll([pair.rescind], db.store, policy: generatorPolicy)
+                _ = try await (buy, rescind)
+            }
+            let changes = try await consentChanges(db)
+            for customer in customers {
+                #expect(changes.components(separatedBy: customer.uuidString.lowercased()).count - 1 == 1, "\(customer): \(changes)")
+            }
+            #expect(try await db.count("SELECT count(*) FROM consent_rescinds WHERE customer_id IS NULL") == 0)
+        }
+    }
+
     @Test("a rescind of an app transaction no purchase carries is recorded and published to nobody")
     func nobody() async throws {
         var stranger = subscription(nil, appTransactionId: "704000000000000014", seed: 44).0

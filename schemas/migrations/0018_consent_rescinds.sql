@@ -24,7 +24,8 @@ CREATE TABLE consent_rescinds (
 -- What grant_load looks up for every batch: the rescinds still waiting for a customer.
 CREATE INDEX consent_rescinds_waiting ON consent_rescinds (environment, app_transaction_id) WHERE customer_id IS NULL;
 
--- grant_load (migration 0009) also returns those waiting rescinds ('r' rows: id the app transaction,
+-- grant_load (migration 0009) also locks each app transaction of the batch beside its purchases, so
+-- a rescind and its purchase are decided one after the other, and returns the waiting rescinds ('r' rows: id the app transaction,
 -- body the event key, ent_key the notification UUID, src_kind the subtype, product the lookup, t_from
 -- the signed date, as_of the cause's moment) for each pending event's app transaction ("a"): no
 -- statement of its own, so a batch stays four round trips.
@@ -40,8 +41,14 @@ DECLARE
     applied_environments text[];
     applied_keys text[];
 BEGIN
+    -- The purchases, and the app transactions ("a": a purchase's, or a RESCIND_CONSENT's), in one
+    -- order: a rescind and its purchase's events decided beside each other, in two transactions,
+    -- would each miss the other (neither committed yet) and leave the rescind waiting.
     PERFORM count(pg_advisory_xact_lock(hashtextextended(k.k, 0)))
-    FROM (SELECT r->>'e' || ':' || (r->>'k') AS k FROM batch_rows(batch->'purchases') AS r ORDER BY 1) AS k;
+    FROM (SELECT r->>'e' || ':' || (r->>'k') AS k FROM batch_rows(batch->'purchases') AS r
+          UNION
+          SELECT 'app-transaction:' || (r->>'e') || ':' || (r->>'a') FROM batch_rows(batch->'events') AS r WHERE r->>'a' IS NOT NULL
+          ORDER BY 1) AS k;
 
     -- Each statement below takes a new snapshot, so it sees what a writer that held a lock committed.
     -- One dedupe lookup per event: the applied ones are returned, the others read below.
