@@ -11,15 +11,17 @@ extension BatchState {
     /// Gives the rescinds waiting for an app transaction whose owner this batch knows (this batch's
     /// own, and those committed before) that owner, and adds their changes.
     mutating func attributeConsentRescinds() {
-        guard !owners.isEmpty else { return }
+        guard !owners.isEmpty, !consentRescinds.isEmpty || !waitingRescinds.isEmpty else { return }
         var found: [StoreRows.ConsentRescind] = []
         for (index, rescind) in consentRescinds.enumerated() where rescind.customerId == nil {
             guard let owner = owners[rescind.key] else { continue }
             consentRescinds[index].customerId = owner.customerId
             found.append(consentRescinds[index])
         }
-        for (key, owner) in owners.sorted(by: { $0.key < $1.key }) {
-            for var rescind in waitingRescinds[key] ?? [] {
+        // Walked from the waiting side: almost always empty, where every batch has owners.
+        for (key, waiting) in waitingRescinds.sorted(by: { $0.key < $1.key }) {
+            guard let owner = owners[key] else { continue }
+            for var rescind in waiting {
                 rescind.customerId = owner.customerId
                 consentRescinds.append(rescind)
                 found.append(rescind)
