@@ -63,12 +63,13 @@ public struct SimulatedApple: Sendable {
     /// Records notifications for Get Notification History from the current data.
     public var notifications: SimulatorNotifications { SimulatorNotifications(store: store, signing: signing) }
 
-    /// A stored transaction signed now, as the app receives it from StoreKit (for app uploads).
-    public func signedTransaction(_ transactionId: String, bundleId: String) throws -> String {
+    /// A stored transaction as the app receives it from StoreKit (for app uploads), signed at
+    /// `signedAt` (the simulator's now when nil).
+    public func signedTransaction(_ transactionId: String, bundleId: String, signedAt: Date? = nil) throws -> String {
         guard let stored = store.transaction(anyID: transactionId, bundleId: bundleId) else {
             throw SimulatorInputError("transaction \(transactionId) of \(bundleId) is not stored")
         }
-        return try signing.signAsOfNow(stored.payload)
+        return try signing.sign(stored.payload, signedAt: signedAt ?? store.now())
     }
 
     /// The router with every `/inApps` and `/sim` route.

@@ -14,8 +14,14 @@ struct SimulatorSigning: Sendable {
     /// Order ID, an app's upload — whose key is the transaction's `signedDate`: each must be new, as
     /// with Apple, or a reconcile of an unchanged transaction would be dropped as a replay.
     func signAsOfNow(_ transaction: JWSTransactionDecodedPayload) throws(SimulatorError) -> String {
+        try sign(transaction, signedAt: store.now())
+    }
+
+    /// A transaction signed as of `signedAt` (a lifecycle step's time: an app uploads what StoreKit
+    /// gave it then, not a copy signed later that would look newer than the step's notification).
+    func sign(_ transaction: JWSTransactionDecodedPayload, signedAt: Date) throws(SimulatorError) -> String {
         var payload = transaction
-        payload.signedDate = store.now()
+        payload.signedDate = AppStoreJSON.date(milliseconds: AppStoreJSON.milliseconds(since1970: signedAt))
         return try sign(payload: payload)
     }
 

@@ -61,12 +61,12 @@ public final class LifecyclePlayer: Sendable {
         ByteBuffer(bytes: try StreamingJSONEncoder.encode(["signedPayload": signedPayload]))
     }
 
-    /// The path and body of an app's upload: the signed transaction, or an app receipt listing it.
-    func uploadRequest(_ upload: UploadSpec) async throws -> (path: String, body: ByteBuffer) {
+    /// The path and body of an app's upload at `time`: the signed transaction, or an app receipt listing it.
+    func uploadRequest(_ upload: UploadSpec, at time: Date) async throws -> (path: String, body: ByteBuffer) {
         let token = upload.appAccountToken.uuidString.lowercased()
         switch upload.kind {
         case .signedTransaction:
-            let signed = try await records.signedTransaction(upload.transactionId)
+            let signed = try await records.signedTransaction(upload.transactionId, signedAt: time)
             return ("/v1/transactions", ByteBuffer(bytes: try StreamingJSONEncoder.encode(["signedTransaction": signed, "appAccountToken": token])))
         case .appReceipt:
             let receipt = try await records.appReceipt(upload.transactionId)
@@ -89,7 +89,7 @@ public final class LifecyclePlayer: Sendable {
                 report.withLock { $0.notifications += 1 }
             }
             if let upload = step.upload {
-                let (path, body) = try await uploadRequest(upload)
+                let (path, body) = try await uploadRequest(upload, at: step.time)
                 requests.append(PreparedRequest(path: path, body: body))
             }
         }
@@ -135,7 +135,7 @@ public final class LifecyclePlayer: Sendable {
                     window.append(.notification(delivery))
                 }
                 if let upload = step.upload {
-                    let (path, body) = try await uploadRequest(upload)
+                    let (path, body) = try await uploadRequest(upload, at: step.time)
                     window.append(.upload(path: path, body: body, transactionId: upload.transactionId))
                 }
                 if window.count >= max(1, options.reorderWindow) {

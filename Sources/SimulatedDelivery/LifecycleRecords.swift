@@ -9,8 +9,8 @@ public protocol LifecycleRecords: Sendable {
     /// Builds and signs the notification from the records as they are now, dated `signedAt`, and
     /// keeps it for notification history. Returns its UUID and the `signedPayload`.
     func sign(_ notification: NotificationSpec, signedAt: Date) async throws -> (notificationUUID: String, signedPayload: String)
-    /// The transaction signed as the app receives it from StoreKit (for an app upload).
-    func signedTransaction(_ transactionId: String) async throws -> String
+    /// The transaction signed as the app received it from StoreKit at `signedAt` (for an app upload).
+    func signedTransaction(_ transactionId: String, signedAt: Date) async throws -> String
     /// A StoreKit 1 app receipt (base64) listing the transaction, as an old app version holds it.
     func appReceipt(_ transactionId: String) async throws -> String
     /// Notes one delivery attempt's result (`SUCCESS`, `NO_RESPONSE`, `UNSUCCESSFUL_HTTP_RESPONSE_CODE`,

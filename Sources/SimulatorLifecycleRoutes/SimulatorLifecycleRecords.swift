@@ -37,8 +37,8 @@ public struct SimulatorLifecycleRecords: LifecycleRecords {
         return (recorded.notificationUUID, recorded.signedPayload)
     }
 
-    public func signedTransaction(_ transactionId: String) async throws -> String {
-        try apple.signedTransaction(transactionId, bundleId: bundleId)
+    public func signedTransaction(_ transactionId: String, signedAt: Date) async throws -> String {
+        try apple.signedTransaction(transactionId, bundleId: bundleId, signedAt: signedAt)
     }
 
     public func appReceipt(_ transactionId: String) async throws -> String {

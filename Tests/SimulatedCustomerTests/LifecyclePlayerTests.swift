@@ -27,7 +27,7 @@ final class MemoryRecords: LifecycleRecords {
         return (uuid, "eyJhbGciOiJFUzI1NiJ9.\(uuid).c2ln")
     }
 
-    func signedTransaction(_ transactionId: String) async throws -> String { "eyJhbGciOiJFUzI1NiJ9.\(transactionId).c2ln" }
+    func signedTransaction(_ transactionId: String, signedAt: Date) async throws -> String { "eyJhbGciOiJFUzI1NiJ9.\(transactionId).c2ln" }
 
     func appReceipt(_ transactionId: String) async throws -> String { "receipt-\(transactionId)" }
 
