@@ -273,6 +273,16 @@ public struct CustomerLifecycleBuilder: Sendable {
         record(declinedAt, [], NotificationSpec(.refundDeclined, transactionId: transactionId))
     }
 
+    // MARK: Consent
+
+    /// `RESCIND_CONSENT`: a parent withdrew consent for the child's use of the app. Apple's records do
+    /// not change; the notification names the customer's app transaction (`appData`), found by the
+    /// simulated Apple from one of the customer's purchases, and no purchase.
+    public mutating func rescindConsent(at time: Date) {
+        guard let purchase = transactions.keys.min() else { preconditionFailure("rescindConsent before any purchase") }
+        record(time, [], NotificationSpec(.rescindConsent, transactionId: purchase))
+    }
+
     // MARK: One-time purchases
 
     /// `ONE_TIME_CHARGE` for a consumable, non-consumable or non-renewing subscription.

@@ -50,6 +50,9 @@ public enum LifecycleScenario: String, CaseIterable, Codable, Sendable {
     /// A streaming subscriber in billing retry: the mass extension cannot extend them (Apple sends
     /// `RENEWAL_EXTENSION/FAILURE`); they stay without access.
     case massExtensionIneligible = "mass-extension-ineligible"
+    /// A subscriber whose parent withdraws consent for the app (`RESCIND_CONSENT`): grant tells the
+    /// services downstream (`consent_rescinded` on the change stream); access is unchanged.
+    case consentRescinded = "consent-rescinded"
 
     /// The order customers take scenarios in: every scenario once, and a second family member, so
     /// each family in a run has members who keep access beside the one whose access is revoked.
@@ -205,6 +208,10 @@ public enum LifecycleScenario: String, CaseIterable, Codable, Sendable {
         case .massExtensionIneligible:
             builder.subscribe(c.streamingYearly, at: at(12.5))
             builder.failToRenew(grace: nil)
+        case .consentRescinded:
+            builder.subscribe(c.premiumMonthly, at: at(1.5))
+            builder.renew()
+            builder.rescindConsent(at: at(0.35))
         }
     }
 }

@@ -374,6 +374,19 @@ final class PipelineUnderTest: @unchecked Sendable {
                 }
             if !same { problems.append("\(customer.customer) \(customer.scenario): expected \(expected), Postgres \(have)") }
         }
+        // A parent's RESCIND_CONSENT reaches the change stream for exactly the customers it names.
+        let told = try await withDatabase { client in
+            var customers: Set<String> = []
+            let rows = try await client.query(
+                "SELECT DISTINCT customer_id::text FROM entitlement_changes WHERE change = 'consent_rescinded'", logger: ScratchDatabase.logger)
+            for try await id in rows.decode(String.self) { customers.insert(id.lowercased()) }
+            return customers
+        }
+        let rescinded = Set(
+            run.customers.filter { $0.scenario == LifecycleScenario.consentRescinded.rawValue }.map { $0.customer.uuidString.lowercased() })
+        for customer in rescinded.symmetricDifference(told).sorted() {
+            problems.append("\(customer): consent_rescinded \(rescinded.contains(customer) ? "missing from" : "wrongly on") its change stream")
+        }
         return problems
     }
 

@@ -9,7 +9,8 @@ input topic (lag 0 on every partition) and grant's outbox is empty, twice in a r
 moved in between. That counts every way a record can end (applied, dead-lettered, dropped as a
 replay) without comparing counters that a new feature can skew. With --ports the progress line
 also shows each stage's counters. Exits 1 when a customer differs, an event is lost, the
-pipeline does not drain in time (then the last status says which partition still waits) or, with
+pipeline does not drain in time (then the last status says which partition still waits), a
+consent-rescinded customer's change stream lacks consent_rescinded (or another's has it) or, with
 --stamped, a purchase only an upload owns (a family member's aside) did not get Apple's token."""
 import argparse, json, re, shlex, subprocess, sys, time, urllib.request
 from datetime import datetime, timezone
@@ -204,6 +205,15 @@ def main():
     for r in [header] + rows:
         print("  ".join(r[i].ljust(widths[i]) for i in range(5)))
     print(f"{len(rows) - mismatches} of {len(rows)} customers match the ground truth")
+    # A parent's RESCIND_CONSENT reaches the services downstream as consent_rescinded on the change
+    # stream (published: the outbox is empty once drained), for exactly the customers it names.
+    rescinded = {c["customer"].lower() for c in run["customers"] if c["scenario"] == "consent-rescinded"}
+    told = set(query("select distinct customer_id from entitlement_changes where change = 'consent_rescinded' "
+                     "and environment = 'Sandbox'").split())
+    consent_wrong = len(rescinded ^ told)
+    if rescinded or told:
+        print(f"consent rescinded: {len(rescinded & told)} of {len(rescinded)} customers' change streams carry consent_rescinded"
+              + (f"; wrong: {sorted(rescinded ^ told)[:5]}" if consent_wrong else ""))
     lost = 0
     if args.fresh_database:
         missing = unrecorded(rep)
@@ -234,7 +244,7 @@ def main():
     stamps = query("select outcome, count(*) from token_bindings group by outcome order by outcome").split()
     print("appAccountTokens stamped at Apple: " + (", ".join(f"{stamps[i + 1]} {stamps[i]}" for i in range(0, len(stamps), 2)) or "none")
           + (f"; upload-owned purchases left unstamped: {unstamped}" if args.stamped else ""))
-    return 0 if mismatches == 0 and lost == 0 and unstamped == 0 else 1
+    return 0 if mismatches == 0 and lost == 0 and unstamped == 0 and consent_wrong == 0 else 1
 
 if __name__ == "__main__":
     sys.exit(main())
