@@ -118,8 +118,18 @@ public struct SimulatorNotifications: Sendable {
         let sent = seed.sentDate ?? store.now()
         var data = NotificationData(environment: .sandbox, appAppleId: store.appAppleIds[seed.bundleId], bundleId: seed.bundleId)
         var appData: AppData?
+        var externalPurchaseToken: ExternalPurchaseToken?
         data.consumptionRequestReason = seed.consumptionRequestReason
-        if seed.notificationType == .rescindConsent {
+        if seed.notificationType == .externalPurchaseToken {
+            // About a token of the External Purchase API: `externalPurchaseToken`, no `data`.
+            guard var token = seed.externalPurchaseToken, !(token.externalPurchaseId ?? "").isEmpty else {
+                throw SimulatorInputError("EXTERNAL_PURCHASE_TOKEN needs externalPurchaseToken with an externalPurchaseId")
+            }
+            token.bundleId = seed.bundleId
+            token.appAppleId = token.appAppleId ?? store.appAppleIds[seed.bundleId]
+            externalPurchaseToken = token
+            transaction = nil
+        } else if seed.notificationType == .rescindConsent {
             // About the app, not a purchase: `appData` with the customer's app transaction, no `data`.
             guard let customer = stored?.customerID else {
                 throw SimulatorInputError("RESCIND_CONSENT needs transactionId: a purchase of the customer whose app transaction it names")
@@ -136,11 +146,11 @@ public struct SimulatorNotifications: Sendable {
             }
         }
         let uuid = UUID().uuidString.lowercased()
-        // `data`, `summary` and `appData` are mutually exclusive.
+        // `data`, `summary`, `externalPurchaseToken` and `appData` are mutually exclusive.
         let payload = ResponseBodyV2DecodedPayload(
             notificationType: seed.notificationType, subtype: seed.subtype, notificationUUID: uuid,
-            data: appData == nil && seed.summary == nil ? data : nil, summary: seed.summary, appData: appData, version: "2.0",
-            signedDate: sent)
+            data: appData == nil && seed.summary == nil && externalPurchaseToken == nil ? data : nil, summary: seed.summary,
+            externalPurchaseToken: externalPurchaseToken, appData: appData, version: "2.0", signedDate: sent)
         let attempts = (seed.sendAttemptResults ?? ["SUCCESS"]).enumerated().map { index, result in
             SendAttemptItem(attemptDate: sent.addingTimeInterval(Double(index) * 3600), sendAttemptResult: result)
         }

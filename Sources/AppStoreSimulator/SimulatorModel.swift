@@ -68,13 +68,17 @@ public struct SeedNotificationRequest: Codable, Hashable, Sendable {
     public var consumptionRequestReason: ConsumptionRequestReason?
     /// A mass extension's result (`RENEWAL_EXTENSION/SUMMARY` only): sent as `summary`, without `data`.
     public var summary: Summary?
+    /// The External Purchase API token (`EXTERNAL_PURCHASE_TOKEN` only): sent as
+    /// `externalPurchaseToken`, without `data`; its app is the request's `bundleId`.
+    public var externalPurchaseToken: ExternalPurchaseToken?
     public init(
         bundleId: String, notificationType: NotificationType, subtype: NotificationSubtype? = nil, transactionId: String? = nil,
         sentDate: Date? = nil, sendAttemptResults: [String]? = nil, consumptionRequestReason: ConsumptionRequestReason? = nil,
-        summary: Summary? = nil
+        summary: Summary? = nil, externalPurchaseToken: ExternalPurchaseToken? = nil
     ) {
         self.consumptionRequestReason = consumptionRequestReason
         self.summary = summary
+        self.externalPurchaseToken = externalPurchaseToken
         self.bundleId = bundleId
         self.notificationType = notificationType
         self.subtype = subtype

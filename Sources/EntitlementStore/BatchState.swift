@@ -33,6 +33,8 @@ struct BatchState {
     /// The committed `RESCIND_CONSENT`s still waiting for a customer, of the batch's app
     /// transactions (`grant_load`, migration 0018).
     var waitingRescinds: [AppTransactionKey: [StoreRows.ConsentRescind]] = [:]
+    /// The batch's new `EXTERNAL_PURCHASE_TOKEN`s, to record and publish (migration 0019).
+    var externalPurchaseTokens: [StoreRows.ExternalPurchaseTokenRow] = []
 
     /// An app transaction (the customer's download of the app) of one environment.
     struct AppTransactionKey: Hashable, Comparable {
@@ -140,6 +142,7 @@ struct BatchState {
                     notificationUUID: event.notificationUUID, subtype: event.subtype?.rawValue, lookup: event.lookup.rawValue,
                     asOf: event.version.asOf, signedDate: event.signedDate, customerId: event.appTransactionCustomer))
         }
+        noteExternalPurchaseToken(of: event)
         add(decision.changes)
     }
 

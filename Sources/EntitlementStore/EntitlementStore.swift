@@ -79,6 +79,9 @@ public final class EntitlementStore: Sendable {
         if !batch.consentRescinds.isEmpty {
             try await run(StoreStatements.RecordConsentRescinds.self, try StoreRows.json(batch.consentRescinds), connection)
         }
+        if !batch.externalPurchaseTokens.isEmpty {
+            try await run(StoreStatements.RecordExternalPurchaseTokens.self, try StoreRows.json(batch.externalPurchaseTokens), connection)
+        }
         return results
     }
 

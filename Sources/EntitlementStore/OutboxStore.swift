@@ -5,15 +5,27 @@ import PostgresNIO
 
 /// One committed, not yet published change event.
 public struct OutboxEntry: Hashable, Sendable {
+    /// Whom the event is about.
+    public enum Subject: Hashable, Sendable {
+        /// A customer's change, numbered `seq` in the customer's stream (the `outbox` table).
+        case customer(UUID, seq: Int64)
+        /// An `EXTERNAL_PURCHASE_TOKEN`, which names no customer (the `external_purchase_tokens` table).
+        case externalPurchase(id: String, eventKey: String)
+    }
+
     public var environment: String
-    public var customerId: UUID
-    public var seq: Int64
+    public var subject: Subject
     /// The JSON body, as published.
     public var body: String
 
     /// The record key on the changes topic: `<environment>:<customerId>`, so one customer's
-    /// changes stay in order on one partition.
-    public var key: String { "\(environment):\(customerId.uuidString.lowercased())" }
+    /// changes stay in order on one partition, or `<environment>:external-purchase:<externalPurchaseId>`.
+    public var key: String {
+        switch subject {
+        case .customer(let customerId, _): "\(environment):\(customerId.uuidString.lowercased())"
+        case .externalPurchase(let id, _): ExternalPurchaseTokenEvent.key(environment: environment, externalPurchaseId: id)
+        }
+    }
 }
 
 extension EntitlementStore {
@@ -38,43 +50,70 @@ extension EntitlementStore {
     private func publishOutboxRound(limit: Int, _ publish: @Sendable ([OutboxEntry]) async throws -> Void) async throws -> Int? {
         try await client.withTransaction(logger: logger) { connection -> Int? in
             // The lock and the rows in one statement: one row with nulls when the lock is taken
-            // elsewhere (locked false) or nothing waits.
+            // elsewhere (locked false) or nothing waits. External purchase tokens (almost always
+            // none) come from their own table, found through its partial index.
             let pending = try await connection.query(
                 """
-                SELECT l.locked, o.environment, o.customer_id, o.seq, o.body::text
+                SELECT l.locked, o.environment, o.customer_id, o.seq, o.external_id, o.event_key, o.body::text
                 FROM (SELECT pg_try_advisory_xact_lock(\(Self.outboxLockKey)) AS locked) AS l
                 LEFT JOIN LATERAL (
-                    SELECT environment, customer_id, seq, body FROM outbox WHERE l.locked AND published_at IS NULL
-                    ORDER BY environment, customer_id, seq LIMIT \(limit)
+                    (SELECT environment, customer_id, seq, NULL::text AS external_id, NULL::text AS event_key, body
+                     FROM outbox WHERE l.locked AND published_at IS NULL
+                     ORDER BY environment, customer_id, seq LIMIT \(limit))
+                    UNION ALL
+                    (SELECT environment, NULL::uuid, NULL::bigint, external_purchase_id, event_key, body
+                     FROM external_purchase_tokens WHERE l.locked AND published_at IS NULL
+                     ORDER BY recorded_at LIMIT \(limit))
                 ) AS o ON true
                 """, logger: logger)
             var locked = false
             var entries: [OutboxEntry] = []
-            for try await (held, env, customer, seq, body) in pending.decode((Bool, String?, UUID?, Int64?, String?).self) {
+            for try await (held, env, customer, seq, externalId, eventKey, body) in pending.decode(
+                (Bool, String?, UUID?, Int64?, String?, String?, String?).self)
+            {
                 locked = held
-                if let env, let customer, let seq, let body {
-                    entries.append(OutboxEntry(environment: env, customerId: customer, seq: seq, body: body))
+                guard let env, let body else { continue }
+                if let customer, let seq {
+                    entries.append(OutboxEntry(environment: env, subject: .customer(customer, seq: seq), body: body))
+                } else if let externalId, let eventKey {
+                    entries.append(OutboxEntry(environment: env, subject: .externalPurchase(id: externalId, eventKey: eventKey), body: body))
                 }
             }
             guard locked else { return nil }
             guard !entries.isEmpty else { return 0 }
             try await publish(entries)
-            let keys = try StoreRows.json(
-                entries.map { StoreRows.SeqAllocation(environment: $0.environment, customerId: $0.customerId, nextSeq: $0.seq) })
-            for try await _ in try await connection.execute(StoreStatements.DeletePublished.self, keys, logger: logger) {}
+            var numbered: [StoreRows.SeqAllocation] = []
+            var tokens: [StoreRows.PublishedToken] = []
+            for entry in entries {
+                switch entry.subject {
+                case .customer(let customerId, let seq):
+                    numbered.append(StoreRows.SeqAllocation(environment: entry.environment, customerId: customerId, nextSeq: seq))
+                case .externalPurchase(_, let eventKey):
+                    tokens.append(StoreRows.PublishedToken(environment: entry.environment, eventKey: eventKey))
+                }
+            }
+            if !numbered.isEmpty {
+                for try await _ in try await connection.execute(StoreStatements.DeletePublished.self, try StoreRows.json(numbered), logger: logger) {}
+            }
+            if !tokens.isEmpty {
+                for try await _ in try await connection.execute(
+                    StoreStatements.MarkExternalPurchaseTokensPublished.self, try StoreRows.json(tokens), logger: logger)
+                {}
+            }
             return entries.count
         }
     }
 
     /// The outbox backlog: unpublished rows and the age of the oldest (the outbox holds nothing
-    /// else, migration 0010).
+    /// else, migration 0010), external purchase tokens included (migration 0019).
     public func outboxBacklog() async throws(StoreError) -> PendingOutbox {
         do {
             return try await StoreDeadline.run(operationTimeout, "reading the outbox backlog") {
                 let rows = try await self.client.query(
                     """
                     SELECT count(*), min(created_at), coalesce(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at))::float8, 0)
-                    FROM outbox WHERE published_at IS NULL
+                    FROM (SELECT created_at FROM outbox WHERE published_at IS NULL
+                          UNION ALL SELECT recorded_at FROM external_purchase_tokens WHERE published_at IS NULL) AS waiting
                     """, logger: self.logger)
                 var backlog = PendingOutbox(unpublishedRows: 0, oldestAgeSeconds: 0)
                 for try await (count, oldest, age) in rows.decode((Int64, Date?, Double).self) {

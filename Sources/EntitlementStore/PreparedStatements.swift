@@ -44,4 +44,6 @@ extension StoreStatements {
     enum DeletePublished: BatchStatement { static var sql: String { deletePublished } }
     enum RecordMassExtensions: BatchStatement { static var sql: String { recordMassExtensions } }
     enum RecordConsentRescinds: BatchStatement { static var sql: String { recordConsentRescinds } }
+    enum RecordExternalPurchaseTokens: BatchStatement { static var sql: String { recordExternalPurchaseTokens } }
+    enum MarkExternalPurchaseTokensPublished: BatchStatement { static var sql: String { markExternalPurchaseTokensPublished } }
 }

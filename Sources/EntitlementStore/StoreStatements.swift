@@ -72,4 +72,20 @@ enum StoreStatements {
         SET customer_id = EXCLUDED.customer_id, attributed_at = EXCLUDED.attributed_at
         WHERE consent_rescinds.customer_id IS NULL
         """
+
+    /// The batch's new `EXTERNAL_PURCHASE_TOKEN`s (``StoreRows/ExternalPurchaseTokenRow``, migration
+    /// 0019), each with its change event, waiting for the publisher. The batch holds only events not
+    /// applied before, so a replay adds nothing; the conflict clause covers a concurrent copy.
+    static let recordExternalPurchaseTokens = """
+        INSERT INTO external_purchase_tokens (environment, event_key, external_purchase_id, subtype, body)
+        SELECT r->>'environment', r->>'eventKey', r->>'externalPurchaseId', r->>'subtype', r->'body' \(rows)
+        ON CONFLICT (environment, event_key) DO NOTHING
+        """
+
+    /// Marks token events the broker acknowledged (``StoreRows/PublishedToken``): the row stays as
+    /// the record of what Apple told.
+    static let markExternalPurchaseTokensPublished = """
+        UPDATE external_purchase_tokens t SET published_at = now() FROM batch_rows($1::text::jsonb) AS r
+        WHERE t.environment = r->>'environment' AND t.event_key = r->>'eventKey' AND t.published_at IS NULL
+        """
 }

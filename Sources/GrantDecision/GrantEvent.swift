@@ -58,6 +58,9 @@ public struct GrantEvent: Hashable, Sendable {
     /// Who ``appTransactionId`` belongs to: the owner of a purchase whose Apple-signed transactions
     /// carry it, found by the store before deciding (nil: none known yet).
     public var appTransactionCustomer: UUID?
+    /// The token an `EXTERNAL_PURCHASE_TOKEN` is about (with its `externalPurchaseId`), to publish for
+    /// the service that reports external purchases to Apple; nil for every other event.
+    public var externalPurchaseToken: ExternalPurchaseToken?
 
     public static func == (a: GrantEvent, b: GrantEvent) -> Bool {
         a.eventKey == b.eventKey && a.version == b.version
@@ -92,6 +95,11 @@ public struct GrantEvent: Hashable, Sendable {
         signedTransaction = verified.signedTransaction
         lookup = enrichment.lookup
         appTransactionId = verified.appTransaction?.appTransactionId
+        if notificationType == .externalPurchaseToken, let token = verified.notification?.externalPurchaseToken,
+            !(token.externalPurchaseId ?? "").isEmpty
+        {
+            externalPurchaseToken = token
+        }
 
         let snapshot = enrichment.subscriptionStatus
         transaction = enrichment.inForceTransaction ?? enrichment.history.last ?? snapshot?.transaction ?? verified.transaction
@@ -256,7 +264,9 @@ public struct GrantEvent: Hashable, Sendable {
         case .refundDeclined: return "refund declined: nothing changes"
         case .consumptionRequest: return "consumption request recorded; answering it is the consumption responder's job"
         case .renewalExtension where subtype == .summary: return "mass renewal-extension summary"
-        case .externalPurchaseToken: return "external purchase token event"
+        case .externalPurchaseToken:
+            guard let id = externalPurchaseToken?.externalPurchaseId else { return "external purchase token event without an externalPurchaseId" }
+            return "external purchase token \(id); published for the external purchase reports"
         case .rescindConsent:
             let whose =
                 switch (appTransactionId, appTransactionCustomer) {

@@ -55,6 +55,12 @@ public struct GrantDecision: Hashable, Sendable {
     /// A human note for the log (why recorded only, why stale, which claim was refused).
     public var note: String?
 
+    /// Whether its commit leaves an event for the outbox publisher: changes, or a new
+    /// `EXTERNAL_PURCHASE_TOKEN` (published without a customer).
+    public var publishes: Bool {
+        !changes.isEmpty || (outcome != .duplicate && event.externalPurchaseToken != nil)
+    }
+
     public init(
         outcome: Outcome, event: GrantEvent, purchase: PurchaseState? = nil, entitlements: [EntitlementGrant] = [],
         deletions: [EntitlementGrant.ID] = [], consumable: ConsumableGrant? = nil, changes: [EntitlementChange] = [], refusedClaims: [UUID] = [],

@@ -64,7 +64,7 @@ public struct GrantStage: PipelineStage {
         for (position, decision) in zip(positions, decisions) {
             switch decision {
             case .success(let d):
-                changed = changed || !d.changes.isEmpty
+                changed = changed || d.publishes
                 log(d, batch[position])
                 results[position] = .success([])
             case .failure(let rejection):

@@ -12,7 +12,8 @@ import Synchronization
 /// Publishes committed entitlement changes from the outbox to the changes topic, keyed by customer,
 /// with the customer's sequence number in the body and the `seq` header, and deletes them from the
 /// outbox only after the broker acknowledged them. A crash in between republishes them: consumers see
-/// every change at least once and drop repeats by (customer, seq).
+/// every change at least once and drop repeats by (customer, seq). An `EXTERNAL_PURCHASE_TOKEN`
+/// names no customer: it goes out in the same rounds, without `seq`, dropped again by its `cause.eventKey`.
 public final class OutboxPublisher: Service, Sendable {
     let store: EntitlementStore
     let producer: KafkaProducer
@@ -148,13 +149,17 @@ public final class OutboxPublisher: Service, Sendable {
     }
 
     private func message(_ entry: OutboxEntry) -> KafkaOutgoingMessage {
-        KafkaOutgoingMessage(
-            topic: topic, key: entry.key, value: Array(entry.body.utf8),
-            headers: [
-                KafkaHeader(key: "seq", string: String(entry.seq)),
-                KafkaHeader(key: "customer-id", string: entry.customerId.uuidString.lowercased()),
-                KafkaHeader(key: PipelineHeader.schema, string: "entitlements.changes.v1"),
-                KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
-            ])
+        var headers = [
+            KafkaHeader(key: PipelineHeader.schema, string: "entitlements.changes.v1"),
+            KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
+        ]
+        if case .customer(let customerId, let seq) = entry.subject {
+            headers.insert(
+                contentsOf: [
+                    KafkaHeader(key: "seq", string: String(seq)),
+                    KafkaHeader(key: "customer-id", string: customerId.uuidString.lowercased()),
+                ], at: 0)
+        }
+        return KafkaOutgoingMessage(topic: topic, key: entry.key, value: Array(entry.body.utf8), headers: headers)
     }
 }

@@ -5,7 +5,8 @@ import PipelineRecords
 /// Checks what consumers of `entitlements.changes.v1` rely on: each customer's changes carry
 /// `seq` 1, 2, 3, … without a gap, and no change is published twice under different numbers.
 /// The outbox publishes at least once, so the same record delivered again (same `seq`, same
-/// body) is counted but is not a fault: consumers skip a `seq` they have seen.
+/// body) is counted but is not a fault: consumers skip a `seq` they have seen. An
+/// `external_purchase_token` names no customer and has no `seq`: counted, not audited.
 public struct ChangeStreamAudit: Sendable, Codable, Hashable {
     /// One customer whose stream is broken, and how.
     public struct Fault: Sendable, Codable, Hashable {
@@ -21,11 +22,15 @@ public struct ChangeStreamAudit: Sendable, Codable, Hashable {
     public var customers = 0
     /// Records delivered again unchanged (at-least-once publishing).
     public var redelivered = 0
+    /// `external_purchase_token` records (no customer, no `seq`; consumers drop repeats by `cause.eventKey`).
+    public var externalPurchaseTokens = 0
     public var faults: [Fault] = []
 
     public var isConsistent: Bool { faults.isEmpty }
 
     /// The fields the audit compares; the rest of the body is compared byte for byte.
+    private struct Kind: Decodable { var change: String? }
+
     private struct Change: Decodable {
         struct Cause: Decodable { var eventKey: String? }
         var environment: String
@@ -46,7 +51,13 @@ public struct ChangeStreamAudit: Sendable, Codable, Hashable {
         for message in messages {
             records += 1
             let change: Change
-            do { change = try decoder.decode(Change.self, from: Data(message.value)) } catch {
+            do {
+                if try decoder.decode(Kind.self, from: Data(message.value)).change == "external_purchase_token" {
+                    externalPurchaseTokens += 1
+                    continue
+                }
+                change = try decoder.decode(Change.self, from: Data(message.value))
+            } catch {
                 throw OperationsError(
                     .malformedChange, "record \(message.partition)/\(message.offset) is not an entitlement change: \(error)")
             }

@@ -310,6 +310,18 @@ final class PipelineUnderTest: @unchecked Sendable {
         }
     }
 
+    /// Change events grant committed and has not published yet (its outbox, external purchase tokens included).
+    func unpublishedChanges() async throws -> Int {
+        try await withDatabase { client in
+            var count = 0
+            let query: PostgresQuery = """
+                SELECT ((SELECT count(*) FROM outbox) + (SELECT count(*) FROM external_purchase_tokens WHERE published_at IS NULL))::int
+                """
+            for try await n in try await client.query(query, logger: ScratchDatabase.logger).decode(Int.self) { count = n }
+            return count
+        }
+    }
+
     /// Runs the refund sweep (`appstorectl refunds`: the refunds whose notification Apple never
     /// delivered, as in `refund-never-delivered`) and waits until grant recorded each refund it fed.
     /// - Returns: How many refunds it fed.

@@ -36,8 +36,11 @@ struct ReplayCostTests {
                 // The first post: enriched (one history and one status call) and granted.
                 #expect(try await Self.post(body, to: url, http) == 200)
                 let firstDeadline = ContinuousClock.now + .seconds(120)
-                while try await pipeline.loggedEvents() < 1 {
-                    guard ContinuousClock.now < firstDeadline else { throw TestSupportError("the first post never reached Postgres") }
+                // Granted and its change published (the publisher deletes it from the outbox).
+                while true {
+                    let logged = try await pipeline.loggedEvents()
+                    if logged >= 1, try await pipeline.unpublishedChanges() == 0 { break }
+                    guard ContinuousClock.now < firstDeadline else { throw TestSupportError("the first post was never granted and published") }
                     try await Task.sleep(for: .milliseconds(200))
                 }
                 let afterFirst = try await pipeline.dump()

@@ -296,7 +296,7 @@ struct StoreTests {
             #expect(try await db.count("SELECT count(*) FROM entitlement_changes") == waiting)
             let first = try #require(published.first)
             let body = try JSONDecoder().decode(ChangeEventProbe.self, from: Data(first.body.utf8))
-            #expect(body.seq == first.seq && body.customerId == first.customerId)
+            #expect(first.subject == .customer(body.customerId, seq: body.seq))
         }
     }
 }

@@ -68,7 +68,8 @@ public struct ScratchDatabase: Sendable {
     /// Every table grant writes, every column.
     public static let allTables: [(table: String, columns: String)] = [
         "customers", "transactions", "subscriptions", "ownership_claims", "product_entitlements", "entitlements",
-        "consumable_grants", "notifications", "consumption_requests", "entitlement_changes", "outbox", "schema_migrations",
+        "consumable_grants", "notifications", "consumption_requests", "entitlement_changes", "outbox", "schema_migrations", "consent_rescinds",
+        "external_purchase_tokens",
     ].map { ($0, "*") }
 
     /// The state tables, without what depends on the order events arrived in (history, outbox,

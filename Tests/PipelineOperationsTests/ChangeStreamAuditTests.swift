@@ -28,6 +28,19 @@ struct ChangeStreamAuditTests {
         #expect(audit.redelivered == 1)
     }
 
+    @Test("an external purchase token (no customer, no seq) is counted apart and breaks no customer's stream")
+    mutating func externalPurchaseToken() throws {
+        offset += 1
+        let body =
+            #"{"schema":"entitlements.changes.v1","environment":"Sandbox","change":"external_purchase_token","externalPurchaseToken":{"externalPurchaseId":"SANDBOX_1","tokenCreationDate":1},"cause":{"eventKey":"notification:x","type":"EXTERNAL_PURCHASE_TOKEN","lookup":"none","asOf":1}}"#
+        let token = KafkaMessage(
+            topic: "entitlements.changes.v1", partition: 0, offset: offset, key: Array("Sandbox:external-purchase:SANDBOX_1".utf8),
+            value: Array(body.utf8), headers: [], timestamp: nil)
+        let audit = try ChangeStreamAudit(messages: [record(customer: "A", seq: 1, event: "n1"), token, record(customer: "A", seq: 2, event: "n2")])
+        #expect(audit.isConsistent)
+        #expect(audit.records == 3 && audit.customers == 1 && audit.externalPurchaseTokens == 1)
+    }
+
     @Test("a missing seq, one seq with two bodies, and one change under two seqs are each a fault")
     mutating func faults() throws {
         let gap = try ChangeStreamAudit(messages: [record(customer: "A", seq: 1, event: "n1"), record(customer: "A", seq: 3, event: "n3")])

@@ -20,7 +20,7 @@ struct Changes: AsyncParsableCommand {
                 """
         )
 
-        @Flag(help: "Print the result as one JSON object (records, customers, redelivered, faults[customer, kind, detail]).")
+        @Flag(help: "Print the result as one JSON object (records, customers, redelivered, externalPurchaseTokens, faults[customer, kind, detail]).")
         var json = false
 
         func run() async throws {
@@ -36,6 +36,7 @@ struct Changes: AsyncParsableCommand {
                 for fault in audit.faults { print("\(fault.kind.padded(10))\(fault.customer)  \(fault.detail)") }
                 print(
                     "changes: \(audit.records) records, \(audit.customers) customers, \(audit.redelivered) redelivered, "
+                        + "\(audit.externalPurchaseTokens) external purchase tokens, "
                         + "\(audit.faults.count) faults\(audit.isConsistent ? " — every customer's seq is whole" : "")")
             }
             if !audit.isConsistent { throw ExitCode(1) }
