@@ -33,6 +33,8 @@ struct BatchState {
     /// The committed `RESCIND_CONSENT`s still waiting for a customer, of the batch's app
     /// transactions (`grant_load`, migration 0018).
     var waitingRescinds: [AppTransactionKey: [StoreRows.ConsentRescind]] = [:]
+    /// The customers whose access a rescinded consent suspends (``GrantPolicy/RescindedConsentPolicy/suspend`` only).
+    var suspended: Set<CustomerKey> = []
     /// The batch's new `EXTERNAL_PURCHASE_TOKEN`s, to record and publish (migration 0019).
     var externalPurchaseTokens: [StoreRows.ExternalPurchaseTokenRow] = []
 
@@ -49,7 +51,8 @@ struct BatchState {
         let seen = applied.contains(Self.appliedKey(event.environment, event.eventKey))
         guard let key = event.purchaseKey else { return GrantSnapshot(alreadyApplied: seen) }
         return GrantSnapshot(
-            purchase: purchases[key], entitlements: entitlements[key] ?? [], consumable: consumables[key], alreadyApplied: seen)
+            purchase: purchases[key], entitlements: entitlements[key] ?? [], consumable: consumables[key], alreadyApplied: seen,
+            suspendedCustomers: suspendedCustomers(of: event.environment))
     }
 
     /// Event keys are unique per environment.
@@ -86,16 +89,7 @@ struct BatchState {
                     noteCustomer(customer, externalUserId: claim.customerId == owner ? event.linkedUser(for: claim.customerId) : nil)
                 }
             }
-            var rows = Dictionary((entitlements[key] ?? []).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-            for id in decision.deletions {
-                rows[id] = nil
-                entitlementWrites[id] = .some(nil)
-            }
-            for row in decision.entitlements {
-                rows[row.id] = row
-                entitlementWrites[row.id] = .some(row)
-            }
-            entitlements[key] = rows.values.sorted { $0.id < $1.id }
+            write(key, upserts: decision.entitlements, deletions: decision.deletions)
             if let consumable = decision.consumable, consumables[key] != consumable {
                 if let customer = consumable.customer { noteOwner(customer, of: event) }
                 consumables[key] = consumable
@@ -144,6 +138,25 @@ struct BatchState {
         }
         noteExternalPurchaseToken(of: event)
         add(decision.changes)
+    }
+
+    /// Applies a purchase's new and deleted entitlement rows to the batch and its writes.
+    mutating func write(_ key: PurchaseKey, upserts: [EntitlementGrant], deletions: [EntitlementGrant.ID]) {
+        var rows = Dictionary((entitlements[key] ?? []).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        for id in deletions {
+            rows[id] = nil
+            entitlementWrites[id] = .some(nil)
+        }
+        for row in upserts {
+            rows[row.id] = row
+            entitlementWrites[row.id] = .some(row)
+        }
+        entitlements[key] = rows.values.sorted { $0.id < $1.id }
+    }
+
+    /// The suspended customers of `environment` (almost always none).
+    func suspendedCustomers(of environment: String) -> Set<UUID> {
+        suspended.isEmpty ? [] : Set(suspended.lazy.filter { $0.environment == environment }.map(\.customerId))
     }
 
     /// Changes to number and publish with the batch.

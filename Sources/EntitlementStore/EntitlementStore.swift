@@ -51,6 +51,7 @@ public final class EntitlementStore: Sendable {
         var batch = BatchState()
         try await load(events, into: &batch, connection)
         let events = try await withAppTransactionCustomers(events, connection)
+        if policy.rescindedConsent == .suspend { try await loadSuspendedCustomers(events, into: &batch, connection) }
 
         var results: [Result<GrantDecision, GrantRejection>] = []
         results.reserveCapacity(events.count)
@@ -64,6 +65,7 @@ public final class EntitlementStore: Sendable {
             }
         }
         batch.attributeConsentRescinds()
+        if policy.rescindedConsent == .suspend { try await suspendRescinded(&batch, policy: policy, connection) }
         if let rows = Self.writeRows(batch, policy: policy) {
             // grant_write answers how many changes it numbered: fewer means a customer row was missing.
             let changes = batch.changes.count
@@ -89,7 +91,13 @@ public final class EntitlementStore: Sendable {
     /// and for the events not applied yet their purchases' state, entitlement rows and consumable
     /// grants, and the `signedDate` of every stored transaction they carry (migration 0007).
     private func load(_ events: [GrantEvent], into batch: inout BatchState, _ connection: PostgresConnection) async throws {
-        let arguments = StoreRows.Load(
+        try await load(Self.loadArguments(events), into: &batch, connection)
+    }
+
+    /// `grant_load`'s argument for `events`: their purchases, and each event with its purchase,
+    /// stored transactions and app transaction.
+    static func loadArguments(_ events: [GrantEvent]) -> StoreRows.Load {
+        StoreRows.Load(
             purchases: Set(events.compactMap(\.purchaseKey)).sorted().map { StoreRows.Key(e: $0.environment, k: $0.originalTransactionId) },
             events: events.map { event in
                 StoreRows.Load.Event(
@@ -97,6 +105,10 @@ public final class EntitlementStore: Sendable {
                     t: event.transactions.compactMap { $0.originalTransactionId == nil ? nil : $0.transactionId },
                     a: event.transaction?.appTransactionId ?? event.appTransactionId)
             })
+    }
+
+    /// Runs `grant_load` and folds its rows into `batch`.
+    func load(_ arguments: StoreRows.Load, into batch: inout BatchState, _ connection: PostgresConnection) async throws {
         for try await row in try await query(StoreStatements.Load.self, try StoreRows.json(arguments), connection) {
             let cells = row.makeRandomAccess()
             let env = try cells[Load.env].decode(String.self)

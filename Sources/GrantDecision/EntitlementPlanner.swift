@@ -5,11 +5,18 @@ import Foundation
 /// rows it produced before. The rows are a function of the state alone (owner, product, lifecycle,
 /// dates), so whatever order the events came in, the same final state gives the same rows.
 enum EntitlementPlanner {
+    /// The reason of the rows of a customer whose access a rescinded consent suspended.
+    static let consentSuspendedReason = "consent_rescinded"
+
     /// The rows the purchase should have: one per entitlement key of its product, for its owner.
-    static func desired(for state: PurchaseState, policy: GrantPolicy) throws(GrantRejection) -> [EntitlementGrant] {
+    /// A suspended owner's rows are all inactive (``consentSuspendedReason``).
+    static func desired(for state: PurchaseState, policy: GrantPolicy, suspended: Set<UUID> = []) throws(GrantRejection) -> [EntitlementGrant] {
         guard let owner = state.owner(policy: policy.transferPolicy) else { return [] }
         let customer = CustomerKey(environment: state.key.environment, customerId: owner)
-        let (source, active, from, until, reason) = try access(state, policy: policy)
+        var (source, active, from, until, reason) = try access(state, policy: policy)
+        if active, policy.rescindedConsent == .suspend, suspended.contains(owner) {
+            (active, reason) = (false, consentSuspendedReason)
+        }
         return policy.catalog.entitlements(for: state.productId).map { key in
             EntitlementGrant(
                 id: .init(customer: customer, entitlementKey: key, sourceId: state.key.originalTransactionId),

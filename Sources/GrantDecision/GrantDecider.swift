@@ -73,7 +73,7 @@ public enum GrantDecider {
         state.lastSignedDate = [previous?.lastSignedDate, event.signedDate].compactMap { $0 }.max()
 
         let owner = state.owner(policy: policy.transferPolicy)
-        let desired = try EntitlementPlanner.desired(for: state, policy: policy)
+        let desired = try EntitlementPlanner.desired(for: state, policy: policy, suspended: snapshot.suspendedCustomers)
         let (upserts, deletions, changes) = EntitlementPlanner.diff(
             existing: snapshot.entitlements, desired: desired, owner: owner, cause: event.cause)
 
@@ -174,5 +174,18 @@ enum ConsumableDecision {
         let bought = Int(tx.quantity ?? 1)
         guard tx.revocationType == .refundProrated, let share = tx.revocationPercentage, (0...100_000).contains(share) else { return bought }
         return (bought * Int(share) + 50_000) / 100_000
+    }
+}
+
+extension GrantDecider {
+    /// A stored purchase's rows planned again from its unchanged state, for a customer whose access
+    /// was suspended (or not) since they were written: the rows to write and delete and the
+    /// changes, with `cause` (the `RESCIND_CONSENT`) as their cause.
+    public static func replan(
+        _ state: PurchaseState, entitlements: [EntitlementGrant], suspendedCustomers: Set<UUID>, cause: GrantCause, policy: GrantPolicy
+    ) throws(GrantRejection) -> (upserts: [EntitlementGrant], deletions: [EntitlementGrant.ID], changes: [EntitlementChange]) {
+        let desired = try EntitlementPlanner.desired(for: state, policy: policy, suspended: suspendedCustomers)
+        return EntitlementPlanner.diff(
+            existing: entitlements, desired: desired, owner: state.owner(policy: policy.transferPolicy), cause: cause)
     }
 }

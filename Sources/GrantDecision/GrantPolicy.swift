@@ -20,17 +20,29 @@ public struct GrantPolicy: Hashable, Sendable {
         case keep
     }
 
+    /// What a `RESCIND_CONSENT` (a parent withdrew consent for a child's use of the app) does to
+    /// the customer it names, besides the `consent_rescinded` change.
+    public enum RescindedConsentPolicy: String, Hashable, Sendable, CaseIterable, Codable {
+        /// Access is left as it is: the app's own policy decides.
+        case notify
+        /// Every entitlement of the customer becomes inactive (reason `consent_rescinded`) and
+        /// stays so whatever Apple says of their purchases later; consumable balances are kept.
+        case suspend
+    }
+
     public var catalog: ProductCatalog
     /// How long access runs on past `expiresDate` while a renewal is expected (auto-renew on, not
     /// in billing retry), so processing delay never costs a paying customer access.
     public var expiryLeeway: TimeInterval
     public var transferPolicy: TransferPolicy
     public var proratedRefund: ProratedRefundPolicy
+    public var rescindedConsent: RescindedConsentPolicy
 
     public init(
         catalog: ProductCatalog = ProductCatalog(), expiryLeeway: TimeInterval = 3600, transferPolicy: TransferPolicy = .refuse,
-        proratedRefund: ProratedRefundPolicy = .revoke
+        proratedRefund: ProratedRefundPolicy = .revoke, rescindedConsent: RescindedConsentPolicy = .notify
     ) {
+        self.rescindedConsent = rescindedConsent
         self.catalog = catalog
         self.expiryLeeway = expiryLeeway
         self.transferPolicy = transferPolicy

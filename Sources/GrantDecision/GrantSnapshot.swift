@@ -10,10 +10,15 @@ public struct GrantSnapshot: Hashable, Sendable {
     public var consumable: ConsumableGrant?
     /// True when this very event (same event key) was applied already.
     public var alreadyApplied: Bool
+    /// The customers (of the event's environment) whose access is suspended because their consent
+    /// was rescinded (``GrantPolicy/RescindedConsentPolicy/suspend``): filled only under that policy.
+    public var suspendedCustomers: Set<UUID>
 
     public init(
-        purchase: PurchaseState? = nil, entitlements: [EntitlementGrant] = [], consumable: ConsumableGrant? = nil, alreadyApplied: Bool = false
+        purchase: PurchaseState? = nil, entitlements: [EntitlementGrant] = [], consumable: ConsumableGrant? = nil, alreadyApplied: Bool = false,
+        suspendedCustomers: Set<UUID> = []
     ) {
+        self.suspendedCustomers = suspendedCustomers
         self.purchase = purchase
         self.entitlements = entitlements
         self.consumable = consumable

@@ -34,6 +34,11 @@ public struct GrantConfiguration: Sendable {
     public static let proratedRefund = Setting<GrantPolicy.ProratedRefundPolicy>.choice(
         "GRANT_PRORATED_REFUND", default: .revoke,
         meaning: "revoke (a prorated refund ends access at Apple's revocationDate) or keep (access kept); consumables always lose the refunded share")
+    public static let rescindedConsent = Setting<GrantPolicy.RescindedConsentPolicy>.choice(
+        "GRANT_RESCINDED_CONSENT", default: .notify,
+        meaning:
+            "notify (RESCIND_CONSENT publishes consent_rescinded; access unchanged) or suspend (also every entitlement of the customer becomes inactive, and stays so)"
+    )
     public static let outboxPoll = Setting<Duration>.milliseconds(
         "OUTBOX_POLL_MS", default: .milliseconds(500), in: 10...60_000, meaning: "outbox publisher poll interval")
     public static let outboxBatch = Setting<Int>.int("OUTBOX_BATCH_SIZE", default: 500, in: 1...10_000, meaning: "changes published per round")
@@ -50,7 +55,8 @@ public struct GrantConfiguration: Sendable {
     /// The variables, for `--help`.
     public static let variables =
         StoreConfiguration.variables + [
-            productsFileSetting.help, expiryLeeway.help, transferPolicy.help, proratedRefund.help, outboxPoll.help, outboxBatch.help,
+            productsFileSetting.help, expiryLeeway.help, transferPolicy.help, proratedRefund.help, rescindedConsent.help, outboxPoll.help,
+            outboxBatch.help,
             outboxGather.help,
             concurrentTransactionsSetting.help, gatherWindowSetting.help,
         ]
@@ -88,7 +94,8 @@ public struct GrantConfiguration: Sendable {
         let leeway = try env.read(Self.expiryLeeway)
         let transfer = try env.read(Self.transferPolicy)
         policy = GrantPolicy(
-            catalog: catalog, expiryLeeway: TimeInterval(leeway), transferPolicy: transfer, proratedRefund: try env.read(Self.proratedRefund))
+            catalog: catalog, expiryLeeway: TimeInterval(leeway), transferPolicy: transfer, proratedRefund: try env.read(Self.proratedRefund),
+            rescindedConsent: try env.read(Self.rescindedConsent))
         outboxPollInterval = try env.read(Self.outboxPoll)
         outboxBatchSize = try env.read(Self.outboxBatch)
         outboxGatherWindow = try env.read(Self.outboxGather)

@@ -19,11 +19,13 @@ struct GrantConfigurationTests {
         }
     }
 
-    @Test("defaults: refuse transfers, one hour of leeway, migrate on start")
+    @Test("defaults: refuse transfers, one hour of leeway, rescinded consent only told, migrate on start")
     func defaults() throws {
         let c = try GrantConfiguration(environment: EnvironmentReader([:]))
         #expect(c.policy.transferPolicy == .refuse)
         #expect(c.policy.expiryLeeway == 3600)
+        #expect(c.policy.rescindedConsent == .notify, "a rescinded consent changes no access unless asked")
+        #expect(try GrantConfiguration(environment: EnvironmentReader(["GRANT_RESCINDED_CONSENT": "suspend"])).policy.rescindedConsent == .suspend)
         #expect(c.store.migrate)
         #expect(c.store.database == "entitlements" && c.store.port == 5432)
     }
@@ -31,6 +33,7 @@ struct GrantConfigurationTests {
     @Test("every variable is validated with a message naming it")
     func validation() throws {
         #expect(problem(["GRANT_TRANSFER_POLICY": "sometimes"])?.contains("GRANT_TRANSFER_POLICY") == true)
+        #expect(problem(["GRANT_RESCINDED_CONSENT": "revoke"])?.contains("GRANT_RESCINDED_CONSENT") == true)
         #expect(problem(["GRANT_EXPIRY_LEEWAY_S": "-5"])?.contains("GRANT_EXPIRY_LEEWAY_S") == true)
         #expect(problem(["POSTGRES_PORT": "http"])?.contains("POSTGRES_PORT") == true)
         #expect(problem(["POSTGRES_MIGRATE": "maybe"])?.contains("POSTGRES_MIGRATE") == true)
