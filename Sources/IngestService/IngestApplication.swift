@@ -28,6 +28,7 @@ public enum IngestApplication {
         let handler = IngestHandler(configuration: configuration, producer: producer, logger: logger)
         let authenticator = authenticator ?? UploadAuthenticator(settings: configuration.uploadAuthentication, logger: logger)
         let limit = configuration.maxJWSBytes
+        let quota = UploadQuota(settings: .init(perMinute: configuration.userUploadsPerMinute, burst: configuration.userUploadBurst))
         let router = Router()
         // Hummingbird's metrics per route, method and answered status (a thrown `IngestError`
         // counts under its own status, and in `hb_request_errors`), on the two ingest routes only:
@@ -44,8 +45,10 @@ public enum IngestApplication {
             try await handler.accept(request) { body in
                 // Credentials first: an unauthenticated client learns nothing about its body.
                 let credential = try await authenticator.authenticate(headers: request.headers, body: body)
-                let accepted = try RequestValidation.transaction(body, maxJWSBytes: limit)
+                try quota.take(for: credential, identity: nil)
+                let accepted = try RequestValidation.transaction(body, maxJWSBytes: configuration.maxUploadJWSBytes)
                 let identity = try UploadIdentity.resolve(credential: credential, accepted: accepted.hints)
+                try quota.take(for: credential, identity: identity)
                 return IngestHandler.Record(
                     source: PipelineHeader.Source.appUpload,
                     body: RawRecord.uploadBody(
@@ -57,8 +60,10 @@ public enum IngestApplication {
             try await handler.accept(request) { body in
                 // Authenticated exactly like an upload; the receipt only names what enrich looks up.
                 let credential = try await authenticator.authenticate(headers: request.headers, body: body)
+                try quota.take(for: credential, identity: nil)
                 let accepted = try RequestValidation.receipt(body)
                 let identity = try UploadIdentity.resolve(credential: credential, accepted: accepted.hints)
+                try quota.take(for: credential, identity: identity)
                 return IngestHandler.Record(
                     source: PipelineHeader.Source.appReceipt,
                     body: RawRecord.receiptBody(

@@ -29,6 +29,11 @@ public struct IngestConfiguration: Sendable {
     /// A connection with no request in progress for this long is closed: a client cannot hold
     /// connections open for free.
     public var idleTimeout: Duration
+    /// Uploads one authenticated user regains per minute (0: no limit), and may make at once.
+    public var userUploadsPerMinute: Int
+    /// The largest `signedTransaction` an app may upload.
+    public var maxUploadJWSBytes: Int
+    public var userUploadBurst: Int
 
     public static let rawTopicSetting = Setting<String>.text("RAW_TOPIC", default: Topics.raw, meaning: "where accepted bodies are written")
     public static let httpHostSetting = Setting<String>.text(
@@ -42,9 +47,21 @@ public struct IngestConfiguration: Sendable {
         "MAX_JWS_BYTES", default: 64 << 10, in: 1024...(16 << 20), meaning: "larger JWS get 400")
     /// Longer than the gateway's keep-alive to ingest (nginx's upstream `keepalive_timeout`, 60 s), so
     /// the gateway, not ingest, ends an idle pooled connection and never sends on one ingest closed.
+    /// A StoreKit 2 transaction is about 5 KiB (its certificate chain most of it); a notification
+    /// nests two of them, hence MAX_JWS_BYTES's larger default.
+    public static let maxUploadJWSBytesSetting = Setting<Int>.int(
+        "MAX_UPLOAD_JWS_BYTES", default: 16 << 10, in: 1024...(16 << 20), meaning: "an app's uploaded signedTransaction larger than this gets 400")
     public static let idleTimeoutSetting = Setting<Duration>.milliseconds(
         "INGEST_IDLE_TIMEOUT_MS", default: .seconds(75), in: 1000...3_600_000,
         meaning: "a connection with no request in progress for this long is closed")
+    public static let userUploadsPerMinuteSetting = Setting<Int>.int(
+        "INGEST_USER_UPLOADS_PER_MINUTE", default: 60, in: 0...1_000_000,
+        meaning:
+            "uploads (transactions and receipts) one authenticated user regains per minute, per ingest process; more get 429 with Retry-After; 0: no limit"
+    )
+    public static let userUploadBurstSetting = Setting<Int>.int(
+        "INGEST_USER_UPLOAD_BURST", default: 120, in: 1...1_000_000,
+        meaning: "uploads one authenticated user may make at once (a restore of a long history) before the per-minute rate applies")
     public static let lingerSetting = Setting<Duration>.milliseconds(
         "KAFKA_LINGER_MS", default: .milliseconds(5), in: 0...10_000,
         meaning: "producer batching delay: larger batches, more throughput, a little latency")
@@ -53,7 +70,8 @@ public struct IngestConfiguration: Sendable {
     public static let variables =
         CommonSettings.variables(clientID: "ingest") + [
             rawTopicSetting.help, httpHostSetting.help, httpPortSetting.help, ackTimeoutSetting.help, maxBodyBytesSetting.help,
-            maxJWSBytesSetting.help, idleTimeoutSetting.help, lingerSetting.help, StageConfiguration.compression.help,
+            maxJWSBytesSetting.help, maxUploadJWSBytesSetting.help, idleTimeoutSetting.help, userUploadsPerMinuteSetting.help,
+            userUploadBurstSetting.help, lingerSetting.help, StageConfiguration.compression.help,
             StageConfiguration.shutdownTimeout.help,
         ] + UploadAuthSettings.variables + OfferSigningSettings.variables
 
@@ -67,9 +85,13 @@ public struct IngestConfiguration: Sendable {
         linger: Duration = lingerSetting.defaultValue, compression: KafkaCompression = StageConfiguration.compression.defaultValue,
         logLevel: Logger.Level = .info, logFormat: LogFormat = .text,
         shutdownTimeout: Duration = StageConfiguration.shutdownTimeout.defaultValue, offerSigning: OfferSigningSettings? = nil,
-        idleTimeout: Duration = idleTimeoutSetting.defaultValue
+        idleTimeout: Duration = idleTimeoutSetting.defaultValue, userUploadsPerMinute: Int = userUploadsPerMinuteSetting.defaultValue,
+        userUploadBurst: Int = userUploadBurstSetting.defaultValue, maxUploadJWSBytes: Int = maxUploadJWSBytesSetting.defaultValue
     ) {
         self.idleTimeout = idleTimeout
+        self.userUploadsPerMinute = userUploadsPerMinute
+        self.userUploadBurst = userUploadBurst
+        self.maxUploadJWSBytes = maxUploadJWSBytes
         self.kafka = kafka
         self.uploadAuthentication = uploadAuthentication
         self.offerSigning = offerSigning
@@ -110,7 +132,10 @@ public struct IngestConfiguration: Sendable {
             logFormat: try env.logFormat(),
             shutdownTimeout: try env.read(StageConfiguration.shutdownTimeout),
             offerSigning: offerSigning,
-            idleTimeout: try env.read(Self.idleTimeoutSetting))
+            idleTimeout: try env.read(Self.idleTimeoutSetting),
+            userUploadsPerMinute: try env.read(Self.userUploadsPerMinuteSetting),
+            userUploadBurst: try env.read(Self.userUploadBurstSetting),
+            maxUploadJWSBytes: try env.read(Self.maxUploadJWSBytesSetting))
     }
 
     /// The producer ingest writes with: a record not acknowledged within the request's deadline

@@ -45,6 +45,8 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
         public static let foreignAccountToken = Code(rawValue: "auth.foreign_account_token")
         /// Offer signatures are served, but not for the app the request names (400).
         public static let offerAppNotConfigured = Code(rawValue: "offer.app_not_configured")
+        /// The authenticated user made more uploads than `INGEST_USER_UPLOADS_PER_MINUTE` allows (429).
+        public static let userRateLimited = Code(rawValue: "request.user_rate_limited")
     }
 
     public let status: HTTPResponse.Status
@@ -52,6 +54,8 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
     public let message: String
     /// The `WWW-Authenticate` challenge of a 401: which credential the route expects.
     public let challenge: String?
+    /// Seconds to send as `Retry-After` (a 503 sends 1 without it).
+    public var retryAfterSeconds: Int?
     /// The request's ID (as ingest accepted it), echoed in `X-Request-Id` so a client can quote it.
     public private(set) var requestID: String?
 
@@ -66,7 +70,11 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers: HTTPFields = [.contentType: "application/json"]
-        if status == .serviceUnavailable { headers[.retryAfter] = "1" }
+        if let retryAfterSeconds {
+            headers[.retryAfter] = String(retryAfterSeconds)
+        } else if status == .serviceUnavailable {
+            headers[.retryAfter] = "1"
+        }
         if let challenge { headers[.wwwAuthenticate] = challenge }
         if let requestID { headers[.requestID] = requestID }
         let body = try JSONEncoder().encode(["error": ["code": code.rawValue, "message": message]])
@@ -121,6 +129,13 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
     }
     static func offerAppNotConfigured(_ bundleId: String) -> IngestError {
         .init(.badRequest, .offerAppNotConfigured, "offer signatures are not configured for the app \(bundleId.prefix(256)) (OFFER_SIGNING_APPS)")
+    }
+    static func userRateLimited(retryAfterSeconds: Int) -> IngestError {
+        var error = IngestError(
+            .tooManyRequests, .userRateLimited,
+            "this user has made too many uploads; retry after \(retryAfterSeconds) s (INGEST_USER_UPLOADS_PER_MINUTE)")
+        error.retryAfterSeconds = retryAfterSeconds
+        return error
     }
     static func brokerUnavailable() -> IngestError {
         .init(.serviceUnavailable, .brokerUnavailable, "the notification could not be stored; retry later")

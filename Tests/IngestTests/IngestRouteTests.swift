@@ -191,6 +191,7 @@ struct IngestRefusalTests {
     @Test("bad requests are refused with a JSON error naming the problem, before the broker")
     func refusals() async throws {
         let big = String(repeating: "A", count: 70_000)
+        let upload = String(repeating: "A", count: 17 << 10)
         let cases: [(String, String, [UInt8], HTTPResponse.Status, String)] = [
             ("/v2/notifications", "application/json", Array("not json".utf8), .badRequest, "request.invalid_json"),
             ("/v2/notifications", "application/json", Array("[1,2]".utf8), .badRequest, "request.invalid_json"),
@@ -212,6 +213,11 @@ struct IngestRefusalTests {
                 "request.invalid_field"
             ),
             ("/v1/transactions", "application/json", Array(#"{"signedTransaction":"a.b.c","userId":""}"#.utf8), .badRequest, "request.invalid_field"),
+            // An uploaded transaction is about 5 KiB: 17 KiB is refused there, though a notification may be that large.
+            (
+                "/v1/transactions", "application/json", Array(#"{"signedTransaction":"\#(upload).b.c"}"#.utf8), .badRequest,
+                "request.jws_too_large"
+            ),
         ]
         try await withUploadIngest(try TestUploads.open()) { client in
             for (uri, type, body, status, code) in cases {
@@ -220,6 +226,11 @@ struct IngestRefusalTests {
                 }
             }
             try await client.execute(uri: "/v2/notifications", method: .get) { #expect($0.status == .notFound || $0.status == .methodNotAllowed) }
+            // Without a broker, a notification that passes every check answers 503.
+            let notification = ByteBuffer(bytes: Array(#"{"signedPayload":"\#(upload).b.c"}"#.utf8))
+            try await client.execute(uri: "/v2/notifications", method: .post, headers: [.contentType: "application/json"], body: notification) {
+                #expect($0.status == .serviceUnavailable)
+            }
         }
     }
 }
