@@ -88,9 +88,14 @@ for topic in catalogue:
         failures.append(f"topics.json: {name}: cleanup.policy {configs.get('cleanup.policy')!r} is not delete, compact or both")
     retention = configs.get("retention.ms", "")
     if name.endswith(".dlq.v1"):
-        # Dead letters are kept until an operator dealt with them.
-        if retention != "-1" or configs.get("retention.bytes") != "-1" or policies != {"delete"}:
-            failures.append(f"topics.json: {name}: a DLQ keeps everything: retention.ms -1, retention.bytes -1, cleanup.policy delete")
+        # Dead letters are kept long enough to be dealt with (60 days or more: longer than raw, so a
+        # dead letter outlives the raw copy a replay would start from), but not without bound: a
+        # flood of junk must not fill the disks (retention.bytes, and the DeadLetterQueueFilling alert).
+        dlq_bytes = configs.get("retention.bytes", "")
+        if not (retention.isdigit() and int(retention) >= 60 * 24 * 3600 * 1000):
+            failures.append(f"topics.json: {name}: a DLQ keeps its records 60 days or more (retention.ms {retention!r})")
+        if not (dlq_bytes.isdigit() and int(dlq_bytes) > 0) or policies != {"delete"}:
+            failures.append(f"topics.json: {name}: a DLQ is bounded in size (retention.bytes > 0) and deleted, never compacted")
     elif re.fullmatch(r"[0-9]+", retention) and int(retention) < 7 * 24 * 3600 * 1000:
         failures.append(f"topics.json: {name}: retention.ms {retention} is under 7 days")
     if name == "appstore.notifications.raw.v1" and not (retention == "-1" or (retention.isdigit() and int(retention) >= 31 * 24 * 3600 * 1000)):
