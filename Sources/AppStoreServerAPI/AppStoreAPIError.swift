@@ -6,7 +6,9 @@ import Foundation
 /// Apple's error body `{"errorCode": 4040010, "errorMessage": "…"}` is kept as ``errorCode`` and
 /// ``apiMessage``. ``isTransient`` follows Apple's "Errors to retry": 429 (after ``retryAfter``),
 /// the retryable codes 4040002, 4040004, 4040006 and 5000001, any other 5xx, timeouts and
-/// connection failures; everything else (bad request, not found, unauthorized, an untrusted or
+/// connection failures, and 401: Apple refusing our key (revoked, rotated, a clock off) is an
+/// outage for every request, not the record's fault, so callers wait until it heals rather than
+/// dead-letter everything within seconds. Everything else (bad request, not found, an untrusted or
 /// malformed response) is permanent. ``code`` is a stable machine-readable code for dead-letter
 /// headers and dashboards (`apple_api.4040010`, `apple_api.unauthorized`, …); ``message`` is a
 /// human sentence without secrets or payloads. The shape matches the stage runtime's
@@ -97,12 +99,12 @@ public struct AppStoreAPIError: Error, Hashable, Sendable, CustomStringConvertib
     /// True when the same request may succeed later.
     public var isTransient: Bool {
         switch kind {
-        case .rateLimited, .timeout, .unreachable: return true
+        case .rateLimited, .timeout, .unreachable, .unauthorized: return true
         case .apiError:
             if let errorCode, Self.retryableErrorCodes.contains(errorCode) { return true }
             if let statusCode, statusCode >= 500 { return true }
             return false
-        case .unauthorized, .invalidResponse, .untrustedResponse, .invalidRequest, .invalidCredentials:
+        case .invalidResponse, .untrustedResponse, .invalidRequest, .invalidCredentials:
             return false
         }
     }

@@ -337,7 +337,7 @@ struct AppStoreServerAPIClientTests {
                 #expect(error.kind == .unauthorized)
                 #expect(error.statusCode == 401)
                 #expect(error.code == .unauthorized)
-                #expect(!error.isTransient)
+                #expect(error.isTransient, "a refused key is an outage of every request, waited out, not the record's fault")
             }
         }
         // Tokens signed by hand: expired, longer than 60 minutes, wrong audience; and the good one.

@@ -74,9 +74,21 @@ struct EnrichPipelineTests {
 
     @Test("the simulator answering 500 for 30 s delays but loses nothing and keeps per-key order; nothing is dead-lettered")
     func outage() async throws {
+        let seconds = Int64(ProcessInfo.processInfo.environment["ENRICH_OUTAGE_SECONDS"] ?? "30") ?? 30
+        try await outage(FaultPlan(errorShare: 1, errorStatus: 500, errorCode: 5_000_001), for: .seconds(seconds), topic: "enrich-outage")
+    }
+
+    @Test("Apple refusing our key (401) for 15 s is an outage: records wait, none is dead-lettered, all go through once it heals")
+    func refusedKey() async throws {
+        try await outage(FaultPlan(errorShare: 1, errorStatus: 401), for: .seconds(15), topic: "enrich-401")
+    }
+
+    /// Every API call answers as `plan` says for `outage`; the records wait in place and all come
+    /// through afterwards, in per-key order, with nothing dead-lettered.
+    func outage(_ plan: FaultPlan, for outage: Duration, topic: String) async throws {
         let sim = try await RunningSimulator.start()
         defer { Task { await sim.stop() } }
-        let topics = try await Topics3.make("enrich-outage")
+        let topics = try await Topics3.make(topic)
         var records: [VerifiedRecord] = []
         for k in 0..<8 {
             let original = "20000000007000\(k)0"
@@ -87,9 +99,10 @@ struct EnrichPipelineTests {
             records += transactions.map { EnrichFixture.notification($0) }
         }
         records.shuffle()
-        let outage: Duration = .seconds(Int64(ProcessInfo.processInfo.environment["ENRICH_OUTAGE_SECONDS"] ?? "30") ?? 30)
         let outageEnds = Date().addingTimeInterval(Double(outage.components.seconds))
-        sim.apple.faults.set(FaultPlan(errorShare: 1, errorStatus: 500, errorCode: 5_000_001, until: outageEnds))
+        var faults = plan
+        faults.until = outageEnds
+        sim.apple.faults.set(faults)
         try await EnrichFixture.produce(records, to: topics.verified)
         let harness = try StageHarness(
             stage: try EnrichFixture.stage(sim, outputTopic: topics.enriched), input: topics.verified, deadLetters: topics.deadLetters,
