@@ -9,7 +9,7 @@ struct InspectCommandTests {
     /// Apple's real samples, beside the repository.
     static let fixtures = SharedFixtures.url("apple-real-jws")
 
-    @Test("every real Apple sample gets the verdict of Apple's library", .enabled(if: SharedFixtures.hasRealJWS))
+    @Test("every real Apple sample gets the verdict of Apple's library", .enabled(if: SharedFixtures.hasRealJWS || TestServices.isCI))
     func realSamples() async throws {
         let samples = try SharedFixtures.realSamples()
         var accepted = 0
@@ -43,7 +43,9 @@ struct InspectCommandTests {
         #expect(rejected == ["legacy-no-environment-transaction-consumable-revoked-1.jws": "verification.wrong_environment"])
     }
 
-    @Test("a real notification pasted without flags: values assumed from the token and said so", .enabled(if: SharedFixtures.hasRealJWS))
+    @Test(
+        "a real notification pasted without flags: values assumed from the token and said so",
+        .enabled(if: SharedFixtures.hasRealJWS || TestServices.isCI))
     func assumedFromToken() async throws {
         let token = try SharedFixtures.realToken("sandbox-notification-did-renew-1.jws")
         let result = try await BuiltProducts.run("appstorectl", ["inspect", "-"], stdin: #"{"signedPayload":"\#(token)"}"#)

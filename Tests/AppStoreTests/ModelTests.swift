@@ -201,7 +201,7 @@ struct ModelTests {
 
     @Test(
         "Apple's model fixtures decode with every field",
-        .enabled(if: SharedFixtures.url("apple-library-testdata/models/signedTransaction.json") != nil)
+        .enabled(if: SharedFixtures.hasAppleLibraryData || TestServices.isCI)
     )
     func appleModelFixtures() throws {
         func load<T: Decodable>(_ type: T.Type, _ name: String) throws -> T {
