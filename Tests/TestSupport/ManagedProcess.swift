@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One of the project's executables started as a child process, for tests that crash, restart
 /// and measure whole processes. Output goes to a log file under `.local/logs/`.
@@ -62,11 +63,19 @@ public struct TestSupportError: Error, CustomStringConvertible {
 
 /// Small HTTP helpers for process tests.
 public enum LocalHTTP {
-    /// A TCP port that was free a moment ago.
+    /// Every port this process handed out: the kernel may offer a released port again at once, and
+    /// two pipelines started side by side then gave one port to two children (grant stopped on
+    /// "Address already in use" while the other's listener answered for it).
+    private static let handedOut = Mutex<Set<Int>>([])
+
+    /// A TCP port that was free a moment ago and that this process never handed out before.
     public static func freePort() -> Int {
-        guard let held = try? HeldPort() else { return 0 }
-        defer { held.release() }
-        return held.port
+        for _ in 0..<1_000 {
+            guard let held = try? HeldPort() else { return 0 }
+            defer { held.release() }
+            if handedOut.withLock({ $0.insert(held.port).inserted }) { return held.port }
+        }
+        return 0
     }
 
     /// Waits until `127.0.0.1:port` accepts connections.
