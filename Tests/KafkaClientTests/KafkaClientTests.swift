@@ -242,6 +242,35 @@ struct KafkaClientTests {
         await producer.close()
     }
 
+    @Test("a scan reads every record of its partitions, an empty one included, without joining a group")
+    func scanReadsAll() async throws {
+        let topic = try await TestServices.makeTopic("scan", partitions: 3)
+        let producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
+        for i in 0..<12 {
+            _ = try await producer.send(KafkaOutgoingMessage(topic: topic, key: nil, value: Array("\(i)".utf8), partition: Int32(i % 2)))
+        }
+        await producer.close()
+        let scanner = KafkaTopicScanner(configuration: TestServices.clientConfiguration(), idle: .milliseconds(300))
+        let all = try await scanner.scan(Dictionary(uniqueKeysWithValues: (0..<3).map { (KafkaTopicPartition(topic: topic, partition: $0), nil) }))
+        #expect(all.count == 12)
+        #expect(Dictionary(grouping: all, by: \.partition).mapValues(\.count) == [0: 6, 1: 6])
+        let fromThird = try await scanner.scan([KafkaTopicPartition(topic: topic, partition: 0): 3])
+        #expect(fromThird.map(\.offset) == [3, 4, 5])
+    }
+
+    /// An operator's `dlq list` against a broker that does not answer must fail, not say "empty".
+    @Test("a scan of a broker that never answers fails with a typed, retriable timeout instead of returning nothing")
+    func scanUnreachable() async throws {
+        let scanner = KafkaTopicScanner(
+            configuration: KafkaClientConfiguration(bootstrapServers: "127.0.0.1:1"), idle: .milliseconds(300), answerTimeout: .seconds(2))
+        await #expect {
+            _ = try await scanner.scan([KafkaTopicPartition(topic: "nowhere", partition: 0): nil])
+        } throws: { error in
+            guard let error = error as? KafkaError else { return false }
+            return error.code == .timedOut && error.isRetriable && error.reason.contains("nowhere[0]")
+        }
+    }
+
     @Test("a bad librdkafka setting is refused with the setting's name")
     func badConfiguration() {
         var client = TestServices.clientConfiguration()
