@@ -8,12 +8,18 @@ public struct Migration: Hashable, Sendable {
     public var sql: String
     /// SHA-256 of the file, hex: an applied file that changed afterwards stops the start.
     public var checksum: String
+    /// False when the file's first line is ``MigrationRules/noTransactionDirective``: its statements
+    /// then run one by one outside a transaction (for `CREATE INDEX CONCURRENTLY`), so each must be
+    /// safe to run again (`IF NOT EXISTS`) should the migration be retried.
+    public var transactional: Bool
 
     public init(version: Int, name: String, sql: String) {
         self.version = version
         self.name = name
         self.sql = sql
         self.checksum = SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined()
+        let firstLine = sql.split(separator: "\n", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        self.transactional = firstLine != MigrationRules.noTransactionDirective
     }
 
     /// Reads every `NNNN_name.sql` of `directory`, ordered by version; refuses duplicates and
@@ -31,7 +37,10 @@ public struct Migration: Hashable, Sendable {
                 throw MigrationError.directoryUnreadable(directory + "/" + file)
             }
             if migrations.contains(where: { $0.version == version }) { throw MigrationError.duplicateVersion(version) }
-            migrations.append(Migration(version: version, name: stem, sql: sql))
+            let migration = Migration(version: version, name: stem, sql: sql)
+            let problems = MigrationRules.problems(in: migration)
+            guard problems.isEmpty else { throw MigrationError.unsafe(version: version, name: stem, problems: problems) }
+            migrations.append(migration)
         }
         guard !migrations.isEmpty else { throw MigrationError.noMigrations(directory) }
         return migrations.sorted { $0.version < $1.version }
@@ -68,6 +77,10 @@ public enum MigrationError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The database has a migration this build does not know (a newer build migrated it).
     case unknownApplied(version: Int)
     case failed(version: Int, name: String, reason: String)
+    /// A migration that would block grant's writes on a live database (``MigrationRules``).
+    case unsafe(version: Int, name: String, problems: [String])
+    /// A migration kept waiting for a table's lock longer than the lock timeout, every attempt.
+    case lockTimeout(version: Int, name: String, attempts: Int)
 
     public var code: String {
         switch self {
@@ -78,6 +91,8 @@ public enum MigrationError: Error, Hashable, Sendable, CustomStringConvertible {
         case .checksumMismatch: "migrate.checksum_mismatch"
         case .unknownApplied: "migrate.unknown_applied"
         case .failed: "migrate.failed"
+        case .unsafe: "migrate.unsafe"
+        case .lockTimeout: "migrate.lock_timeout"
         }
     }
 
@@ -92,6 +107,10 @@ public enum MigrationError: Error, Hashable, Sendable, CustomStringConvertible {
         case .unknownApplied(let v):
             "\(code): the database has migration \(v), which this build does not have (is an older build starting against a newer schema?)"
         case .failed(let v, let name, let reason): "\(code): migration \(v) (\(name)) failed: \(reason)"
+        case .unsafe(let v, let name, let problems):
+            "\(code): migration \(v) (\(name)) is not safe on a live database (docs/migrations.md): \(problems.joined(separator: "; "))"
+        case .lockTimeout(let v, let name, let attempts):
+            "\(code): migration \(v) (\(name)) waited longer than the lock timeout for a table's lock in each of \(attempts) attempts and is not recorded as applied (a long transaction holds the table: find it in pg_stat_activity, end it or wait, then start again; the migration runs again from its start)"
         }
     }
 }

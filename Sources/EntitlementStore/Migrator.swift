@@ -4,16 +4,34 @@ import Logging
 import PostgresNIO
 
 /// Applies pending migrations in order, each in its own transaction with its record in
-/// `schema_migrations` (version, name, checksum). A session advisory lock makes concurrent starters
-/// (several grant replicas, the migration job) wait for each other instead of racing.
+/// `schema_migrations` (version, name, checksum); a `-- migrate: no-transaction` file statement by
+/// statement, recorded after its last. A session advisory lock makes concurrent starters (several
+/// grant replicas, the migration job) wait for each other instead of racing.
+///
+/// Every statement waits at most ``lockTimeout`` for a table's lock: a migration queued behind a
+/// long transaction would otherwise hold every later writer of that table behind itself (grant
+/// stalls for as long). On a timeout the migration is rolled back and tried again, up to
+/// ``attempts`` times, then the start fails with `migrate.lock_timeout`.
 public struct Migrator: Sendable {
     /// An arbitrary constant naming the migration lock ("grant-migrate").
     static let lockKey: Int64 = 0x6772_616e_745f_6d67
 
     public let migrations: [Migration]
+    /// How long one statement may wait for a lock before the attempt is given up.
+    public var lockTimeout: Duration
+    /// How many times a migration is tried when it cannot get its locks in time.
+    public var attempts: Int
+    /// The wait between attempts (doubling, at most 30 s).
+    public var retryDelay: Duration
 
-    public init(migrations: [Migration]) {
+    public init(
+        migrations: [Migration], lockTimeout: Duration = .seconds(5), attempts: Int = 10, retryDelay: Duration = .seconds(1)
+    ) {
+        precondition(attempts > 0 && lockTimeout > .zero, "a migration is tried at least once, with a positive lock timeout")
         self.migrations = migrations
+        self.lockTimeout = lockTimeout
+        self.attempts = attempts
+        self.retryDelay = retryDelay
     }
 
     /// Applies what is pending; returns the versions applied now.
@@ -55,25 +73,92 @@ public struct Migrator: Sendable {
         }
         var appliedNow: [Int] = []
         for migration in migrations where recorded[migration.version] == nil {
-            do {
-                try await connection.withTransaction(logger: logger) { tx in
-                    try await tx.query(PostgresQuery(unsafeSQL: Self.executeBlock(migration.sql)), logger: logger)
-                    try await tx.query(
-                        """
-                        INSERT INTO schema_migrations (version, name, checksum)
-                        VALUES (\(migration.version), \(migration.name), \(migration.checksum))
-                        """, logger: logger)
-                }
-            } catch {
-                let classified = StoreError.classify(error)
-                if classified.isTransient { throw classified }
-                let reason = classified.message
-                throw MigrationError.failed(version: migration.version, name: migration.name, reason: reason)
-            }
+            try await applyRetryingLocks(migration, on: connection, logger: logger)
             logger.info("migration applied", metadata: [LogKey.migrationVersion: "\(migration.version)", LogKey.migrationName: "\(migration.name)"])
             appliedNow.append(migration.version)
         }
         return appliedNow
+    }
+
+    /// Applies one migration, again after a pause whenever a statement waited too long for a lock.
+    private func applyRetryingLocks(_ migration: Migration, on connection: PostgresConnection, logger: Logger) async throws {
+        var delay = retryDelay
+        for attempt in 1...attempts {
+            do {
+                try await apply(migration, on: connection, logger: logger)
+                return
+            } catch {
+                let classified = StoreError.classify(error)
+                guard classified.code == .sql("55P03") else {
+                    if classified.isTransient { throw classified }
+                    throw MigrationError.failed(version: migration.version, name: migration.name, reason: classified.message)
+                }
+                guard attempt < attempts else { break }
+                logger.warning(
+                    "migration waited too long for a lock; trying again",
+                    metadata: [
+                        LogKey.migrationVersion: "\(migration.version)", LogKey.attempt: "\(attempt)",
+                        LogKey.retryDelay: "\(Self.milliseconds(delay))",
+                    ])
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(30))
+            }
+        }
+        throw MigrationError.lockTimeout(version: migration.version, name: migration.name, attempts: attempts)
+    }
+
+    private func apply(_ migration: Migration, on connection: PostgresConnection, logger: Logger) async throws {
+        let timeout = "SET lock_timeout = '\(Self.milliseconds(lockTimeout))ms'"
+        let record: PostgresQuery = """
+            INSERT INTO schema_migrations (version, name, checksum)
+            VALUES (\(migration.version), \(migration.name), \(migration.checksum))
+            """
+        guard migration.transactional else {
+            // One statement at a time, each its own transaction: what CREATE INDEX CONCURRENTLY needs.
+            try await connection.query(PostgresQuery(unsafeSQL: timeout), logger: logger)
+            do {
+                try await dropInvalidIndexes(of: migration, on: connection, logger: logger)
+                for statement in SQLStatements.split(migration.sql) {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query(record, logger: logger)
+            } catch {
+                _ = try? await connection.query("RESET lock_timeout", logger: logger)
+                throw error
+            }
+            try await connection.query("RESET lock_timeout", logger: logger)
+            return
+        }
+        try await connection.withTransaction(logger: logger) { tx in
+            try await tx.query(PostgresQuery(unsafeSQL: timeout.replacingOccurrences(of: "SET ", with: "SET LOCAL ")), logger: logger)
+            try await tx.query(PostgresQuery(unsafeSQL: Self.executeBlock(migration.sql)), logger: logger)
+            try await tx.query(record, logger: logger)
+        }
+    }
+
+    /// A concurrent index build that failed (a lock timeout, a cancelled start) leaves its index
+    /// behind marked invalid, and `CREATE INDEX CONCURRENTLY IF NOT EXISTS` would then keep it as it
+    /// is. Before a no-transaction migration runs again, every invalid index it names is dropped.
+    private func dropInvalidIndexes(of migration: Migration, on connection: PostgresConnection, logger: Logger) async throws {
+        var invalid: [String] = []
+        for try await name in try await connection.query(
+            """
+            SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE NOT i.indisvalid AND n.nspname = current_schema()
+            """, logger: logger
+        ).decode(String.self) {
+            invalid.append(name)
+        }
+        let text = SQLStatements.normalized(migration.sql)
+        for name in invalid where text.contains(name.lowercased()) {
+            logger.warning("dropping an invalid index an earlier attempt left", metadata: [LogKey.migrationVersion: "\(migration.version)"])
+            try await connection.query(PostgresQuery(unsafeSQL: "DROP INDEX CONCURRENTLY IF EXISTS \"\(name)\""), logger: logger)
+        }
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 
     /// The extended query protocol runs one statement at a time; a migration file holds many. A

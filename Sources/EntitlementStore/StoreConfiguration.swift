@@ -22,6 +22,10 @@ public struct StoreConfiguration: Sendable, CustomStringConvertible {
     public var migrate: Bool
     /// The migrations directory (`POSTGRES_MIGRATIONS_DIR`), or nil to search the usual places.
     public var migrationsDirectory: String?
+    /// How long a migration's statement may wait for a table's lock (`POSTGRES_MIGRATION_LOCK_TIMEOUT_MS`).
+    public var migrationLockTimeout: Duration
+    /// How many times a migration is tried when it cannot get its locks (`POSTGRES_MIGRATION_ATTEMPTS`).
+    public var migrationAttempts: Int
 
     public static let hostSetting = Setting<String>.text("POSTGRES_HOST", default: "127.0.0.1", meaning: "Postgres host")
     public static let portSetting = Setting<Int>.int("POSTGRES_PORT", default: 5432, in: 1...65535, meaning: "Postgres port")
@@ -42,18 +46,25 @@ public struct StoreConfiguration: Sendable, CustomStringConvertible {
         "POSTGRES_MIGRATE", default: true, meaning: "apply pending schemas/migrations at start")
     public static let migrationsDir = Setting<String?>.optional(
         "POSTGRES_MIGRATIONS_DIR", shown: "schemas/migrations (searched)", meaning: "directory of the NNNN_name.sql migrations")
+    public static let migrationLockTimeoutSetting = Setting<Duration>.milliseconds(
+        "POSTGRES_MIGRATION_LOCK_TIMEOUT_MS", default: .seconds(5), in: 100...600_000,
+        meaning: "how long a migration's statement waits for a table's lock before the attempt is rolled back")
+    public static let migrationAttemptsSetting = Setting<Int>.int(
+        "POSTGRES_MIGRATION_ATTEMPTS", default: 10, in: 1...1000, meaning: "attempts of a migration that cannot get its locks in time")
 
     /// The variables, for `--help`.
     public static let variables = [
         hostSetting.help, portSetting.help, userSetting.help, passwordFile.help, passwordSetting.help, databaseSetting.help,
-        tlsSetting.help, maxConnections.help, migrateSetting.help, migrationsDir.help,
+        tlsSetting.help, maxConnections.help, migrateSetting.help, migrationsDir.help, migrationLockTimeoutSetting.help,
+        migrationAttemptsSetting.help,
     ]
 
     public init(
         host: String = hostSetting.defaultValue, port: Int = portSetting.defaultValue, username: String = userSetting.defaultValue,
         password: String? = nil,
         database: String = databaseSetting.defaultValue, tls: TLSMode = .disable, maximumConnections: Int = maxConnections.defaultValue,
-        migrate: Bool = migrateSetting.defaultValue, migrationsDirectory: String? = nil
+        migrate: Bool = migrateSetting.defaultValue, migrationsDirectory: String? = nil,
+        migrationLockTimeout: Duration = migrationLockTimeoutSetting.defaultValue, migrationAttempts: Int = migrationAttemptsSetting.defaultValue
     ) {
         self.host = host
         self.port = port
@@ -64,6 +75,8 @@ public struct StoreConfiguration: Sendable, CustomStringConvertible {
         self.maximumConnections = maximumConnections
         self.migrate = migrate
         self.migrationsDirectory = migrationsDirectory
+        self.migrationLockTimeout = migrationLockTimeout
+        self.migrationAttempts = migrationAttempts
     }
 
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
@@ -83,6 +96,8 @@ public struct StoreConfiguration: Sendable, CustomStringConvertible {
         maximumConnections = try env.read(Self.maxConnections)
         migrate = try env.read(Self.migrateSetting)
         migrationsDirectory = try env.read(Self.migrationsDir)
+        migrationLockTimeout = try env.read(Self.migrationLockTimeoutSetting)
+        migrationAttempts = try env.read(Self.migrationAttemptsSetting)
         if let dir = migrationsDirectory {
             var isDir: ObjCBool = false
             guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
