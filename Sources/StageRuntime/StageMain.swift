@@ -25,8 +25,20 @@ public enum StageMain {
         let registry = ProcessBootstrap.bootstrap(logLevel: config.logLevel, logFormat: config.logFormat)
         var logger = Logger(label: "appstore.\(name)")
         logger[metadataKey: LogKey.stage] = "\(name)"
+        let stage: any PipelineStage
+        let extra: [any Service]
         do {
-            let (stage, extra) = try await makeStage(config, env, logger)
+            (stage, extra) = try await makeStage(config, env, logger)
+        } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            exit(78)
+        } catch {
+            logger.critical("could not start", error: error)
+            exit(1)
+        }
+        // The stage and its services stay alive until the process exits: a failure below is logged
+        // before anything they hold (an HTTP client not yet shut down) is released.
+        do {
             let producer = try KafkaProducer(configuration: config.producer, logger: logger)
             let (bound, bind) = AsyncStream.makeStream(of: Void.self)
             let runner = try StageRunner(
