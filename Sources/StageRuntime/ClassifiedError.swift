@@ -11,6 +11,19 @@ public struct FailureClassification: Sendable {
     public let isTransient: Bool
     public let retryAfter: Duration?
 
+    private init(code: String, message: String, isTransient: Bool, retryAfter: Duration?) {
+        (self.code, self.message, self.isTransient, self.retryAfter) = (code, message, isTransient, retryAfter)
+    }
+
+    /// This transient failure as dead-lettered once the retry cap is reached: its own code, the
+    /// cap in the message.
+    func capped(attempts: Int, over elapsed: Duration) -> FailureClassification {
+        FailureClassification(
+            code: code,
+            message: "retry cap reached after \(attempts) attempts over \(elapsed.components.seconds) s while other records succeeded: \(message)",
+            isTransient: false, retryAfter: nil)
+    }
+
     public init(_ error: any Error) {
         switch error {
         case let e as any ClassifiedError:

@@ -19,6 +19,9 @@ final class PartitionWorker: Sendable {
         let producer: KafkaProducer
         let configuration: StageRunnerConfiguration
         let metrics: StageMetrics
+        /// When any partition of the stage last finished a record: tells a record's own failure
+        /// from an outage (see ``RetryPolicy``).
+        let progress: StageProgress
         let logger: Logger
     }
 
@@ -154,6 +157,11 @@ final class PartitionWorker: Sendable {
         var pending = batch[...]
         var attempts = 0
         var firstFailure: Date?
+        var firstFailureInstant: ContinuousClock.Instant?
+        var lastFailureInstant: ContinuousClock.Instant?
+        // Set when the cap would apply to a failure the whole batch threw: the next pass goes one
+        // record at a time, so that only the record that fails is dead-lettered.
+        var isolate = false
         // Inputs whose outputs were delivered, told to the stage before any wait and at the end.
         var delivered: [KafkaMessage] = []
         defer { if !delivered.isEmpty { context.stage.delivered(delivered) } }
@@ -165,15 +173,22 @@ final class PartitionWorker: Sendable {
         while !pending.isEmpty, !stopping {
             let started = ContinuousClock.now
             var results: [Result<[KafkaOutgoingMessage], any Error>]
-            do {
-                results = try await context.stage.process(batch: Array(pending))
-            } catch {
-                let failure = FailureClassification(error)
-                if !failure.isTransient && pending.count > 1 {
-                    // Find the bad record: go one at a time.
-                    results = await oneByOne(pending)
-                } else {
-                    results = [.failure(error)]
+            var batchThrew = false
+            if isolate {
+                results = await oneByOne(pending)
+                isolate = false
+            } else {
+                do {
+                    results = try await context.stage.process(batch: Array(pending))
+                } catch {
+                    batchThrew = true
+                    let failure = FailureClassification(error)
+                    if !failure.isTransient && pending.count > 1 {
+                        // Find the bad record: go one at a time.
+                        results = await oneByOne(pending)
+                    } else {
+                        results = [.failure(error)]
+                    }
                 }
             }
             if results.isEmpty {
@@ -200,16 +215,34 @@ final class PartitionWorker: Sendable {
                     let elapsed = (ContinuousClock.now - started).nanoseconds
                     for _ in inputs { context.metrics.processing.recordNanoseconds(elapsed) }
                     context.metrics.succeeded.increment(by: inputs.count)
+                    context.progress.recordSucceeded()
                     attempts = 0
                     firstFailure = nil
+                    firstFailureInstant = nil
+                    lastFailureInstant = nil
                     endRetry()
                     pending = pending.dropFirst(inputs.count)
                     index += inputs.count
                 case .failure(let error):
-                    let failure = FailureClassification(error)
+                    var failure = FailureClassification(error)
                     attempts += 1
                     let now = Date()
                     if firstFailure == nil { firstFailure = now }
+                    let since = firstFailureInstant ?? .now
+                    firstFailureInstant = since
+                    let previousFailure = lastFailureInstant
+                    lastFailureInstant = .now
+                    if failure.isTransient {
+                        // Its own failure, not an outage: another record succeeded while it waited.
+                        let capped =
+                            context.configuration.retry.capReached(attempts: attempts, since: since)
+                            && previousFailure.map { context.progress.succeeded(after: $0) } == true
+                        if capped, batchThrew, pending.count > 1 {
+                            isolate = true
+                        } else if capped {
+                            failure = failure.capped(attempts: attempts, over: .now - since)
+                        }
+                    }
                     if failure.isTransient {
                         reportDelivered()
                         guard await backoff(message, failure: failure, attempt: attempts) else { return }
@@ -228,6 +261,8 @@ final class PartitionWorker: Sendable {
                     context.metrics.deadLettered(code: failure.code)
                     attempts = 0
                     firstFailure = nil
+                    firstFailureInstant = nil
+                    lastFailureInstant = nil
                     endRetry()
                     pending = pending.dropFirst()
                     index += 1
@@ -361,5 +396,19 @@ final class PartitionWorker: Sendable {
 
     private func log(_ m: KafkaMessage) -> Logger.Metadata {
         [LogKey.topic: "\(m.topic)", LogKey.partition: "\(m.partition)", LogKey.offset: "\(m.offset)"]
+    }
+}
+
+/// When the stage last finished a record, shared by its partitions' workers.
+final class StageProgress: Sendable {
+    private let lastSuccess = Mutex<ContinuousClock.Instant?>(nil)
+
+    func recordSucceeded() {
+        lastSuccess.withLock { $0 = .now }
+    }
+
+    /// Whether some record succeeded after `instant`.
+    func succeeded(after instant: ContinuousClock.Instant) -> Bool {
+        lastSuccess.withLock { $0.map { $0 > instant } ?? false }
     }
 }

@@ -81,6 +81,12 @@ public struct StageConfiguration: Sendable {
         "RETRY_INITIAL_MS", default: .milliseconds(100), in: 1...600_000, meaning: "first backoff for transient failures")
     public static let retryMax = Setting<Duration>.milliseconds(
         "RETRY_MAX_MS", default: .seconds(30), in: 1...3_600_000, meaning: "longest backoff for transient failures")
+    public static let retryCapAttempts = Setting<Int>.int(
+        "RETRY_CAP_ATTEMPTS", default: 10, in: 0...1_000_000,
+        meaning: "attempts after which a record failing alone (others succeed) is dead-lettered; 0: never")
+    public static let retryCapTime = Setting<Duration>.milliseconds(
+        "RETRY_CAP_MS", default: .seconds(120), in: 0...86_400_000,
+        meaning: "time since a record's first failure before the retry cap may dead-letter it")
     public static let maxBufferedPerPartition = Setting<Int>.int(
         "MAX_BUFFERED_PER_PARTITION", default: 500, in: 2...1_000_000, meaning: "records buffered before a partition is paused")
     public static let drainTimeout = Setting<Duration>.milliseconds(
@@ -95,7 +101,8 @@ public struct StageConfiguration: Sendable {
         return CommonSettings.variables(clientID: stage) + [
             settings.groupID.help, settings.inputTopic.help, settings.outputTopic.help, settings.deadLetterTopic.help,
             assignor.help, sessionTimeout.help, heartbeatInterval.help, fetchWaitMax.help, commitInterval.help,
-            deliveryTimeout.help, linger.help, compression.help, retryInitial.help, retryMax.help, settings.batchSize.help,
+            deliveryTimeout.help, linger.help, compression.help, retryInitial.help, retryMax.help, retryCapAttempts.help,
+            retryCapTime.help, settings.batchSize.help,
             maxBufferedPerPartition.help, drainTimeout.help, shutdownTimeout.help, httpHost.help, settings.httpPort.help,
         ]
     }
@@ -135,7 +142,9 @@ public struct StageConfiguration: Sendable {
         producer = KafkaProducerConfiguration(
             client: kafka, deliveryTimeout: try env.read(Self.deliveryTimeout), linger: try env.read(Self.linger),
             compression: try env.read(Self.compression))
-        let retry = RetryPolicy(initialDelay: try env.read(Self.retryInitial), maximumDelay: try env.read(Self.retryMax))
+        let retry = RetryPolicy(
+            initialDelay: try env.read(Self.retryInitial), maximumDelay: try env.read(Self.retryMax),
+            capAttempts: try env.read(Self.retryCapAttempts), capTime: try env.read(Self.retryCapTime))
         runner = StageRunnerConfiguration(
             deadLetterTopic: deadLetterTopic, retry: retry,
             maxBatchSize: try env.read(settings.batchSize),

@@ -73,7 +73,7 @@ public final class StageRunner: Service, Sendable {
         consumer = try KafkaConsumer(configuration: consumerConfiguration, logger: logger, rebalanceListener: relay)
         context = PartitionWorker.Context(
             stage: stage, consumer: consumer, producer: producer, configuration: configuration,
-            metrics: StageMetrics(stage: stage.name), logger: logger)
+            metrics: StageMetrics(stage: stage.name), progress: StageProgress(), logger: logger)
         self.startsAfter = startsAfter
         groupOffsets = KafkaGroupOffsets(configuration: consumerConfiguration.client)
         groupID = consumerConfiguration.groupID

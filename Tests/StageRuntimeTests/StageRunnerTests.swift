@@ -10,11 +10,13 @@ import TestSupport
 import Testing
 
 /// Copies input to output; fails as the body asks: "poison…" permanently, "flaky…" transiently
-/// on its first three attempts.
+/// on its first three attempts, "stuck…" transiently on every attempt; every record transiently
+/// while ``down`` is set (an outage).
 final class ScriptedStage: PipelineStage {
     let name = "scripted"
     let output: String
     let attempts = Mutex<[String: Int]>([:])
+    let down = Mutex(false)
     let maxDelayMs: Int
 
     init(output: String, maxDelayMs: Int = 0) {
@@ -30,6 +32,9 @@ final class ScriptedStage: PipelineStage {
         }
         if maxDelayMs > 0 { try await Task.sleep(for: .milliseconds(Int.random(in: 0...maxDelayMs))) }
         if body.hasPrefix("poison") { throw StageError.permanent(.init(rawValue: "test.poisoned"), "the record \(body) can never be processed") }
+        if down.withLock({ $0 }) || body.hasPrefix("stuck") {
+            throw StageError.transient(.init(rawValue: "test.dependency_down"), "try again", retryAfter: .milliseconds(10))
+        }
         if body.hasPrefix("flaky"), attempt <= 3 {
             throw StageError.transient(.init(rawValue: "test.dependency_down"), "try again", retryAfter: .milliseconds(10))
         }
@@ -99,6 +104,69 @@ struct StageRunnerTests {
         #expect(stage.attempts.withLock { $0["flaky-4"] } == 4)
         let letters = try await TopicReader.read(dlq, timeout: .seconds(3)) { !$0.isEmpty }
         #expect(letters.isEmpty)
+    }
+
+    @Test("a record that fails alone while others succeed is dead-lettered after the retry cap, with its attempts; its partition moves on")
+    func retryCap() async throws {
+        let input = try await TestServices.makeTopic("cap-in", partitions: 2)
+        let output = try await TestServices.makeTopic("cap-out", partitions: 2)
+        let dlq = try await TestServices.makeTopic("cap-dlq")
+        let seed = try TestServices.makeProducer()
+        _ = try await seed.sendAll(
+            (0..<6).map {
+                KafkaOutgoingMessage(topic: input, key: Array("k0".utf8), value: Array(($0 == 2 ? "stuck-2" : "\($0)").utf8), partition: 0)
+            })
+        await seed.close()
+        let stage = ScriptedStage(output: output)
+        let harness = try StageHarness(
+            stage: stage, input: input, deadLetters: dlq, groupID: TestServices.uniqueGroup("cap"),
+            retry: RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100), capAttempts: 5, capTime: .milliseconds(500)))
+        // The rest of the stage keeps working: a record on the other partition every 50 ms.
+        let traffic = Task {
+            let producer = try TestServices.makeProducer()
+            for i in 0..<2_400 where !Task.isCancelled {
+                _ = try await producer.send(
+                    KafkaOutgoingMessage(topic: input, key: Array("other".utf8), value: Array("other-\(i)".utf8), partition: 1))
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            await producer.close()
+        }
+        let letters = try await TopicReader.read(dlq, timeout: .seconds(120)) { !$0.isEmpty }
+        let out = try await TopicReader.read(output, timeout: .seconds(60)) { records in records.filter { $0.keyString == "k0" }.count >= 5 }
+        traffic.cancel()
+        try await harness.stop()
+        let letter = try #require(letters.first)
+        #expect(letters.count == 1)
+        #expect(letter.text == "stuck-2")
+        #expect(letter.headers.string(DeadLetterHeader.errorCode) == "test.dependency_down")
+        #expect(letter.headers.string(DeadLetterHeader.errorMessage)?.hasPrefix("retry cap reached after") == true)
+        #expect(Int(letter.headers.string(DeadLetterHeader.attempts) ?? "") ?? 0 >= 5)
+        #expect(out.filter { $0.keyString == "k0" }.map(\.text) == ["0", "1", "3", "4", "5"], "the partition moved on, in order")
+    }
+
+    @Test("during an outage (every record failing) nothing is dead-lettered, however long past the cap; all go through after it")
+    func outageIsNotCapped() async throws {
+        let input = try await TestServices.makeTopic("outage-in", partitions: 2)
+        let output = try await TestServices.makeTopic("outage-out", partitions: 2)
+        let dlq = try await TestServices.makeTopic("outage-dlq")
+        let stage = ScriptedStage(output: output)
+        stage.down.withLock { $0 = true }
+        try await produceNumbered(input, count: 20, keys: 4)
+        let harness = try StageHarness(
+            stage: stage, input: input, deadLetters: dlq, groupID: TestServices.uniqueGroup("outage"),
+            retry: RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100), capAttempts: 3, capTime: .milliseconds(200)))
+        // Well past the cap on every partition: each record tried many times.
+        let deadline = ContinuousClock.now + .seconds(120)
+        while stage.attempts.withLock({ a in a.values.max() ?? 0 }) < 8, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        try await Task.sleep(for: .seconds(1))
+        stage.down.withLock { $0 = false }
+        let out = try await TopicReader.read(output, timeout: .seconds(120)) { $0.count >= 20 }
+        try await harness.stop()
+        #expect(Set(out.map(\.text)) == Set((0..<20).map { "\($0)" }))
+        let letters = try await TopicReader.read(dlq, timeout: .seconds(3)) { !$0.isEmpty }
+        #expect(letters.isEmpty, "an outage dead-lettered \(letters.map(\.text))")
     }
 
     @Test("a poison record lands in the DLQ with its reason; the records after it are processed")
