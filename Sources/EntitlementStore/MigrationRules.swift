@@ -2,8 +2,9 @@ import Foundation
 
 /// What makes a migration safe to run on a big database that grant is writing to (docs/migrations.md):
 /// an index on a table that already exists is built `CONCURRENTLY` (a plain `CREATE INDEX` blocks
-/// every write to the table for the whole build), and a concurrent build runs outside a transaction,
-/// which the file asks for with the directive `-- migrate: no-transaction` on its first line.
+/// every write to the table for the whole build), a concurrent build runs outside a transaction,
+/// which the file asks for with the directive `-- migrate: no-transaction` on its first line, and a
+/// PL/pgSQL function pins its `search_path`.
 public enum MigrationRules {
     /// The first version the rules apply to. Migrations 1–20 were written before them and are
     /// applied everywhere already; changing their files would stop every start (checksums).
@@ -20,6 +21,11 @@ public enum MigrationRules {
         let created = Set(statements.compactMap(createdTable))
         var problems: [String] = []
         for statement in statements {
+            if definesFunctionWithoutPinnedPath(statement) {
+                problems.append(
+                    "'\(statement.prefix(80))' defines a PL/pgSQL function without SET search_path = public, pg_temp (a caller's search_path could shadow its tables)"
+                )
+            }
             guard let build = indexBuild(statement) else {
                 if statement.hasPrefix("drop index concurrently") || statement.hasPrefix("reindex") && statement.contains(" concurrently "),
                     migration.transactional
@@ -40,6 +46,13 @@ public enum MigrationRules {
             }
         }
         return problems
+    }
+
+    /// A `CREATE [OR REPLACE] FUNCTION` in PL/pgSQL that does not pin its `search_path` (replacing
+    /// a function drops the pin an earlier migration set).
+    static func definesFunctionWithoutPinnedPath(_ statement: String) -> Bool {
+        guard statement.hasPrefix("create function") || statement.hasPrefix("create or replace function") else { return false }
+        return statement.contains("language plpgsql") && !statement.contains("set search_path")
     }
 
     /// The table a `CREATE TABLE` statement creates.
