@@ -81,9 +81,19 @@ public struct DeadLetterCount: Sendable, Hashable, Codable {
 
     /// One entry per code, sorted by code.
     public static func of(_ letters: [DeadLetter]) -> [DeadLetterCount] {
-        Dictionary(grouping: letters, by: \.code).map { code, letters in
-            DeadLetterCount(code: code, total: letters.count, notReplayed: letters.filter { !$0.replayed }.count)
+        adding(letters, to: [])
+    }
+
+    /// `counts` with `letters` counted in: pages of a queue read one after the other add up to the
+    /// counts of the whole queue.
+    public static func adding(_ letters: [DeadLetter], to counts: [DeadLetterCount]) -> [DeadLetterCount] {
+        var byCode = Dictionary(uniqueKeysWithValues: counts.map { ($0.code, $0) })
+        for letter in letters {
+            var count = byCode[letter.code] ?? DeadLetterCount(code: letter.code, total: 0, notReplayed: 0)
+            count.total += 1
+            if !letter.replayed { count.notReplayed += 1 }
+            byCode[letter.code] = count
         }
-        .sorted { $0.code < $1.code }
+        return byCode.values.sorted { $0.code < $1.code }
     }
 }

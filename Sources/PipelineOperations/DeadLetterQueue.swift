@@ -72,6 +72,8 @@ public struct DeadLetterFilter: Sendable, Hashable {
 public struct DeadLetterQueue: Sendable {
     public let stage: PipelineStageInfo
     public let client: KafkaClientConfiguration
+    /// Records read (and, replaying, sent and remembered) at a time.
+    public var pageSize = 10_000
     /// The group whose committed offsets mark what was replayed.
     public var replayGroup: String { "appstorectl.dlq-replay.\(stage.name)" }
 
@@ -84,25 +86,46 @@ public struct DeadLetterQueue: Sendable {
     public func replayGroup(code: String) -> String { "\(replayGroup).code.\(code)" }
 
     /// Every dead letter of the stage, in order per partition. A dead letter counts as replayed when
-    /// an unfiltered replay or a replay of its code took it.
+    /// an unfiltered replay or a replay of its code took it. Holds them all: tools that may face a
+    /// big queue read it page by page instead (``forEachPage(size:_:)``).
     public func list() async throws -> [DeadLetter] {
+        var letters: [DeadLetter] = []
+        try await forEachPage { letters += $0 }
+        return letters
+    }
+
+    /// Reads the whole dead-letter topic in pages of at most `size` records, in order per
+    /// partition (``pageSize`` unless `size` is given), handing each page to `body` before the next is read: memory stays bounded
+    /// whatever the queue holds, and nothing past a fixed count is left out.
+    public func forEachPage(size: Int? = nil, _ body: ([DeadLetter]) async throws -> Void) async throws {
+        let size = max(1, size ?? pageSize)
         let offsets = KafkaGroupOffsets(configuration: client)
         let partitions = try await offsets.partitions(of: stage.deadLetterTopic)
         let replayedUpTo = try await offsets.committed(group: replayGroup, partitions: partitions)
-        let messages = try await KafkaTopicScanner(configuration: client).scan(
-            Dictionary(uniqueKeysWithValues: partitions.map { ($0, nil) }))
         var byCode: [String: [KafkaTopicPartition: Int64?]] = [:]
-        for code in Set(messages.map { $0.headers.string(DeadLetterHeader.errorCode) ?? "unknown" }) {
-            byCode[code] = try await offsets.committed(group: replayGroup(code: code), partitions: partitions)
+        var next: [KafkaTopicPartition: Int64?] = Dictionary(uniqueKeysWithValues: partitions.map { ($0, nil) })
+        let scanner = KafkaTopicScanner(configuration: client, limit: size)
+        while true {
+            let messages = try await scanner.scan(next)
+            for code in Set(messages.map { $0.headers.string(DeadLetterHeader.errorCode) ?? "unknown" }) where byCode[code] == nil {
+                byCode[code] = try await offsets.committed(group: replayGroup(code: code), partitions: partitions)
+            }
+            let page = messages.map { message in
+                let partition = KafkaTopicPartition(topic: message.topic, partition: message.partition)
+                let code = message.headers.string(DeadLetterHeader.errorCode) ?? "unknown"
+                let all = (replayedUpTo[partition] ?? nil) ?? 0
+                let ofCode = (byCode[code]?[partition] ?? nil) ?? 0
+                return DeadLetter(message: message, replayed: message.offset < max(all, ofCode))
+            }
+            .sorted { ($0.message.partition, $0.message.offset) < ($1.message.partition, $1.message.offset) }
+            if !page.isEmpty { try await body(page) }
+            // A page short of the limit means every partition went quiet: the end.
+            guard messages.count >= size else { return }
+            for letter in page {
+                let partition = KafkaTopicPartition(topic: letter.message.topic, partition: letter.message.partition)
+                next[partition] = max((next[partition] ?? nil) ?? 0, letter.message.offset + 1)
+            }
         }
-        return messages.map { message in
-            let partition = KafkaTopicPartition(topic: message.topic, partition: message.partition)
-            let code = message.headers.string(DeadLetterHeader.errorCode) ?? "unknown"
-            let all = (replayedUpTo[partition] ?? nil) ?? 0
-            let ofCode = (byCode[code]?[partition] ?? nil) ?? 0
-            return DeadLetter(message: message, replayed: message.offset < max(all, ofCode))
-        }
-        .sorted { ($0.message.partition, $0.message.offset) < ($1.message.partition, $1.message.offset) }
     }
 
     /// The dead letter at `offset` of `partition`, if it exists.
@@ -112,44 +135,63 @@ public struct DeadLetterQueue: Sendable {
 
     /// What one replay did.
     public struct ReplayOutcome: Sendable {
-        /// Dead letters sent back to their stage's input.
-        public var replayed: [DeadLetter]
+        /// Dead letters sent back to their stage's input (none kept when the replay was asked not
+        /// to keep them: see ``replayedCount``).
+        public var replayed: [DeadLetter] = []
+        /// How many dead letters were (or, planned, would be) sent back.
+        public var replayedCount = 0
         /// Dead letters left alone (replayed before, or outside the filter).
-        public var skipped: Int
-        /// Every dead letter of the stage as listed before the replay.
-        public var letters: [DeadLetter] = []
+        public var skipped = 0
     }
 
     /// Which dead letters a replay would take, without sending or remembering anything (`--dry-run`).
     /// Dead letters an earlier replay took are left alone unless `includeReplayed`, or the filter
-    /// names one record explicitly.
-    public func plan(filter: DeadLetterFilter = DeadLetterFilter(), includeReplayed: Bool = false) async throws -> ReplayOutcome {
-        let letters = try await list()
-        let chosen = letters.filter { (includeReplayed || filter.record != nil || !$0.replayed) && filter.matches($0) }
-        return ReplayOutcome(replayed: chosen, skipped: letters.count - chosen.count, letters: letters)
-    }
-
-    /// Sends the chosen dead letters back to the topic they came from and waits for the broker's
-    /// acknowledgement, then remembers what was taken: an unfiltered replay everything up to here
-    /// (group ``replayGroup``), a replay filtered by code that code's dead letters up to here
-    /// (group ``replayGroup(code:)``), so running the same replay again sends nothing. A replay of
-    /// one record (partition and offset) is explicit and not remembered.
-    public func replay(
-        filter: DeadLetterFilter = DeadLetterFilter(), includeReplayed: Bool = false, producer: KafkaProducer
+    /// names one record explicitly. `each` sees every page's chosen letters as it is read.
+    public func plan(
+        filter: DeadLetterFilter = DeadLetterFilter(), includeReplayed: Bool = false, keepLetters: Bool = true,
+        each: ([DeadLetter]) async throws -> Void = { _ in }
     ) async throws -> ReplayOutcome {
-        let outcome = try await plan(filter: filter, includeReplayed: includeReplayed)
-        _ = try await producer.sendAll(outcome.replayed.map { $0.replayRecord(defaultTopic: stage.inputTopic) })
-        let offsets = KafkaGroupOffsets(configuration: client)
-        if filter.isEmpty, !outcome.letters.isEmpty {
-            try await offsets.commit(group: replayGroup, offsets: Self.marks(outcome.letters))
-        } else if filter.record == nil {
-            for code in filter.codes.sorted() {
-                let ofCode = outcome.letters.filter { $0.code == code }
-                guard !ofCode.isEmpty else { continue }
-                try await offsets.commit(group: replayGroup(code: code), offsets: Self.marks(ofCode))
-            }
+        var outcome = ReplayOutcome()
+        try await forEachPage { page in
+            let chosen = Self.chosen(page, filter: filter, includeReplayed: includeReplayed)
+            outcome.record(chosen, of: page, keeping: keepLetters)
+            try await each(chosen)
         }
         return outcome
+    }
+
+    /// Sends the chosen dead letters back to the topic they came from, page by page: each page
+    /// waits for the broker's acknowledgement, then is remembered — an unfiltered replay everything
+    /// up to there (group ``replayGroup``), a replay filtered by code that code's dead letters up to
+    /// there (group ``replayGroup(code:)``) — so running the same replay again sends nothing, and a
+    /// replay stopped half way resumes after the pages it finished. A replay of one record
+    /// (partition and offset) is explicit and not remembered. `each` sees each page's sent letters.
+    public func replay(
+        filter: DeadLetterFilter = DeadLetterFilter(), includeReplayed: Bool = false, producer: KafkaProducer, keepLetters: Bool = true,
+        each: ([DeadLetter]) async throws -> Void = { _ in }
+    ) async throws -> ReplayOutcome {
+        var outcome = ReplayOutcome()
+        let offsets = KafkaGroupOffsets(configuration: client)
+        try await forEachPage { page in
+            let chosen = Self.chosen(page, filter: filter, includeReplayed: includeReplayed)
+            _ = try await producer.sendAll(chosen.map { $0.replayRecord(defaultTopic: stage.inputTopic) })
+            if filter.isEmpty {
+                try await offsets.commit(group: replayGroup, offsets: Self.marks(page))
+            } else if filter.record == nil {
+                for code in filter.codes.sorted() {
+                    let ofCode = page.filter { $0.code == code }
+                    guard !ofCode.isEmpty else { continue }
+                    try await offsets.commit(group: replayGroup(code: code), offsets: Self.marks(ofCode))
+                }
+            }
+            outcome.record(chosen, of: page, keeping: keepLetters)
+            try await each(chosen)
+        }
+        return outcome
+    }
+
+    static func chosen(_ page: [DeadLetter], filter: DeadLetterFilter, includeReplayed: Bool) -> [DeadLetter] {
+        page.filter { (includeReplayed || filter.record != nil || !$0.replayed) && filter.matches($0) }
     }
 
     /// Per partition, one past the highest offset of `letters`.
@@ -160,5 +202,13 @@ public struct DeadLetterQueue: Sendable {
             next[partition] = max(next[partition] ?? 0, letter.message.offset + 1)
         }
         return next
+    }
+}
+
+extension DeadLetterQueue.ReplayOutcome {
+    mutating func record(_ chosen: [DeadLetter], of page: [DeadLetter], keeping: Bool) {
+        replayedCount += chosen.count
+        skipped += page.count - chosen.count
+        if keeping { replayed += chosen }
     }
 }

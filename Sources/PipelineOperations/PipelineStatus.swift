@@ -132,10 +132,17 @@ public struct PipelineStatusReader: Sendable {
         }
     }
 
+    /// The stage's dead letters counted by code, page by page (nothing of a big queue held).
+    static func deadLetterCounts(_ stage: PipelineStageInfo, client: KafkaClientConfiguration) async throws -> [DeadLetterCount] {
+        var counts: [DeadLetterCount] = []
+        try await DeadLetterQueue(stage: stage, client: client).forEachPage { counts = DeadLetterCount.adding($0, to: counts) }
+        return counts
+    }
+
     public func read(_ stage: PipelineStageInfo) async -> StageStatus {
         var status = StageStatus(stage: stage)
         let offsets = KafkaGroupOffsets(configuration: client)
-        async let letters = DeadLetterQueue(stage: stage, client: client).list()
+        async let letters = Self.deadLetterCounts(stage, client: client)
         do {
             let description = try await offsets.describeGroup(stage.groupID)
             status.groupState = description?.state
@@ -150,7 +157,7 @@ public struct PipelineStatusReader: Sendable {
             status.errors.append("lag of \(stage.inputTopic): \(error)")
         }
         do {
-            status.deadLetters = DeadLetterCount.of(try await letters)
+            status.deadLetters = try await letters
         } catch {
             status.errors.append("dead letters in \(stage.deadLetterTopic): \(error)")
         }

@@ -102,6 +102,33 @@ struct OperatorStatusTests {
         await producer.close()
     }
 
+    @Test("a queue is read, replayed and remembered page by page: small pages give the same letters, counts and replay as one")
+    func pages() async throws {
+        let (stage, producer) = try await makeStageWithDeadLetters("pages", letters: 11)
+        var queue = DeadLetterQueue(stage: stage, client: client)
+        queue.pageSize = 3
+        var sizes: [Int] = []
+        var seen: [String] = []
+        try await queue.forEachPage { page in
+            sizes.append(page.count)
+            seen += page.map { "\($0.message.partition)/\($0.message.offset)" }
+        }
+        #expect(sizes.allSatisfy { $0 <= 3 } && sizes.count >= 4, "\(sizes)")
+        #expect(seen.count == 11 && Set(seen).count == 11, "every letter once: \(seen)")
+        #expect(try await queue.list().count == 11)
+        let status = await PipelineStatusReader(client: client).read(stage)
+        #expect(status.deadLetters?.reduce(0) { $0 + $1.total } == 11)
+
+        var printed = 0
+        let outcome = try await queue.replay(producer: producer, keepLetters: false) { printed += $0.count }
+        #expect(outcome.replayedCount == 11 && printed == 11 && outcome.replayed.isEmpty)
+        #expect(try await queue.list().allSatisfy(\.replayed), "every page remembered")
+        #expect(try await queue.replay(producer: producer).replayedCount == 0)
+        let reinjected = try await TopicReader.read(stage.inputTopic, timeout: .seconds(60), settle: .seconds(1)) { $0.count >= 11 }
+        #expect(reinjected.count == 11)
+        await producer.close()
+    }
+
     @Test("dlq replay --dry-run sends and remembers nothing; a replay by code is remembered like an unfiltered one")
     func dryRunAndCode() async throws {
         let (stage, producer) = try await makeStageWithDeadLetters("status", letters: 6, attempts: 2)

@@ -46,24 +46,35 @@ struct DeadLetters: AsyncParsableCommand {
         func run() async throws {
             do {
                 let queue = try options.queue()
-                let letters = try await queue.list()
                 if options.json {
+                    // One JSON document: the entries are held (without bodies) to write it.
+                    var entries: [DeadLetterEntry] = []
+                    var counts: [DeadLetterCount] = []
+                    try await queue.forEachPage { page in
+                        entries += page.map { DeadLetterEntry($0) }
+                        counts = DeadLetterCount.adding(page, to: counts)
+                    }
                     OperatorEnvironment.printJSON(
                         ListOutput(
-                            stage: queue.stage.name, topic: queue.stage.deadLetterTopic, total: letters.count,
-                            notReplayed: letters.filter { !$0.replayed }.count, byCode: DeadLetterCount.of(letters),
-                            deadLetters: letters.map { DeadLetterEntry($0) }))
+                            stage: queue.stage.name, topic: queue.stage.deadLetterTopic, total: entries.count,
+                            notReplayed: counts.reduce(0) { $0 + $1.notReplayed }, byCode: counts, deadLetters: entries))
                     return
                 }
+                // Printed page by page as the queue is read: memory stays bounded however long it is.
                 print("at".padded(10) + "code".padded(26) + "attempts".padded(10) + "failed at".padded(26) + "replayed".padded(10) + "source")
-                for letter in letters {
-                    print(
-                        "\(letter.message.partition)/\(letter.message.offset)".padded(10) + letter.code.padded(26)
-                            + String(letter.attempts).padded(10) + letter.lastFailureAt.padded(26)
-                            + (letter.replayed ? "yes" : "no").padded(10) + letter.source)
+                var counts: [DeadLetterCount] = []
+                try await queue.forEachPage { page in
+                    for letter in page {
+                        print(
+                            "\(letter.message.partition)/\(letter.message.offset)".padded(10) + letter.code.padded(26)
+                                + String(letter.attempts).padded(10) + letter.lastFailureAt.padded(26)
+                                + (letter.replayed ? "yes" : "no").padded(10) + letter.source)
+                    }
+                    counts = DeadLetterCount.adding(page, to: counts)
                 }
-                let counts = DeadLetterCount.of(letters).map { "\($0.code): \($0.total) (\($0.notReplayed) not replayed)" }
-                print("\(letters.count) dead letter(s)" + (counts.isEmpty ? "" : " — " + counts.joined(separator: ", ")))
+                let total = counts.reduce(0) { $0 + $1.total }
+                let byCode = counts.map { "\($0.code): \($0.total) (\($0.notReplayed) not replayed)" }
+                print("\(total) dead letter(s)" + (byCode.isEmpty ? "" : " — " + byCode.joined(separator: ", ")))
             } catch {
                 OperatorEnvironment.fail(error)
             }
@@ -134,31 +145,37 @@ struct DeadLetters: AsyncParsableCommand {
                 let filter = DeadLetterFilter(
                     codes: Set(code), record: partition.flatMap { p in offset.map { (p, $0) } })
                 let outcome: DeadLetterQueue.ReplayOutcome
+                // Text is printed page by page and nothing is kept; --json keeps what it must print.
+                let json = options.json
+                let printPage: ([DeadLetter]) -> Void = { page in
+                    guard !json else { return }
+                    for letter in page {
+                        print(
+                            "\(dryRun ? "would replay" : "replayed") \(letter.message.partition)/\(letter.message.offset) (\(letter.code)) → \(letter.sourceTopic ?? queue.stage.inputTopic)"
+                        )
+                    }
+                }
                 if dryRun {
-                    outcome = try await queue.plan(filter: filter, includeReplayed: includeReplayed)
+                    outcome = try await queue.plan(filter: filter, includeReplayed: includeReplayed, keepLetters: json, each: printPage)
                 } else {
                     let producer = try KafkaProducer(
                         configuration: KafkaProducerConfiguration(client: try OperatorEnvironment.kafkaClient()),
                         logger: OperatorEnvironment.logger)
-                    outcome = try await queue.replay(filter: filter, includeReplayed: includeReplayed, producer: producer)
+                    outcome = try await queue.replay(
+                        filter: filter, includeReplayed: includeReplayed, producer: producer, keepLetters: json, each: printPage)
                     await producer.close()
                 }
-                if options.json {
+                if json {
                     OperatorEnvironment.printJSON(
                         ReplayOutput(
                             stage: queue.stage.name, dryRun: dryRun, replayed: outcome.replayed.map { DeadLetterEntry($0) }, skipped: outcome.skipped)
                     )
                     return
                 }
-                for letter in outcome.replayed {
-                    print(
-                        "\(dryRun ? "would replay" : "replayed") \(letter.message.partition)/\(letter.message.offset) (\(letter.code)) → \(letter.sourceTopic ?? queue.stage.inputTopic)"
-                    )
-                }
                 print(
                     dryRun
-                        ? "dry run: \(outcome.replayed.count) would be replayed, \(outcome.skipped) left alone; nothing sent"
-                        : "\(outcome.replayed.count) replayed, \(outcome.skipped) left alone")
+                        ? "dry run: \(outcome.replayedCount) would be replayed, \(outcome.skipped) left alone; nothing sent"
+                        : "\(outcome.replayedCount) replayed, \(outcome.skipped) left alone")
             } catch {
                 OperatorEnvironment.fail(error)
             }
