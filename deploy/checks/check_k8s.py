@@ -717,6 +717,85 @@ def check_ops(label, docs):
                      "ttlSecondsAfterFinished" in job["spec"])
 
 
+def restricted_problems(docs):
+    """Pods that the `restricted` Pod Security Standard would refuse (the production namespace enforces it)."""
+    problems = []
+    for d, t in workloads(docs):
+        spec = t["spec"]
+        name = f"{d['kind']}/{d['metadata']['name']}"
+        pod_sc = spec.get("securityContext", {})
+        if spec.get("hostNetwork") or spec.get("hostPID") or spec.get("hostIPC"):
+            problems.append(f"{name}: shares a host namespace")
+        if any("hostPath" in v for v in spec.get("volumes", [])):
+            problems.append(f"{name}: mounts a hostPath volume")
+        for c in all_containers(spec):
+            sc = c.get("securityContext", {})
+            where = f"{name} container {c['name']}"
+            if not (sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is True):
+                problems.append(f"{where}: runAsNonRoot is not true")
+            if sc.get("runAsUser", pod_sc.get("runAsUser")) == 0:
+                problems.append(f"{where}: runs as user 0")
+            if sc.get("allowPrivilegeEscalation") is not False:
+                problems.append(f"{where}: allowPrivilegeEscalation is not false")
+            if sc.get("privileged"):
+                problems.append(f"{where}: privileged")
+            if "ALL" not in sc.get("capabilities", {}).get("drop", []) or sc.get("capabilities", {}).get("add"):
+                problems.append(f"{where}: does not drop ALL capabilities (or adds one)")
+            seccomp = sc.get("seccompProfile", pod_sc.get("seccompProfile", {})).get("type")
+            if seccomp not in ("RuntimeDefault", "Localhost"):
+                problems.append(f"{where}: seccompProfile is not RuntimeDefault")
+    return problems
+
+
+def selects(selector, labels):
+    """Whether a label selector (matchLabels, matchExpressions In/NotIn/Exists) selects `labels`."""
+    for k, v in (selector or {}).get("matchLabels", {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in (selector or {}).get("matchExpressions", []):
+        present, value = e["key"] in labels, labels.get(e["key"])
+        op = e["operator"]
+        if (op == "In" and value not in e.get("values", [])) or (op == "NotIn" and value in e.get("values", [])) \
+                or (op == "Exists" and not present) or (op == "DoesNotExist" and present):
+            return False
+    return True
+
+
+def egress_ports(docs, labels):
+    """The TCP/UDP ports a pod with `labels` may reach, by the NetworkPolicies of the render."""
+    ports = set()
+    for np in find(docs, "NetworkPolicy"):
+        spec = np["spec"]
+        if "Egress" not in spec.get("policyTypes", []) or not selects(spec.get("podSelector"), labels):
+            continue
+        for rule in spec.get("egress", []):
+            for port in rule.get("ports", [{"port": "any"}]):
+                ports.add(port.get("port"))
+    return ports
+
+
+def network_policy_problems(docs):
+    """Default deny in both directions, and no workload reaches what it has no use for."""
+    problems = []
+    deny = [np for np in find(docs, "NetworkPolicy") if np["spec"].get("podSelector") == {}
+            and set(np["spec"].get("policyTypes", [])) == {"Ingress", "Egress"}
+            and not np["spec"].get("ingress") and not np["spec"].get("egress")]
+    if not deny:
+        problems.append("no default-deny NetworkPolicy (podSelector {}, Ingress and Egress, no rules)")
+    may_use_database = {"grant", "appstorectl", "appstore-reconcile", "appstore-refunds"}
+    for d, t in workloads(docs):
+        labels = t["metadata"].get("labels", {})
+        name = labels.get("app.kubernetes.io/name", d["metadata"]["name"])
+        ports = egress_ports(docs, labels)
+        if "any" in ports:
+            problems.append(f"{name}: a NetworkPolicy lets it reach any port")
+        if 5432 in ports and name not in may_use_database:
+            problems.append(f"{name}: may reach Postgres (5432), which it never uses")
+        if 53 not in ports:
+            problems.append(f"{name}: cannot resolve names (no DNS egress)")
+    return problems
+
+
 def self_tests(docs):
     """The checks above must be able to fail: known-bad inputs are refused."""
     bad = copy.deepcopy(find(docs, "Deployment", "ingest")[0])
@@ -739,6 +818,21 @@ def self_tests(docs):
     cj = copy.deepcopy(find(docs, "CronJob", "appstore-reconcile")[0])
     cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"].append({"name": "APPSTORE_API_BASE_URL", "value": "http://sim"})
     checks.check("self-test: the production trust guard sees a CronJob's APPSTORE_API_BASE_URL", bool(trust_violations([cj])))
+    # Issue 28: least privilege in the cluster.
+    prod_docs = docs
+    bad = [d for d in copy.deepcopy(prod_docs) if not (d.get("kind") == "NetworkPolicy" and d["metadata"]["name"] == "default-deny")]
+    checks.check("self-test: the NetworkPolicy check refuses a render without default deny", bool(network_policy_problems(bad)))
+    bad = copy.deepcopy(prod_docs)
+    for d in bad:
+        if d.get("kind") == "NetworkPolicy" and d["metadata"]["name"] == "allow-postgres-egress":
+            d["spec"]["podSelector"]["matchExpressions"][0]["values"].append("ingest")
+    checks.check("self-test: the NetworkPolicy check refuses Postgres egress for ingest", bool(network_policy_problems(bad)))
+    dep = copy.deepcopy(find(docs, "Deployment", "ingest")[0])
+    dep["spec"]["template"]["spec"]["containers"][0]["securityContext"]["capabilities"]["drop"] = []
+    checks.check("self-test: the Pod Security check refuses a container that keeps its capabilities", bool(restricted_problems([dep])))
+    dep = copy.deepcopy(find(docs, "Deployment", "grant")[0])
+    dep["spec"]["template"]["spec"]["securityContext"].pop("runAsNonRoot", None)
+    checks.check("self-test: the Pod Security check refuses a pod that may run as root", bool(restricted_problems([dep])))
     # The bugs of issue 12, each put back: the checks must refuse them.
     # Issue 14: notifications only from Apple's addresses, at the Ingress.
     ings = ingest_ingresses(docs)
@@ -879,6 +973,14 @@ def main():
         files = [f"{d['kind']}/{d['metadata']['name']}: {p}" for d, _ in workloads(prod) for p in settings_problems(prod, d, ())]
         checks.check("production: every workload mounts the Secret files its settings name (broker credentials where "
                      "KAFKA_PROPERTIES_FILE points, the database password, the .p8 keys)", not files, "; ".join(files))
+        ns = find(prod, "Namespace")
+        checks.check("production: the namespace enforces the restricted Pod Security Standard",
+                     bool(ns) and ns[0]["metadata"].get("labels", {}).get("pod-security.kubernetes.io/enforce") == "restricted")
+        problems = restricted_problems(prod)
+        checks.check("production: every pod meets the restricted Pod Security Standard", not problems, "; ".join(problems[:6]))
+        problems = network_policy_problems(prod)
+        checks.check("production: NetworkPolicies deny by default; only grant and the operations workloads reach Postgres",
+                     not problems, "; ".join(problems[:6]))
         self_tests(prod)
     if "migrate" not in appstorectl_subcommands():
         MISSING["executable products"].add("appstorectl migrate (subcommand)")
