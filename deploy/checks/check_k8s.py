@@ -796,6 +796,73 @@ def network_policy_problems(docs):
     return problems
 
 
+def kafka_principals():
+    return json.load(open(os.path.join(REPO, "deploy", "kafka", "principals.json")))["principals"]
+
+
+def acl_problems(principals):
+    """Each stage's principal may do only what its stage does (topics.json); only enrich (and the
+    operators, for replays) may write the enriched topic grant trusts; nobody but the operators
+    and the topics job administers topics; nobody but grant writes the change stream."""
+    problems = []
+    topics = topic_catalogue()
+    admin_ops = {"Create", "Alter", "AlterConfigs", "Delete", "ClusterAction", "All"}
+    admins = {"appstore-topics", "appstore-operator"}
+
+    def grants(principal, resource, name, op):
+        for acl in principals.get(principal, {}).get("acls", []):
+            if acl["resource"] != resource or op not in acl["operations"] and "All" not in acl["operations"]:
+                continue
+            if acl["name"] == name or (acl["pattern"] == "prefixed" and name.startswith(acl["name"])) or acl["name"] == "*":
+                return True
+        return False
+
+    for principal, spec in principals.items():
+        for acl in spec["acls"]:
+            if principal not in admins and admin_ops & set(acl["operations"]):
+                problems.append(f"{principal} may {sorted(admin_ops & set(acl['operations']))} {acl['resource']} {acl['name']}")
+            if acl["name"] == "*" or (acl["pattern"] == "prefixed" and principal not in admins):
+                problems.append(f"{principal} has a wildcard or prefixed ACL on {acl['resource']} {acl['name']}")
+    for stage in ("ingest", "verify", "enrich", "grant"):
+        principal = f"appstore-{stage}"
+        inputs = [t for t in topics if t.get("consumerGroup") == f"appstore.{stage}"]
+        outputs = [t["name"] for t in topics if t.get("producer") == stage]
+        for t in topics:
+            name = t["name"]
+            if grants(principal, "topic", name, "Write") and name not in outputs:
+                problems.append(f"{principal} may write {name}, which {stage} never produces")
+            if grants(principal, "topic", name, "Read") and name not in [i["name"] for i in inputs]:
+                problems.append(f"{principal} may read {name}, which {stage} never consumes")
+        for t in inputs:
+            if not grants(principal, "topic", t["name"], "Read") or not grants(principal, "group", f"appstore.{stage}", "Read"):
+                problems.append(f"{principal} cannot read its input {t['name']} in group appstore.{stage}")
+        for name in outputs:
+            if not grants(principal, "topic", name, "Write"):
+                problems.append(f"{principal} cannot write its output {name}")
+    for topic, writers in (("appstore.notifications.enriched.v1", {"appstore-enrich", "appstore-operator"}),
+                           ("entitlements.changes.v1", {"appstore-grant"})):
+        extra = sorted(p for p in principals if p not in writers and grants(p, "topic", topic, "Write"))
+        if extra:
+            problems.append(f"{', '.join(extra)} may write {topic}")
+    return problems
+
+
+def principal_mount_problems(docs, principals):
+    """Every production workload logs in to the brokers as the principal principals.json names for it."""
+    problems = []
+    owner = {w: p for p, spec in principals.items() for w in spec["workloads"]}
+    for d, t in workloads(docs):
+        key = f"{d['kind']}/{d['metadata']['name']}"
+        secrets = [v["secret"]["secretName"] for v in t["spec"].get("volumes", []) if v.get("name") == "kafka-client" and "secret" in v]
+        if key not in owner:
+            problems.append(f"{key} has no principal in deploy/kafka/principals.json")
+            continue
+        expected = "appstore-kafka-" + owner[key].removeprefix("appstore-")
+        if secrets != [expected]:
+            problems.append(f"{key} mounts {secrets or 'no broker credentials'} instead of {expected}")
+    return problems
+
+
 def self_tests(docs):
     """The checks above must be able to fail: known-bad inputs are refused."""
     bad = copy.deepcopy(find(docs, "Deployment", "ingest")[0])
@@ -833,6 +900,22 @@ def self_tests(docs):
     dep = copy.deepcopy(find(docs, "Deployment", "grant")[0])
     dep["spec"]["template"]["spec"]["securityContext"].pop("runAsNonRoot", None)
     checks.check("self-test: the Pod Security check refuses a pod that may run as root", bool(restricted_problems([dep])))
+    principals = kafka_principals()
+    bad = copy.deepcopy(principals)
+    bad["appstore-ingest"]["acls"].append(
+        {"resource": "topic", "name": "appstore.notifications.enriched.v1", "pattern": "literal", "operations": ["Write"]})
+    checks.check("self-test: the ACL check refuses ingest writing the enriched topic", bool(acl_problems(bad)))
+    bad = copy.deepcopy(principals)
+    bad["appstore-grant"]["acls"].append({"resource": "topic", "name": "appstore.", "pattern": "prefixed", "operations": ["Create"]})
+    checks.check("self-test: the ACL check refuses a stage that may create topics", bool(acl_problems(bad)))
+    bad = copy.deepcopy(principals)
+    bad["appstore-verify"]["acls"] = [a for a in bad["appstore-verify"]["acls"] if a["resource"] != "group"]
+    checks.check("self-test: the ACL check refuses a stage that cannot read its group", bool(acl_problems(bad)))
+    dep = copy.deepcopy(find(docs, "Deployment", "ingest")[0])
+    for v in dep["spec"]["template"]["spec"]["volumes"]:
+        if v.get("name") == "kafka-client":
+            v["secret"]["secretName"] = "appstore-kafka-operator"
+    checks.check("self-test: the principal check refuses ingest logging in as the operator", bool(principal_mount_problems([dep], principals)))
     # The bugs of issue 12, each put back: the checks must refuse them.
     # Issue 14: notifications only from Apple's addresses, at the Ingress.
     ings = ingest_ingresses(docs)
@@ -980,6 +1063,14 @@ def main():
         checks.check("production: every pod meets the restricted Pod Security Standard", not problems, "; ".join(problems[:6]))
         problems = network_policy_problems(prod)
         checks.check("production: NetworkPolicies deny by default; only grant and the operations workloads reach Postgres",
+                     not problems, "; ".join(problems[:6]))
+        principals = kafka_principals()
+        problems = principal_mount_problems(prod, principals)
+        checks.check("production: every workload logs in to the brokers as its own principal (deploy/kafka/principals.json)",
+                     not problems, "; ".join(problems[:6]))
+        problems = acl_problems(principals)
+        checks.check("deploy/kafka: each stage's principal reads only its input (its group) and writes only its output and DLQ; "
+                     "only enrich writes the enriched topic, only grant the change stream, only operators administer",
                      not problems, "; ".join(problems[:6]))
         self_tests(prod)
     if "migrate" not in appstorectl_subcommands():
