@@ -143,7 +143,7 @@ let package = Package(
         // producer of it: the stages, the operator jobs, the benchmarks.
         .target(
             name: "PipelineMessages",
-            dependencies: ["PipelineRecords", "KafkaClient"]
+            dependencies: ["PipelineRecords", "KafkaClient", "EnvironmentSettings", crypto]
         ),
         // The webhook front door: HTTP in, raw topic out; app uploads authenticated (JWT or HMAC).
         .target(
@@ -184,7 +184,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PipelineRecordsTests",
-            dependencies: ["AppStore", "JSONCoding", "PipelineRecords", "PipelineMessages", "KafkaClient", "GrantWorkload", "TestSupport", crypto]
+            dependencies: ["AppStore", "JSONCoding", "PipelineRecords", "PipelineMessages", "KafkaClient", "GrantWorkload", "TestSupport", "EnvironmentSettings", crypto]
         ),
         .testTarget(
             name: "KafkaClientTests",
@@ -456,7 +456,7 @@ let package = Package(
             dependencies: [
                 "PipelineRecords", "AppStore", "AppStoreSigning", "AppStoreSimulator", "SimulatorLifecycleRoutes", "SimulatedCustomers",
                 "SimulatedDelivery", "EntitlementStore", "GrantTestSupport", "GrantWorkload", "KafkaClient", "StageRuntime",
-                "TestSupport", "PipelineOperations", asyncHTTPClient, postgresNIO, nioCore, nioHTTP1, logging,
+                "TestSupport", "PipelineOperations", "PipelineMessages", asyncHTTPClient, postgresNIO, nioCore, nioHTTP1, logging,
             ]
         ),
         .testTarget(

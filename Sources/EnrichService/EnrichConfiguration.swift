@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import EnvironmentSettings
 import Foundation
+import PipelineMessages
 
 /// What the enrich stage needs besides the runtime's settings, read from the environment at start.
 ///
@@ -19,6 +20,8 @@ public struct EnrichConfiguration: Sendable {
     /// How long a record waits for its purchase's history to show (Apple answers 404 `4040010` for
     /// a purchase it has just signed) before it is enriched from its own transaction.
     public var historyWait: Duration
+    /// The keys enrich signs each enriched record with (`RECORD_MAC_KEYS_FILE`), for grant to check.
+    public var recordKeys: RecordKeys?
 
     public static let coalesceSetting = Setting<Bool>.flag(
         "ENRICH_COALESCE", default: true, shown: "on", meaning: "records of one batch for the same purchase share one lookup (on or off)")
@@ -48,18 +51,20 @@ public struct EnrichConfiguration: Sendable {
     public static let variables =
         AppStoreAPISettings.variables + [
             coalesceSetting.help, concurrencySetting.help, replayCacheSize.help, lookupCacheTTL.help, lookupCacheSize.help,
-            verifiedJWSCacheSize.help, historyWaitSetting.help,
+            verifiedJWSCacheSize.help, historyWaitSetting.help, RecordKeys.fileSetting.help,
         ]
 
     public init(
         api: AppStoreAPISettings, coalesce: Bool = coalesceSetting.defaultValue, concurrency: Int = concurrencySetting.defaultValue,
-        caches: EnrichStage.Caches = EnrichStage.Caches(), historyWait: Duration = historyWaitSetting.defaultValue
+        caches: EnrichStage.Caches = EnrichStage.Caches(), historyWait: Duration = historyWaitSetting.defaultValue,
+        recordKeys: RecordKeys? = nil
     ) {
         self.api = api
         self.coalesce = coalesce
         self.concurrency = concurrency
         self.caches = caches
         self.historyWait = historyWait
+        self.recordKeys = recordKeys
     }
 
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
@@ -72,5 +77,6 @@ public struct EnrichConfiguration: Sendable {
             lookupTimeToLive: try env.read(Self.lookupCacheTTL),
             lookupEntries: try env.read(Self.lookupCacheSize))
         historyWait = try env.read(Self.historyWaitSetting)
+        recordKeys = try env.read(RecordKeys.fileSetting)
     }
 }

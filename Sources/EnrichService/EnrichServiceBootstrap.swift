@@ -4,6 +4,7 @@ import AsyncHTTPClient
 import EnvironmentSettings
 import Logging
 import NIOCore
+import PipelineMessages
 import ServiceLifecycle
 
 /// Builds the stage and the HTTP client it owns, for the `enrich` executable and the benchmark.
@@ -34,7 +35,13 @@ public enum EnrichServiceBootstrap {
         }
         let stage = EnrichStage(
             lookup: PurchaseLookup(client: client), outputTopic: outputTopic, coalesce: configuration.coalesce,
-            concurrency: configuration.concurrency, caches: configuration.caches, historyWait: configuration.historyWait, logger: logger)
+            concurrency: configuration.concurrency, caches: configuration.caches, historyWait: configuration.historyWait,
+            recordKeys: configuration.recordKeys, logger: logger)
+        if let keys = configuration.recordKeys {
+            logger.info("enriched records are signed", metadata: [LogKey.recordKeyID: "\(keys.keys[0].id)"])
+        } else {
+            logger.warning("RECORD_MAC_KEYS_FILE is not set: enriched records are not signed, and a grant that checks them refuses them")
+        }
         return (stage, HTTPClientService(client: http))
     }
 }

@@ -55,6 +55,8 @@ public struct EnrichStage: PipelineStage {
     public let name = "enrich"
     let lookup: PurchaseLookup
     let outputTopic: String
+    /// Signs each output for grant (``RecordKeys``); nil: outputs are not signed.
+    let recordKeys: RecordKeys?
     /// Whether records of one batch for the same purchase share one lookup.
     public let coalesce: Bool
     let concurrency: Int
@@ -72,10 +74,11 @@ public struct EnrichStage: PipelineStage {
 
     public init(
         lookup: PurchaseLookup, outputTopic: String = Topics.enriched, coalesce: Bool = true, concurrency: Int = 8,
-        caches: Caches = Caches(), historyWait: Duration = EnrichConfiguration.historyWaitSetting.defaultValue, logger: Logger,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        caches: Caches = Caches(), historyWait: Duration = EnrichConfiguration.historyWaitSetting.defaultValue,
+        recordKeys: RecordKeys? = nil, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.lookup = lookup
+        self.recordKeys = recordKeys
         self.historyWait = historyWait
         self.outputTopic = outputTopic
         self.coalesce = coalesce
@@ -331,7 +334,7 @@ public struct EnrichStage: PipelineStage {
                 LogKey.enrichLookup: "\(enrichment.lookup.rawValue)", LogKey.enrichHistory: "\(enrichment.history.count)",
             ])
         let key = rewritten ? record.key.map { Array($0.utf8) } ?? message.key : message.key
-        return EnrichedMessage.make(body: body, key: key, topic: outputTopic, following: message.headers)
+        return EnrichedMessage.make(body: body, key: key, topic: outputTopic, following: message.headers, keys: recordKeys)
     }
 
     private func now() -> Date { AppStoreJSON.date(milliseconds: AppStoreJSON.milliseconds(since1970: clock())) }

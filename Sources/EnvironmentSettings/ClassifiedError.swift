@@ -30,6 +30,8 @@ public struct StageError: ClassifiedError, CustomStringConvertible {
 
         /// The record's body is not what its topic's schema promises (not JSON, a field missing).
         public static let malformedRecord = Code(rawValue: "record.malformed")
+        /// An enriched record no key of `RECORD_MAC_KEYS_FILE` signed: not written by enrich.
+        public static let recordUnauthenticated = Code(rawValue: "record.unauthenticated")
         /// A stage returned fewer results than records: a bug in the stage.
         public static let returnedNothing = Code(rawValue: "stage.returned_nothing")
         /// An error that says nothing about itself; treated as permanent.

@@ -85,6 +85,8 @@ public enum LogKey {
     public static let postgresTarget = "postgres.target"
     public static let migrationVersion = "migration.version"
     public static let migrationName = "migration.name"
+    /// The key ID enriched records are signed with (never the key).
+    public static let recordKeyID = "record.key_id"
     public static let migrationsApplied = "migration.applied"
 
     public static let consumptionApps = "consumption.apps"

@@ -35,9 +35,12 @@ public enum GrantBootstrap {
             logger: logger)
         let stage = GrantStage(
             store: store, policy: grant.policy, concurrentTransactions: grant.concurrentTransactions, gatherWindow: grant.gatherWindow,
-            logger: logger
+            recordKeys: grant.recordKeys, logger: logger
         ) {
             publisher.notify()
+        }
+        if grant.recordKeys == nil {
+            logger.warning("RECORD_MAC_KEYS_FILE is not set: enriched records are applied without checking that enrich wrote them")
         }
         return Parts(stage: stage, store: store, services: [client, outboxProducer, publisher])
     }

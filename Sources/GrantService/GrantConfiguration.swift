@@ -2,6 +2,7 @@ import EntitlementStore
 import EnvironmentSettings
 import Foundation
 import GrantDecision
+import PipelineMessages
 import StageRuntime
 
 /// What grant reads from its environment besides the stage runtime's variables. Each value is
@@ -22,6 +23,9 @@ public struct GrantConfiguration: Sendable {
     public var concurrentTransactions: Int
     /// How long a transaction started by an arriving batch waits for the batches arriving with it.
     public var gatherWindow: Duration
+    /// The keys an enriched record must be signed with to be applied (`RECORD_MAC_KEYS_FILE`); nil:
+    /// records are applied unchecked.
+    public var recordKeys: RecordKeys?
 
     public static let productsFileSetting = Setting<String?>.optional(
         "ENTITLEMENTS_PRODUCTS_FILE",
@@ -58,14 +62,15 @@ public struct GrantConfiguration: Sendable {
             productsFileSetting.help, expiryLeeway.help, transferPolicy.help, proratedRefund.help, rescindedConsent.help, outboxPoll.help,
             outboxBatch.help,
             outboxGather.help,
-            concurrentTransactionsSetting.help, gatherWindowSetting.help,
+            concurrentTransactionsSetting.help, gatherWindowSetting.help, RecordKeys.fileSetting.help,
         ]
 
     public init(
         store: StoreConfiguration, policy: GrantPolicy, productsFile: String? = nil,
         outboxPollInterval: Duration = outboxPoll.defaultValue, outboxBatchSize: Int = outboxBatch.defaultValue,
         outboxGatherWindow: Duration = outboxGather.defaultValue,
-        concurrentTransactions: Int = concurrentTransactionsSetting.defaultValue, gatherWindow: Duration = gatherWindowSetting.defaultValue
+        concurrentTransactions: Int = concurrentTransactionsSetting.defaultValue, gatherWindow: Duration = gatherWindowSetting.defaultValue,
+        recordKeys: RecordKeys? = nil
     ) {
         self.store = store
         self.policy = policy
@@ -75,6 +80,7 @@ public struct GrantConfiguration: Sendable {
         self.outboxGatherWindow = outboxGatherWindow
         self.concurrentTransactions = concurrentTransactions
         self.gatherWindow = gatherWindow
+        self.recordKeys = recordKeys
     }
 
     public init(environment env: EnvironmentReader) throws(ConfigurationError) {
@@ -101,5 +107,6 @@ public struct GrantConfiguration: Sendable {
         outboxGatherWindow = try env.read(Self.outboxGather)
         concurrentTransactions = try env.read(Self.concurrentTransactionsSetting)
         gatherWindow = try env.read(Self.gatherWindowSetting)
+        recordKeys = try env.read(RecordKeys.fileSetting)
     }
 }

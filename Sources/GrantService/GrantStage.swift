@@ -19,6 +19,8 @@ public struct GrantStage: PipelineStage {
     let merger: TransactionMerger
     let policy: GrantPolicy
     let committed: @Sendable () -> Void
+    /// When set, a record no listed key signed is dead-lettered (`grant.record_unauthenticated`).
+    let recordKeys: RecordKeys?
     let logger: Logger
 
     /// - Parameters:
@@ -28,9 +30,10 @@ public struct GrantStage: PipelineStage {
     public init(
         store: EntitlementStore, policy: GrantPolicy,
         concurrentTransactions: Int = GrantConfiguration.concurrentTransactionsSetting.defaultValue,
-        gatherWindow: Duration = GrantConfiguration.gatherWindowSetting.defaultValue, logger: Logger,
+        gatherWindow: Duration = GrantConfiguration.gatherWindowSetting.defaultValue, recordKeys: RecordKeys? = nil, logger: Logger,
         committed: @escaping @Sendable () -> Void = {}
     ) {
+        self.recordKeys = recordKeys
         self.merger = TransactionMerger(store: store, maximumConcurrentTransactions: concurrentTransactions, gatherWindow: gatherWindow)
         self.policy = policy
         self.logger = logger
@@ -47,6 +50,10 @@ public struct GrantStage: PipelineStage {
         var events: [GrantEvent] = []
         var positions: [Int] = []
         for (i, message) in batch.enumerated() {
+            if let refusal = recordKeys?.refusal(message.value, headers: message.headers) {
+                results[i] = .failure(StageError.permanent(.recordUnauthenticated, refusal))
+                continue
+            }
             do {
                 let record = try EnrichedRecord.decode(message.value)
                 var event = try GrantEvent(record)

@@ -63,17 +63,22 @@ public enum VerifiedMessage {
 /// A record of `appstore.notifications.enriched.v1`: keyed like the verified record it extends.
 public enum EnrichedMessage {
     /// enrich's output for the verified record `input`: same key, the input's headers carried.
+    /// With `keys`, the body is signed (``RecordKeys``) so grant can tell it came from enrich.
     public static func make(
-        body: [UInt8], key: [UInt8]?, topic: String = Topics.enriched, following input: [KafkaHeader]
+        body: [UInt8], key: [UInt8]?, topic: String = Topics.enriched, following input: [KafkaHeader], keys: RecordKeys? = nil
     )
         -> KafkaOutgoingMessage
     {
-        KafkaOutgoingMessage(topic: topic, key: key, value: body, headers: PipelineHeader.carried(from: input, schema: Topics.enriched))
+        var headers = PipelineHeader.carried(from: input, schema: Topics.enriched).filter { $0.key != RecordKeys.header }
+        if let keys { headers.append(keys.seal(body)) }
+        return KafkaOutgoingMessage(topic: topic, key: key, value: body, headers: headers)
     }
 
     /// An enriched record written without a verified input (the grant benchmark's replay):
     /// keyed and headed as enrich would write it, received at `receivedAt`.
-    public static func make(_ record: EnrichedRecord, topic: String = Topics.enriched, receivedAt: Date) throws -> KafkaOutgoingMessage {
+    public static func make(
+        _ record: EnrichedRecord, topic: String = Topics.enriched, receivedAt: Date, keys: RecordKeys? = nil
+    ) throws -> KafkaOutgoingMessage {
         let verified = record.verified
         guard let key = verified.key else { throw VerifiedMessage.UnkeyedRecord() }
         return make(
@@ -81,7 +86,7 @@ public enum EnrichedMessage {
             following: [
                 KafkaHeader(key: PipelineHeader.source, string: verified.source),
                 KafkaHeader(key: PipelineHeader.receivedAt, string: Timestamp.iso8601(receivedAt)),
-            ])
+            ], keys: keys)
     }
 }
 

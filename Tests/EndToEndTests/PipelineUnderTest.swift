@@ -45,6 +45,8 @@ final class PipelineUnderTest: @unchecked Sendable {
     }
 
     var simURL: String { "http://127.0.0.1:\(ports["appstore-sim"]!)" }
+    /// The keys enrich signs enriched records with and grant checks (`RECORD_MAC_KEYS_FILE`).
+    var recordKeys: URL { stateDirectory.appendingPathComponent("record-mac.keys") }
 
     /// Creates the topics and the database, starts the simulator and the four stages, and waits
     /// until every consuming stage is ready.
@@ -71,6 +73,9 @@ final class PipelineUnderTest: @unchecked Sendable {
             "KAFKA_HEARTBEAT_INTERVAL_MS": "2000", "KAFKA_FETCH_WAIT_MAX_MS": "25", "LOG_LEVEL": "warning",
         ]
         let apps = ["APPSTORE_APPS": "\(bundleId)::Sandbox", "APPSTORE_TRUSTED_ROOTS": root.path]
+        // enrich signs what it writes; grant applies only what these keys signed.
+        try "e2e \(Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString())\n"
+            .write(to: recordKeys, atomically: true, encoding: .utf8)
         func stageEnvironment(_ stage: Stage, input: String?, output: String?, dlq: String?) -> [String: String] {
             var env = kafka
             env["HTTP_HOST"] = "127.0.0.1"
@@ -93,6 +98,7 @@ final class PipelineUnderTest: @unchecked Sendable {
             .merging([
                 "APPSTORE_API_CREDENTIALS": "\(bundleId):\(key["issuerId"]!):\(key["keyId"]!):\(key["privateKeyPath"]!)",
                 "APPSTORE_API_BASE_URL": simURL, "APPSTORE_API_RATE_SCALE": "20", "RETRY_MAX_MS": "2000",
+                "RECORD_MAC_KEYS_FILE": recordKeys.path,
             ]) { a, _ in a }
         environments["grant"] = stageEnvironment(.grant, input: Topics.enriched, output: Topics.entitlementChanges, dlq: Topics.grantDeadLetters)
             .merging(apps) { a, _ in a }
@@ -105,7 +111,7 @@ final class PipelineUnderTest: @unchecked Sendable {
             .merging([
                 "POSTGRES_HOST": ScratchDatabase.host, "POSTGRES_PORT": "\(ScratchDatabase.port)", "POSTGRES_DATABASE": database,
                 "POSTGRES_TLS": "disable", "ENTITLEMENTS_PRODUCTS_FILE": products.path, "GRANT_EXPIRY_LEEWAY_S": "\(leeway)",
-                "RETRY_MAX_MS": "2000",
+                "RETRY_MAX_MS": "2000", "RECORD_MAC_KEYS_FILE": recordKeys.path,
             ]) { a, _ in a }
         for stage in Stage.allCases {
             ports[stage.rawValue] = Int(environments[stage.rawValue]!["HTTP_PORT"]!)

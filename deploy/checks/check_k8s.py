@@ -863,6 +863,29 @@ def principal_mount_problems(docs, principals):
     return problems
 
 
+def record_mac_problems(docs):
+    """enrich signs and grant checks enriched records with the same mounted Secret; no other
+    workload holds it (a compromised ingest must not be able to sign a forged record)."""
+    problems, secrets = [], {}
+    for d, t in workloads(docs):
+        spec = t["spec"]
+        name = d["metadata"]["name"]
+        mounted = {v["secret"]["secretName"] for v in spec.get("volumes", []) if "secret" in v and v["secret"]["secretName"] == "appstore-record-mac"}
+        if name in ("enrich", "grant"):
+            c = next(c for c in spec["containers"] if c["name"] == name)
+            path = container_env(docs, c).get("RECORD_MAC_KEYS_FILE") or ""
+            vol = mounted_file(spec, c, path) if path else None
+            if not (vol and "secret" in vol):
+                problems.append(f"{name}: RECORD_MAC_KEYS_FILE is not set to a file of a mounted Secret")
+            else:
+                secrets[name] = vol["secret"]["secretName"]
+        elif mounted:
+            problems.append(f"{d['kind']}/{name} mounts appstore-record-mac, which only enrich and grant may hold")
+    if len(set(secrets.values())) > 1:
+        problems.append(f"enrich and grant read different Secrets: {secrets}")
+    return problems
+
+
 def self_tests(docs):
     """The checks above must be able to fail: known-bad inputs are refused."""
     bad = copy.deepcopy(find(docs, "Deployment", "ingest")[0])
@@ -900,6 +923,13 @@ def self_tests(docs):
     dep = copy.deepcopy(find(docs, "Deployment", "grant")[0])
     dep["spec"]["template"]["spec"]["securityContext"].pop("runAsNonRoot", None)
     checks.check("self-test: the Pod Security check refuses a pod that may run as root", bool(restricted_problems([dep])))
+    bad = copy.deepcopy(find(docs, "Deployment", "grant"))
+    for c in bad[0]["spec"]["template"]["spec"]["containers"]:
+        c["env"] = [e for e in c.get("env", []) if e["name"] != "RECORD_MAC_KEYS_FILE"]
+    checks.check("self-test: the record MAC check refuses a grant that does not check records", bool(record_mac_problems(bad)))
+    bad = copy.deepcopy(find(docs, "Deployment", "ingest"))
+    bad[0]["spec"]["template"]["spec"]["volumes"].append({"name": "record-mac", "secret": {"secretName": "appstore-record-mac"}})
+    checks.check("self-test: the record MAC check refuses ingest holding the key", bool(record_mac_problems(bad)))
     principals = kafka_principals()
     bad = copy.deepcopy(principals)
     bad["appstore-ingest"]["acls"].append(
@@ -1064,6 +1094,9 @@ def main():
         problems = network_policy_problems(prod)
         checks.check("production: NetworkPolicies deny by default; only grant and the operations workloads reach Postgres",
                      not problems, "; ".join(problems[:6]))
+        problems = record_mac_problems(prod)
+        checks.check("production: enrich signs and grant checks enriched records with one Secret no other workload mounts",
+                     not problems, "; ".join(problems))
         principals = kafka_principals()
         problems = principal_mount_problems(prod, principals)
         checks.check("production: every workload logs in to the brokers as its own principal (deploy/kafka/principals.json)",
