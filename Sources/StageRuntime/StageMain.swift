@@ -29,12 +29,8 @@ public enum StageMain {
         let extra: [any Service]
         do {
             (stage, extra) = try await makeStage(config, env, logger)
-        } catch let error as ConfigurationError {
-            FileHandle.standardError.write(Data("\(error)\n".utf8))
-            exit(78)
         } catch {
-            logger.critical("could not start", error: error)
-            exit(1)
+            exitFailedStart(error, logger: logger)
         }
         // The stage and its services stay alive until the process exits: a failure below is logged
         // before anything they hold (an HTTP client not yet shut down) is released.
@@ -58,12 +54,18 @@ public enum StageMain {
                 ])
             await ProcessBootstrap.run(
                 [probes] + extra + [producer, runner.consumer, runner], shutdownTimeout: config.shutdownTimeout, logger: logger)
-        } catch let error as ConfigurationError {
+        } catch {
+            exitFailedStart(error, logger: logger)
+        }
+    }
+
+    /// A bad setting exits 78 with its one line; anything else is logged and exits 1.
+    static func exitFailedStart(_ error: any Error, logger: Logger) -> Never {
+        if let error = error as? ConfigurationError {
             FileHandle.standardError.write(Data("\(error)\n".utf8))
             exit(78)
-        } catch {
-            logger.critical("could not start", error: error)
-            exit(1)
         }
+        logger.critical("could not start", error: error)
+        exit(1)
     }
 }
