@@ -82,6 +82,26 @@ struct LeastPrivilegeTests {
         }
     }
 
+    @Test("an owner without CREATEROLE migrates a new database once the roles exist (a managed database's administrator made them)")
+    func ownerWithoutCreateRole() async throws {
+        try await ScratchDatabase.with(migrate: false) { db in
+            let owner = "t_owner_\(UUID().uuidString.prefix(8).lowercased())"
+            // The roles exist in the cluster (a database migrated before, or the administrator).
+            try await ScratchDatabase.with { _ in }
+            try await ScratchDatabase.admin("CREATE ROLE \(owner) LOGIN NOCREATEROLE")
+            try await ScratchDatabase.admin("ALTER DATABASE \(db.name) OWNER TO \(owner)")
+            var configuration = db.configuration
+            configuration.username = owner
+            let applied = try await configuration.withTemporaryClient(logger: ScratchDatabase.logger) { client in
+                try await Migrator(migrations: Migration.load(directory: ScratchDatabase.migrationsDirectory))
+                    .migrate(client: client, logger: ScratchDatabase.logger)
+            }
+            #expect(applied.contains(21))
+            try await ScratchDatabase.admin("DROP DATABASE IF EXISTS \(db.name) WITH (FORCE)")
+            try await ScratchDatabase.admin("DROP ROLE IF EXISTS \(owner)")
+        }
+    }
+
     @Test("every PL/pgSQL function resolves names in its own schema; a new one that does not pin search_path is refused")
     func pinnedSearchPath() async throws {
         try await ScratchDatabase.with { db in

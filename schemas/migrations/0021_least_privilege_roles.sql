@@ -5,16 +5,20 @@
 --                     DROP, and it cannot rewrite which migrations were applied.
 --   appstore_support  read only: support queries and dashboards.
 -- Operators make their login roles members (CREATE ROLE grant_login LOGIN IN ROLE appstore_grant).
+-- Creating a role needs CREATEROLE; where the migrating role lacks it (some managed databases), an
+-- administrator creates the two roles first and this migration only grants.
 DO $roles$
+DECLARE
+    name text;
 BEGIN
-    BEGIN
-        CREATE ROLE appstore_grant NOLOGIN;
-    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;  -- another database of the cluster made it
-    END;
-    BEGIN
-        CREATE ROLE appstore_support NOLOGIN;
-    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
-    END;
+    FOREACH name IN ARRAY ARRAY['appstore_grant', 'appstore_support'] LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = name) THEN
+            BEGIN
+                EXECUTE format('CREATE ROLE %I NOLOGIN', name);
+            EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;  -- another database of the cluster made it meanwhile
+            END;
+        END IF;
+    END LOOP;
 END
 $roles$;
 
