@@ -184,7 +184,10 @@ let package = Package(
         ),
         .testTarget(
             name: "PipelineRecordsTests",
-            dependencies: ["AppStore", "JSONCoding", "PipelineRecords", "PipelineMessages", "KafkaClient", "GrantWorkload", "TestSupport", "EnvironmentSettings", crypto]
+            dependencies: [
+                "AppStore", "JSONCoding", "PipelineRecords", "PipelineMessages", "KafkaClient", "GrantWorkload", "TestSupport", "EnvironmentSettings",
+                crypto,
+            ]
         ),
         .testTarget(
             name: "KafkaClientTests",
