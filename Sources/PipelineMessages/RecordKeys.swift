@@ -71,14 +71,14 @@ public struct RecordKeys: Sendable {
     }
 
     /// The `record-mac` header for `body`, signed with the first key.
-    public func seal(_ body: some Collection<UInt8>) -> KafkaHeader {
+    public func seal(_ body: [UInt8]) -> KafkaHeader {
         let signing = keys[0]
-        let mac = HMAC<SHA256>.authenticationCode(for: Array(body), using: signing.key)
+        let mac = HMAC<SHA256>.authenticationCode(for: body, using: signing.key)
         return KafkaHeader(key: Self.header, string: "\(signing.id):\(Data(mac).base64EncodedString())")
     }
 
     /// Why `body` with `headers` is not a record enrich signed, or nil when one of the keys did.
-    public func refusal(_ body: some Collection<UInt8>, headers: [KafkaHeader]) -> String? {
+    public func refusal(_ body: [UInt8], headers: [KafkaHeader]) -> String? {
         guard let value = headers.last(where: { $0.key == Self.header })?.stringValue else {
             return "the record carries no \(Self.header) header: enrich did not write it"
         }
@@ -89,7 +89,7 @@ public struct RecordKeys: Sendable {
         guard let key = keys.first(where: { $0.id == id }) else {
             return "the record is signed with key \(id.prefix(40)), which is not among RECORD_MAC_KEYS_FILE's"
         }
-        guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: Array(body), using: key.key) else {
+        guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: body, using: key.key) else {
             return "the record's MAC does not match its body: it was changed or forged"
         }
         return nil
