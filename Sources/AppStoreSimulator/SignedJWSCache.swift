@@ -8,8 +8,9 @@ import Synchronization
 /// answer. Each entry keeps the content it signed (with `signedDate` cleared), so a lookup hits only
 /// when the data is unchanged and any change — a refund, an extension, a renewal-info override, a
 /// status that turned with the clock — is signed anew. A version's `signedDate` is therefore when
-/// it was first signed, not when it was last served (Apple re-signs per answer; nothing in the
-/// pipeline depends on that).
+/// it was first signed, not when it was last served. Apple re-signs per answer and grant orders
+/// lookups by the newest `signedDate` in them, so every answer also carries at least one JWS signed
+/// as it is made (each purchase's last transaction on a history page, each status's renewal info).
 ///
 /// Bounded by AppStore's `GenerationalCache`: about the `capacity` most recently used entries.
 final class SignedJWSCache<Content: Hashable & Sendable>: Sendable {

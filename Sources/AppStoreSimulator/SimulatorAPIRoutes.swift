@@ -124,8 +124,20 @@ struct SimulatorAPIRoutes: Sendable {
         let response = HistoryResponse(
             revision: PageToken.make(next), hasMore: next < matching.count, bundleId: bundleId,
             appAppleId: store.appAppleIds[bundleId], environment: .sandbox,
-            signedTransactions: try page.map { t throws(SimulatorError) in try signing.sign(t) })
+            signedTransactions: try Self.signedAsAnswered(page, signing))
         return try Self.json(response)
+    }
+
+    /// A history page signed: each purchase's last transaction on the page as of now, the rest from
+    /// the cache. Enrich narrows a page to one purchase, so whatever it keeps has a newest signedDate
+    /// of when the page was answered, as with Apple (see ``SimulatorSigning/signedRenewalInfoAsOfNow(of:)``).
+    static func signedAsAnswered(_ page: [JWSTransactionDecodedPayload], _ signing: SimulatorSigning) throws(SimulatorError) -> [String] {
+        var lastOfPurchase: [String: Int] = [:]
+        for (index, transaction) in page.enumerated() { lastOfPurchase[transaction.originalTransactionId ?? ""] = index }
+        let fresh = Set(lastOfPurchase.values)
+        return try page.indices.map { i throws(SimulatorError) in
+            fresh.contains(i) ? try signing.signAsOfNow(page[i]) : try signing.sign(page[i])
+        }
     }
 
     func statuses(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) throws -> Response {
@@ -142,7 +154,7 @@ struct SimulatorAPIRoutes: Sendable {
             guard wanted.isEmpty || wanted.contains(status.rawValue) else { continue }
             let item = LastTransactionsItem(
                 status: status, originalTransactionId: latest.originalTransactionId,
-                signedTransactionInfo: try signing.sign(latest), signedRenewalInfo: try signing.signedRenewalInfo(of: latest))
+                signedTransactionInfo: try signing.sign(latest), signedRenewalInfo: try signing.signedRenewalInfoAsOfNow(of: latest))
             groups[latest.subscriptionGroupIdentifier ?? "", default: []].append(item)
         }
         let data = groups.keys.sorted().map { SubscriptionGroupIdentifierItem(subscriptionGroupIdentifier: $0, lastTransactions: groups[$0]) }

@@ -45,6 +45,16 @@ struct SimulatorSigning: Sendable {
         }
     }
 
+    /// A subscription's renewal info signed as of now, never from the cache: each status answer
+    /// carries one, so the newest `signedDate` of every lookup enrich makes is when the simulator
+    /// answered, as with Apple, who signs every answer anew. Grant orders lookups of one purchase by
+    /// that date; a cached, older one would let a stale answer tie with (or beat) a newer one.
+    func signedRenewalInfoAsOfNow(of latest: JWSTransactionDecodedPayload) throws(SimulatorError) -> String {
+        var info = renewalInfo(of: latest)
+        info.signedDate = store.now()
+        return try sign(payload: info)
+    }
+
     /// The JWS held for `key` and `content`, or `content` dated now by `date`, signed and kept.
     private func cached<Content: Hashable & Sendable & Encodable>(
         _ cache: SignedJWSCache<Content>, key: String?, content: Content, date: (inout Content, Date) -> Void

@@ -3,11 +3,13 @@ import Foundation
 /// The order in which facts about one purchase supersede each other.
 ///
 /// Apple's notifications arrive late, duplicated and out of order, so arrival order means nothing.
-/// What counts is the moment a fact describes: for an event enriched from the App Store Server API
-/// that is when the API answered (`fetchedAt`: the history and status are the truth at that
-/// moment, whichever notification carried them); for an event that is its own truth (a consumable's
-/// transaction) it is the transaction's `signedDate`. Ties break on the event key, so the order is
-/// total and every replay picks the same winner.
+/// What counts is the moment a fact describes, by Apple's clock: for an event enriched from the App
+/// Store Server API that is when Apple answered (the newest `signedDate` Apple put in the answer or
+/// the event: the history and status are the truth at that moment, whichever notification carried
+/// them); for an event that is its own truth (a consumable's transaction) it is the transaction's
+/// `signedDate`. No host's clock takes part, so a skewed or stepped-back enrich cannot make a newer
+/// fact look stale. Ties break on the event key, so the order is total and every replay picks the
+/// same winner.
 public struct EventVersion: Hashable, Comparable, Codable, Sendable {
     /// The moment the facts describe.
     public var asOf: Date

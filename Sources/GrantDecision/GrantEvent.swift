@@ -182,10 +182,14 @@ public struct GrantEvent: Hashable, Sendable {
         }
         massExtension = MassExtensionFacts(verified, transaction: verified.transaction ?? transaction)
 
-        // History is the truth as of when the API answered; a transaction alone, as of its signing.
+        // History is the truth as of when Apple answered; a transaction alone, as of its signing.
+        // Both by Apple's clock: a host's (enrich's `fetchedAt`) may be skewed or stepped back, which
+        // would make a newer fact (a refund) look older than the state it must replace.
         let asOf: Date
         switch enrichment.lookup {
-        case .history: asOf = enrichment.fetchedAt
+        case .history:
+            let signed = [enrichment.newestSignedDate, signedDate, transaction?.signedDate, renewalInfo?.signedDate].compactMap { $0 }
+            asOf = signed.max() ?? enrichment.fetchedAt
         case .transactionOnly, .none: asOf = transaction?.signedDate ?? signedDate ?? enrichment.fetchedAt
         }
         version = EventVersion(asOf: asOf, eventKey: eventKey)

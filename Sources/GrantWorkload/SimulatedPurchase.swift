@@ -148,13 +148,24 @@ public struct SimulatedPurchase: Sendable {
             kind: .transaction, source: "app-upload", environment: environment, bundleId: bundleId, appAppleId: 1234,
             originalTransactionId: originalTransactionId, transactionId: tx?.transactionId, transaction: tx, hints: hints,
             signedTransaction: "h.\(tx?.transactionId ?? "-").s", verifiedAt: now)
-        let history = transactions.sorted { ($0.purchaseDate ?? .distantPast) < ($1.purchaseDate ?? .distantPast) }
+        let fetchedAt = now.addingTimeInterval(fetchDelay)
+        let history = signedHistory(at: fetchedAt)
         let apple = history.last(where: { $0.appAccountToken != nil })?.appAccountToken ?? tx?.appAccountToken
         let enrichment = Enrichment(
             lookup: .history, history: history, inForceTransactionId: history.last?.transactionId,
             appAccountToken: apple ?? hint, appAccountTokenSource: apple != nil ? .history : (hint != nil ? .appHint : nil),
-            fetchedAt: now.addingTimeInterval(fetchDelay))
+            fetchedAt: fetchedAt)
         return EnrichedRecord(verified: verified, enrichment: enrichment)
+    }
+
+    /// The purchase's transactions as Apple's history answers at `answeredAt`: each signed then
+    /// (Apple signs every answer anew), sorted as enrich sorts them.
+    func signedHistory(at answeredAt: Date) -> [JWSTransactionDecodedPayload] {
+        transactions.map { t -> JWSTransactionDecodedPayload in
+            var t = t
+            t.signedDate = answeredAt
+            return t
+        }.sorted { ($0.purchaseDate ?? .distantPast, $0.transactionId ?? "") < ($1.purchaseDate ?? .distantPast, $1.transactionId ?? "") }
     }
 
     /// The enriched record of a notification Apple sends now.
@@ -186,11 +197,7 @@ public struct SimulatedPurchase: Sendable {
         let enrichment: Enrichment
         switch lookup {
         case .history:
-            let history = transactions.map { t -> JWSTransactionDecodedPayload in
-                var t = t
-                t.signedDate = fetchedAt
-                return t
-            }.sorted { ($0.purchaseDate ?? .distantPast, $0.transactionId ?? "") < ($1.purchaseDate ?? .distantPast, $1.transactionId ?? "") }
+            let history = signedHistory(at: fetchedAt)
             var statusTx = history.last
             statusTx?.signedDate = fetchedAt
             var statusRenewal = renewal

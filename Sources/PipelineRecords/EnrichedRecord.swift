@@ -7,8 +7,8 @@ import JSONCoding
 /// gave for its purchase when enrich looked it up.
 ///
 /// Grant decides from this alone. The event (``verified``) says what happened; the ``enrichment``
-/// says where the purchase stands as of ``Enrichment/fetchedAt`` — which is what makes late,
-/// duplicated and reordered notifications converge to the same entitlements.
+/// says where the purchase stands when Apple answered (``Enrichment/newestSignedDate``) — which is
+/// what makes late, duplicated and reordered notifications converge to the same entitlements.
 public struct EnrichedRecord: Codable, Hashable, Sendable {
     /// The verified record, unchanged.
     public var verified: VerifiedRecord
@@ -92,8 +92,9 @@ public struct Enrichment: Codable, Hashable, Sendable {
     public var appAccountToken: UUID?
     /// Where ``appAccountToken`` came from.
     public var appAccountTokenSource: AppAccountTokenSource?
-    /// When the API answered (the moment this truth describes); for ``Lookup/none`` and
-    /// ``Lookup/transactionOnly``, when enrich processed the record.
+    /// When the API answered by enrich's clock; for ``Lookup/none`` and ``Lookup/transactionOnly``,
+    /// when enrich processed the record. Kept for operators and enrich's own caches; grant orders
+    /// facts by Apple's clock (``newestSignedDate``), never by this.
     public var fetchedAt: Date
 
     public init(
@@ -108,6 +109,18 @@ public struct Enrichment: Codable, Hashable, Sendable {
         self.appAccountToken = appAccountToken
         self.appAccountTokenSource = appAccountTokenSource
         self.fetchedAt = fetchedAt
+    }
+
+    /// The newest `signedDate` of the JWS Apple answered with (history, the status's transaction and
+    /// renewal info): when Apple made the answer, by Apple's clock. Apple signs its answers anew on
+    /// each request, so this orders two lookups of one purchase without trusting the clock of the
+    /// host that made them (``fetchedAt``).
+    public var newestSignedDate: Date? {
+        var newest = history.lazy.compactMap(\.signedDate).max()
+        for date in [subscriptionStatus?.transaction?.signedDate, subscriptionStatus?.renewalInfo?.signedDate] {
+            if let date, newest.map({ date > $0 }) ?? true { newest = date }
+        }
+        return newest
     }
 
     /// The transaction in force, looked up in ``history``.

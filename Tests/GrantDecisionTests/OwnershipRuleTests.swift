@@ -111,7 +111,11 @@ struct OwnershipRuleTests {
         #expect(late.verified.transaction?.appAccountToken == alice)
         late.enrichment.appAccountToken = bob
         late.enrichment.fetchedAt = moved.enrichment.fetchedAt.addingTimeInterval(60)
-        late.enrichment.history = moved.enrichment.history
+        late.enrichment.history = moved.enrichment.history.map { tx in
+            var tx = tx
+            tx.signedDate = late.enrichment.fetchedAt
+            return tx
+        }
         let ledger = try everyOrder([buy, late, moved], policy: Self.refuse)
         #expect(owner(ledger, policy: Self.refuse) == bob)
         #expect(status(ledger, alice, policy: Self.refuse) == .superseded)

@@ -47,6 +47,27 @@ struct RuleTests {
         #expect(ledger.rows(source: "sub-1").allSatisfy { !$0.active })
     }
 
+    /// Issue 28's clock-skew case: enrich replicas disagree about the time, Apple does not.
+    @Test("a refund enriched by an instance whose clock runs 120 s behind another's still revokes, in either order")
+    func skewedEnrichClock() throws {
+        var sub = subscription()
+        // Enriched by an instance 120 s fast: its fetchedAt is in the future, Apple's signatures are not.
+        var buy = sub.notify(.subscribed, .initialBuy)
+        buy.enrichment.fetchedAt = buy.enrichment.fetchedAt.addingTimeInterval(120)
+        sub.advance(30)
+        sub.revokeLatest(.refundFull)
+        sub.status = .revoked
+        // The partition moved to an instance with the right clock: its fetchedAt is older than the purchase's.
+        let refund = sub.notify(.refund)
+        #expect(refund.enrichment.fetchedAt < buy.enrichment.fetchedAt)
+        for order in [[buy, refund], [refund, buy]] {
+            var ledger = InMemoryLedger(policy: testPolicy)
+            for record in order { try ledger.apply(record) }
+            #expect(ledger.purchases.values.first?.lifecycle == .revoked)
+            #expect(ledger.rows(source: "sub-1").allSatisfy { !$0.active })
+        }
+    }
+
     @Test("a newer snapshot wins whichever notification carried it")
     func newerSnapshotWins() throws {
         var sub = subscription()
