@@ -16,6 +16,21 @@ public struct AppStoreAPISettings: Sendable {
     public var client: AppStoreServerAPIClient.Configuration
     /// Most answer JWS remembered as verified, byte for byte (0: every JWS verified every time).
     public var verifiedJWSCacheEntries: Int
+    /// The part of each app's budget kept for appstorectl's jobs (``jobsShare``); enrich spends the rest.
+    public var jobsBudgetShare: Double = Self.jobsShare.defaultValue
+
+    /// These settings for the stage: its replicas together spend all but the jobs' part of each
+    /// app's budget (each its part, ``RateLimiter/setPart(_:)``).
+    public var forEnrich: AppStoreAPISettings { spending(1 - jobsBudgetShare) }
+
+    /// These settings for appstorectl's jobs: the part of each app's budget enrich leaves them.
+    public var forJobs: AppStoreAPISettings { spending(jobsBudgetShare) }
+
+    private func spending(_ share: Double) -> AppStoreAPISettings {
+        var settings = self
+        settings.client.rateLimits.share = min(1, max(0, share))
+        return settings
+    }
 
     /// Names key files or variables holding keys, not the keys: the PEM itself is read as a secret.
     public static let credentialsSetting = Setting<String>.required(
@@ -31,6 +46,11 @@ public struct AppStoreAPISettings: Sendable {
         meaning: "share of Apple's documented per-endpoint limit to use (Sandbox limits are 10 %); above 1 only against the simulator")
     public static let rateBurst = Setting<Int>.int(
         "APPSTORE_API_RATE_BURST_S", default: 10, in: 1...3600, meaning: "seconds' worth of requests that may be sent at once")
+    public static let jobsShare = Setting<Double>.number(
+        "APPSTORE_API_JOBS_SHARE", default: 0.2, in: 0...0.9,
+        meaning:
+            "part of each app's API budget kept for appstorectl's jobs (backfill, reconcile, …); enrich's replicas split the rest by the partitions each owns"
+    )
 
     /// The apps a grant-side job opts in with `setting` (comma-separated bundle IDs) and the API
     /// settings it calls Apple with, each app needing a key; nil when `setting` names none (the job is off).
@@ -51,7 +71,7 @@ public struct AppStoreAPISettings: Sendable {
     /// The variables, for `--help`.
     public static let variables = [
         AppStoreTrustSettings.appsSetting.help, AppStoreTrustSettings.trustedRootsSetting.help, credentialsSetting.help, baseURL.help, timeout.help,
-        rateScale.help, rateBurst.help,
+        rateScale.help, rateBurst.help, jobsShare.help,
     ]
 
     public init(
@@ -105,6 +125,7 @@ public struct AppStoreAPISettings: Sendable {
         }
         let scale = try env.read(Self.rateScale)
         let burst = try env.read(Self.rateBurst)
+        jobsBudgetShare = try env.read(Self.jobsShare)
         client = AppStoreServerAPIClient.Configuration(
             credentials: credentials, baseURLOverride: baseURL,
             requestTimeout: try env.read(Self.timeout),

@@ -4,8 +4,9 @@ import Synchronization
 
 /// How fast the client may call Apple.
 ///
-/// Apple counts per app and endpoint and enforces hourly. The limiter allows each (key, bundle ID,
-/// environment, endpoint) ``scale`` × Apple's documented rate, with bursts of ``burst`` worth of
+/// Apple counts per app and endpoint and enforces hourly, whichever process calls. The limiter
+/// allows each (key, bundle ID, environment, endpoint) ``scale`` × Apple's documented rate ×
+/// ``share`` × this process's ``RateLimiter/part`` of that, with bursts of ``burst`` worth of
 /// requests, and makes callers wait (never fail) when they are ahead. A scale above 1 is only
 /// sensible against the simulator.
 public struct RateLimitPolicy: Hashable, Sendable {
@@ -15,14 +16,19 @@ public struct RateLimitPolicy: Hashable, Sendable {
     public var burst: Duration
     /// False turns the limiter off (tests of Apple's own 429 handling).
     public var isEnabled: Bool
+    /// The part (0…1) of each app's budget that the processes sharing this configuration spend
+    /// together (`APPSTORE_API_JOBS_SHARE` splits it between enrich and the recovery jobs); each
+    /// process spends its ``RateLimiter/part`` of it.
+    public var share: Double
 
-    public init(scale: Double = 0.9, burst: Duration = .seconds(10), isEnabled: Bool = true) {
+    public init(scale: Double = 0.9, burst: Duration = .seconds(10), isEnabled: Bool = true, share: Double = 1) {
         self.scale = scale
         self.burst = burst
         self.isEnabled = isEnabled
+        self.share = min(1, max(0, share))
     }
 
-    /// Requests per second allowed for `endpoint` in `environment`.
+    /// Requests per second the whole budget allows for `endpoint` in `environment`.
     public func rate(for endpoint: AppStoreAPIEndpoint, in environment: AppStoreEnvironment) -> Double {
         max(0.001, endpoint.documentedLimit(in: environment) * scale)
     }
@@ -48,6 +54,8 @@ public final class RateLimiter: Sendable {
     private let holds = Mutex<[BucketKey: Double]>([:])
     private let start = ContinuousClock.now
     private let waits = Atomic<Int>(0)
+    /// This process's part of ``RateLimitPolicy/share`` (bit pattern of a Double in 0…1).
+    private let partBits = Atomic<UInt64>(1.0.bitPattern)
 
     public init(policy: RateLimitPolicy) {
         self.policy = policy
@@ -56,16 +64,33 @@ public final class RateLimiter: Sendable {
     /// How many requests had to wait so far.
     public var throttledRequests: Int { waits.load(ordering: .relaxed) }
 
+    /// This process's part (0…1) of ``RateLimitPolicy/share``; 1 until ``setPart(_:)``.
+    public var part: Double { Double(bitPattern: partBits.load(ordering: .relaxed)) }
+
+    /// Spends `part` (clamped to 0…1) of the policy's share from now on. Enrich sets it to the part
+    /// of its input's partitions it owns whenever its assignment changes, so its replicas together
+    /// stay within one budget however many run. At 0 requests wait until a part is given.
+    public func setPart(_ part: Double) {
+        partBits.store(min(1, max(0, part)).bitPattern, ordering: .relaxed)
+    }
+
+    /// The part of each app's budget this process spends now.
+    var spent: Double { policy.share * part }
+
     /// Waits until a request of `endpoint` for this key may be sent.
     public func acquire(
         keyID: String, bundleId: String, environment: AppStoreEnvironment, endpoint: AppStoreAPIEndpoint
     ) async throws {
         let key = BucketKey(keyID: keyID, bundleId: bundleId, environment: environment.rawValue, endpoint: endpoint)
+        while policy.isEnabled, spent <= 0 {
+            waits.add(1, ordering: .relaxed)
+            try await Task.sleep(for: .milliseconds(100))
+        }
         var wait: Double = 0
         let now = seconds()
         if let hold = holds.withLock({ $0[key] }), hold > now { wait = hold - now }
         if policy.isEnabled {
-            let interval = 1 / policy.rate(for: endpoint, in: environment)
+            let interval = 1 / (policy.rate(for: endpoint, in: environment) * spent)
             let tolerance = max(0, toSeconds(policy.burst) - interval)
             wait = max(
                 wait,
@@ -90,7 +115,7 @@ public final class RateLimiter: Sendable {
         let until = seconds() + toSeconds(wait)
         holds.withLock { $0[key] = max($0[key] ?? 0, until) }
         if policy.isEnabled {
-            let interval = 1 / policy.rate(for: endpoint, in: environment)
+            let interval = 1 / (policy.rate(for: endpoint, in: environment) * max(spent, 0.001))
             let tolerance = max(0, toSeconds(policy.burst) - interval)
             next.withLock { $0[key] = max($0[key] ?? 0, until + tolerance) }
         }

@@ -7,7 +7,9 @@ import Synchronization
 /// Applied to every `/inApps` request before its token is checked: first the added latency, then a
 /// 429 with `Retry-After` for ``rateLimitedShare`` of requests, then a 5xx for ``errorShare``.
 /// ``requestsPerSecond`` additionally enforces a limit per bundle ID and endpoint the way Apple
-/// does (429, `Retry-After` = when the next request is allowed, UNIX ms). Faults stop at ``until``.
+/// does (429, `Retry-After` = when the next request is allowed, UNIX ms), whoever sends: every
+/// process calling for one app spends one budget. Apple counts over an hour, so a burst within it
+/// passes; ``burstSeconds`` is that allowance here. Faults stop at ``until``.
 public struct FaultPlan: Codable, Hashable, Sendable {
     /// Share (0…1) of requests answered with ``errorStatus``.
     public var errorShare: Double
@@ -23,6 +25,8 @@ public struct FaultPlan: Codable, Hashable, Sendable {
     public var latencyMilliseconds: Int
     /// A real per-bundle, per-endpoint limit, requests per second; `nil` for none.
     public var requestsPerSecond: Double?
+    /// Seconds' worth of ``requestsPerSecond`` that may come at once (0: evenly spaced only).
+    public var burstSeconds: Double
     /// When the faults end (`nil`: until changed).
     public var until: Date?
     /// How many Get Transaction History lookups of each transaction ID answer 404 `4040010`
@@ -33,8 +37,9 @@ public struct FaultPlan: Codable, Hashable, Sendable {
     public init(
         errorShare: Double = 0, errorStatus: Int = 500, errorCode: Int64 = 5_000_000, rateLimitedShare: Double = 0,
         retryAfterMilliseconds: Int64 = 1000, latencyMilliseconds: Int = 0, requestsPerSecond: Double? = nil, until: Date? = nil,
-        historyNotVisibleLookups: Int = 0
+        historyNotVisibleLookups: Int = 0, burstSeconds: Double = 0
     ) {
+        self.burstSeconds = burstSeconds
         self.historyNotVisibleLookups = historyNotVisibleLookups
         self.errorShare = errorShare
         self.errorStatus = errorStatus
@@ -60,10 +65,11 @@ public struct FaultPlan: Codable, Hashable, Sendable {
         retryAfterMilliseconds = try c.decodeIfPresent(Int64.self, forKey: .retryAfterMilliseconds) ?? d.retryAfterMilliseconds
         latencyMilliseconds = try c.decodeIfPresent(Int.self, forKey: .latencyMilliseconds) ?? d.latencyMilliseconds
         requestsPerSecond = try c.decodeIfPresent(Double.self, forKey: .requestsPerSecond)
+        burstSeconds = try c.decodeIfPresent(Double.self, forKey: .burstSeconds) ?? d.burstSeconds
         until = try c.decodeIfPresent(Date.self, forKey: .until)
         historyNotVisibleLookups = try c.decodeIfPresent(Int.self, forKey: .historyNotVisibleLookups) ?? d.historyNotVisibleLookups
-        guard historyNotVisibleLookups >= 0 else {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "historyNotVisibleLookups must be 0 or more"))
+        guard historyNotVisibleLookups >= 0, burstSeconds >= 0 else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "historyNotVisibleLookups and burstSeconds must be 0 or more"))
         }
         guard (0...1).contains(errorShare), (0...1).contains(rateLimitedShare), (500...599).contains(errorStatus) || (400...499).contains(errorStatus)
         else {
@@ -180,10 +186,13 @@ public final class FaultInjector: Sendable {
         if let rate = active.requestsPerSecond, rate > 0, let bundleId {
             let key = "\(bundleId)|\(endpoint)"
             let seconds = now.timeIntervalSince1970
+            // A cell-rate check: a request passes while the budget's theoretical time is no more
+            // than the burst allowance ahead of now.
+            let tolerance = active.burstSeconds
             let next: Double? = nextAllowed.withLock { table in
-                let allowedAt = table[key] ?? seconds
-                if allowedAt > seconds { return allowedAt }
-                table[key] = max(allowedAt, seconds) + 1 / rate
+                let theoretical = max(table[key] ?? seconds, seconds)
+                if theoretical - tolerance > seconds { return theoretical - tolerance }
+                table[key] = theoretical + 1 / rate
                 return nil
             }
             if let next {

@@ -19,12 +19,17 @@ public enum EnrichServiceBootstrap {
         httpConfiguration.connectionPool = .init(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(8, configuration.concurrency * 2))
         let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: httpConfiguration)
-        let client = try configuration.api.makeClient(httpClient: http, logger: logger)
+        let api = configuration.api.forEnrich
+        let client = try api.makeClient(httpClient: http, logger: logger)
+        // Nothing is spent until the runner says which part of the input this replica owns
+        // (EnrichStage.ownershipChanged): a replica that just joined must not spend a whole budget.
+        client.rateLimiter.setPart(0)
         logger.info(
             "App Store Server API client configured",
             metadata: [
                 LogKey.appStoreApps: "\(client.bundleIds)", LogKey.appStoreBaseURL: "\(configuration.api.client.baseURLOverride ?? "Apple's hosts")",
-                LogKey.appStoreRateScale: "\(configuration.api.client.rateLimits.scale)",
+                LogKey.appStoreRateScale: "\(api.client.rateLimits.scale)",
+                LogKey.appStoreBudgetShare: "\(api.client.rateLimits.share)",
                 LogKey.enrichCoalesce: "\(configuration.coalesce ? "on" : "off")",
                 LogKey.enrichReplayCache: "\(configuration.caches.replayEntries)",
                 LogKey.enrichLookupCacheTTL: "\(configuration.caches.lookupTimeToLive)",

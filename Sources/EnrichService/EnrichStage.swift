@@ -105,6 +105,15 @@ public struct EnrichStage: PipelineStage {
         replays.delivered(inputs)
     }
 
+    /// Spends the part of the App Store API budget that matches the part of the input this replica
+    /// owns: the replicas of the group then share one budget per app, whatever their number.
+    public func ownershipChanged(_ ownership: PartitionOwnership) {
+        lookup.client.rateLimiter.setPart(ownership.share)
+        logger.info(
+            "App Store API budget follows the partitions owned",
+            metadata: [LogKey.partitions: "\(ownership)", LogKey.appStoreBudgetShare: "\(lookup.client.rateLimiter.policy.share * ownership.share)"])
+    }
+
     public func process(_ message: KafkaMessage) async throws -> [KafkaOutgoingMessage] {
         try await process(batch: [message])[0].get()
     }

@@ -41,6 +41,8 @@ public enum LogKey {
     public static let appStoreValidationTime = "appstore.validation_time"
     public static let appStoreBaseURL = "appstore.base_url"
     public static let appStoreRateScale = "appstore.rate_scale"
+    /// The part of each app's API budget a process's group spends (enrich's replicas, or the jobs).
+    public static let appStoreBudgetShare = "appstore.budget_share"
 
     public static let requestID = "request.id"
     public static let httpPort = "http.port"

@@ -29,10 +29,33 @@ public protocol PipelineStage: Sendable {
     /// so a stage that remembers what it has done (enrich's replay cache) remembers it here. The
     /// default does nothing.
     func delivered(_ inputs: [KafkaMessage])
+
+    /// Called whenever the part of the input this member owns changes (after each rebalance), so a
+    /// stage that spends a budget shared by its whole group (enrich's App Store API rate) can take
+    /// its part of it. The default does nothing.
+    func ownershipChanged(_ ownership: PartitionOwnership)
+}
+
+/// How many of its input's partitions a member of a consumer group owns.
+public struct PartitionOwnership: Hashable, Sendable, CustomStringConvertible {
+    public var owned: Int
+    public var total: Int
+
+    public init(owned: Int, total: Int) {
+        self.owned = owned
+        self.total = total
+    }
+
+    /// The member's part (0…1) of the group's work: the partitions it owns over all there are.
+    public var share: Double { total > 0 ? Double(min(owned, total)) / Double(total) : 0 }
+
+    public var description: String { "\(owned) of \(total)" }
 }
 
 extension PipelineStage {
     public func delivered(_ inputs: [KafkaMessage]) {}
+
+    public func ownershipChanged(_ ownership: PartitionOwnership) {}
 
     public func process(batch: [KafkaMessage]) async throws -> [Result<[KafkaOutgoingMessage], any Error>] {
         var results: [Result<[KafkaOutgoingMessage], any Error>] = []

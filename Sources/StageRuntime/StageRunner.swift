@@ -62,6 +62,20 @@ public final class StageRunner: Service, Sendable {
     private let inputTopics: [String]
     private let groupOffsets: KafkaGroupOffsets
     private let unowned = Mutex(UnownedPartitions())
+    /// Rings whenever the assignment may have changed; ``reportOwnership()`` answers it.
+    private let assignmentChanges: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation) =
+        AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+    /// What ``reportOwnership()`` works from: the ownership last told to the stage, the input's
+    /// partition count per topic, whether the counts are to be read again (after a rebalance), and
+    /// the partitions being revoked (the consumer drops them from its assignment only after the
+    /// revocation returns).
+    private let ownership = Mutex(OwnershipState())
+    struct OwnershipState {
+        var reported: PartitionOwnership?
+        var partitions: [String: Int] = [:]
+        var stale = true
+        var leaving: Set<KafkaTopicPartition> = []
+    }
 
     public init(
         stage: any PipelineStage, consumerConfiguration: KafkaConsumerConfiguration, producer: KafkaProducer,
@@ -100,6 +114,7 @@ public final class StageRunner: Service, Sendable {
         context.logger.info("stage started")
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.watch() }
+            group.addTask { await self.reportOwnership() }
             await cancelWhenGracefulShutdown {
                 for await message in self.consumer.messages {
                     self.context.metrics.consumed.increment()
@@ -133,6 +148,51 @@ public final class StageRunner: Service, Sendable {
     fileprivate func revoke(_ partitions: [KafkaTopicPartition]) {
         let leaving = workers.withLock { w in partitions.compactMap { w.removeValue(forKey: $0) } }
         for w in leaving { w.stopBlocking(timeout: context.configuration.drainTimeout) }
+        ownership.withLock {
+            $0.leaving.formUnion(partitions)
+            $0.stale = true
+        }
+        assignmentChanges.continuation.yield()
+    }
+
+    /// Called on the consumer's polling thread after partitions were assigned.
+    fileprivate func assigned(_ partitions: [KafkaTopicPartition]) {
+        ownership.withLock {
+            $0.leaving.subtract(partitions)
+            $0.stale = true
+        }
+        assignmentChanges.continuation.yield()
+    }
+
+    /// Tells the stage its part of the input (``PipelineStage/ownershipChanged(_:)``) after every
+    /// change of assignment, and on each watch round in case one was missed. The partition counts come from the cluster's metadata, read
+    /// again after each rebalance (partitions may have been added); until they are known nothing is
+    /// reported.
+    private func reportOwnership() async {
+        for await _ in assignmentChanges.stream {
+            let refresh = ownership.withLock { state in
+                defer { state.stale = false }
+                return state.stale
+            }
+            var total: Int? = 0
+            for topic in inputTopics {
+                if refresh || ownership.withLock({ $0.partitions[topic] == nil }), let count = try? await groupOffsets.partitions(of: topic).count {
+                    ownership.withLock { $0.partitions[topic] = count }
+                }
+                total = ownership.withLock { $0.partitions[topic] }.flatMap { known in total.map { $0 + known } }
+            }
+            guard let total else { continue }
+            let topics = Set(inputTopics)
+            let held = consumer.assignment.subtracting(ownership.withLock { $0.leaving })
+            let now = PartitionOwnership(owned: held.filter { topics.contains($0.topic) }.count, total: total)
+            let changed = ownership.withLock { state in
+                defer { state.reported = now }
+                return state.reported != now
+            }
+            guard changed else { continue }
+            context.logger.info("owns \(now) partitions of its input", metadata: [LogKey.partitions: "\(now)"])
+            context.stage.ownershipChanged(now)
+        }
     }
 
     /// Every ``StageRunnerConfiguration/watchInterval``: the lag of the partitions held, the
@@ -147,6 +207,7 @@ public final class StageRunner: Service, Sendable {
             }
             context.metrics.retrying(partitions: workers.withLock { $0.values.filter { $0.retryingFor != nil }.count })
             await checkUnowned()
+            assignmentChanges.continuation.yield()
         }
     }
 
@@ -223,5 +284,7 @@ private final class RebalanceRelay: KafkaRebalanceListener {
     func partitionsWillBeRevoked(_ partitions: [KafkaTopicPartition]) {
         runner.withLock { $0.value }?.revoke(partitions)
     }
-    func partitionsAssigned(_ partitions: [KafkaTopicPartition]) {}
+    func partitionsAssigned(_ partitions: [KafkaTopicPartition]) {
+        runner.withLock { $0.value }?.assigned(partitions)
+    }
 }

@@ -5,6 +5,7 @@ import AsyncHTTPClient
 import Crypto
 import Foundation
 import StageRuntime
+import Synchronization
 import TestSupport
 import Testing
 
@@ -164,6 +165,38 @@ struct ClientFailureTests {
         let waitsAfter = limiter.throttledRequests
         try await limiter.acquire(keyID: "K", bundleId: "b", environment: .sandbox, endpoint: .subscriptionStatuses)
         #expect(limiter.throttledRequests == waitsAfter)
+    }
+
+    @Test("one budget shared: a process spends its group's share times its own part; at part 0 nothing is sent until a part is given")
+    func sharedBudget() async throws {
+        // Get Transaction Info in Production: 50/s. The group spends half of it and this member a
+        // half of that (it owns 3 of 6 partitions): 12.5/s, so 6 requests take at least 400 ms.
+        let limiter = RateLimiter(policy: RateLimitPolicy(scale: 1, burst: .milliseconds(1), share: 0.5))
+        limiter.setPart(PartitionOwnership(owned: 3, total: 6).share)
+        #expect(limiter.part == 0.5)
+        let started = ContinuousClock.now
+        for _ in 0..<6 {
+            try await limiter.acquire(keyID: "K", bundleId: "b", environment: .production, endpoint: .transactionInfo)
+        }
+        let spent = ContinuousClock.now - started
+        #expect(spent >= .milliseconds(390), "6 requests at a quarter of 50/s take about 400 ms (took \(spent))")
+
+        // A member that owns nothing (or has not been told yet) sends nothing, however long it waits.
+        let idle = RateLimiter(policy: RateLimitPolicy(scale: 1, burst: .seconds(10), share: 0.8))
+        idle.setPart(0)
+        let sent = Atomic<Bool>(false)
+        let waiting = Task {
+            try await idle.acquire(keyID: "K", bundleId: "b", environment: .production, endpoint: .transactionInfo)
+            sent.store(true, ordering: .relaxed)
+        }
+        while idle.throttledRequests < 3 { try await Task.sleep(for: .milliseconds(50)) }
+        let sentEarly = sent.load(ordering: .relaxed)
+        #expect(!sentEarly, "a request left while the member's part was 0")
+        idle.setPart(PartitionOwnership(owned: 1, total: 4).share)
+        try await waiting.value
+        let sentLater = sent.load(ordering: .relaxed)
+        #expect(sentLater)
+        #expect(PartitionOwnership(owned: 0, total: 0).share == 0)
     }
 
     @Test("credentials: the list syntax, env: keys, and nothing secret in descriptions or errors")

@@ -22,7 +22,8 @@ enum RecoveryEnvironment {
 
     static func apiSettings() throws -> AppStoreAPISettings {
         do {
-            return try AppStoreAPISettings(environment: EnvironmentReader())
+            // The jobs spend the part of each app's budget that enrich leaves them.
+            return try AppStoreAPISettings(environment: EnvironmentReader()).forJobs
         } catch {
             throw OperationsError(.configuration, "\(error.variable) \(error.problem)")
         }
