@@ -49,7 +49,7 @@ public struct AppStoreAPISettings: Sendable {
     public static let jobsShare = Setting<Double>.number(
         "APPSTORE_API_JOBS_SHARE", default: 0.2, in: 0...0.9,
         meaning:
-            "part of each app's API budget kept for appstorectl's jobs (backfill, reconcile, …); enrich's replicas split the rest by the partitions each owns"
+            "part of the API budgets of the endpoints enrich calls kept for appstorectl's jobs (backfill, reconcile, …); enrich's replicas split the rest by the partitions each owns"
     )
 
     /// The apps a grant-side job opts in with `setting` (comma-separated bundle IDs) and the API

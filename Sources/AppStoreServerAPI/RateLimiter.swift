@@ -16,10 +16,19 @@ public struct RateLimitPolicy: Hashable, Sendable {
     public var burst: Duration
     /// False turns the limiter off (tests of Apple's own 429 handling).
     public var isEnabled: Bool
-    /// The part (0…1) of each app's budget that the processes sharing this configuration spend
-    /// together (`APPSTORE_API_JOBS_SHARE` splits it between enrich and the recovery jobs); each
-    /// process spends its ``RateLimiter/part`` of it.
+    /// The part (0…1) of each app's budget for ``sharedEndpoints`` that the processes sharing this
+    /// configuration spend together (`APPSTORE_API_JOBS_SHARE` splits it between enrich and the
+    /// recovery jobs); each process spends its ``RateLimiter/part`` of it. Other endpoints have
+    /// one caller, which has their whole budget.
     public var share: Double
+
+    /// The endpoints enrich calls, whose budgets it shares with appstorectl's jobs.
+    public static let sharedEndpoints: Set<AppStoreAPIEndpoint> = [.transactionHistory, .subscriptionStatuses, .transactionInfo]
+
+    /// ``share`` for the endpoints enrich shares with the jobs, the whole budget for the others.
+    public func share(for endpoint: AppStoreAPIEndpoint) -> Double {
+        Self.sharedEndpoints.contains(endpoint) ? share : 1
+    }
 
     public init(scale: Double = 0.9, burst: Duration = .seconds(10), isEnabled: Bool = true, share: Double = 1) {
         self.scale = scale
@@ -74,15 +83,15 @@ public final class RateLimiter: Sendable {
         partBits.store(min(1, max(0, part)).bitPattern, ordering: .relaxed)
     }
 
-    /// The part of each app's budget this process spends now.
-    var spent: Double { policy.share * part }
+    /// The part of each app's budget for `endpoint` this process spends now.
+    func spent(_ endpoint: AppStoreAPIEndpoint) -> Double { policy.share(for: endpoint) * part }
 
     /// Waits until a request of `endpoint` for this key may be sent.
     public func acquire(
         keyID: String, bundleId: String, environment: AppStoreEnvironment, endpoint: AppStoreAPIEndpoint
     ) async throws {
         let key = BucketKey(keyID: keyID, bundleId: bundleId, environment: environment.rawValue, endpoint: endpoint)
-        while policy.isEnabled, spent <= 0 {
+        while policy.isEnabled, spent(endpoint) <= 0 {
             waits.add(1, ordering: .relaxed)
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -90,7 +99,7 @@ public final class RateLimiter: Sendable {
         let now = seconds()
         if let hold = holds.withLock({ $0[key] }), hold > now { wait = hold - now }
         if policy.isEnabled {
-            let interval = 1 / (policy.rate(for: endpoint, in: environment) * spent)
+            let interval = 1 / (policy.rate(for: endpoint, in: environment) * spent(endpoint))
             let tolerance = max(0, toSeconds(policy.burst) - interval)
             wait = max(
                 wait,
@@ -115,7 +124,7 @@ public final class RateLimiter: Sendable {
         let until = seconds() + toSeconds(wait)
         holds.withLock { $0[key] = max($0[key] ?? 0, until) }
         if policy.isEnabled {
-            let interval = 1 / (policy.rate(for: endpoint, in: environment) * max(spent, 0.001))
+            let interval = 1 / (policy.rate(for: endpoint, in: environment) * max(spent(endpoint), 0.001))
             let tolerance = max(0, toSeconds(policy.burst) - interval)
             next.withLock { $0[key] = max($0[key] ?? 0, until + tolerance) }
         }

@@ -180,6 +180,14 @@ struct ClientFailureTests {
         }
         let spent = ContinuousClock.now - started
         #expect(spent >= .milliseconds(390), "6 requests at a quarter of 50/s take about 400 ms (took \(spent))")
+        // An endpoint enrich never calls (refund history) has one caller: its whole budget, 10/s,
+        // of which this member's part is a half.
+        #expect(limiter.policy.share(for: .refundHistory) == 1 && limiter.policy.share(for: .transactionHistory) == 0.5)
+        let refunds = ContinuousClock.now
+        for _ in 0..<3 {
+            try await limiter.acquire(keyID: "K", bundleId: "b", environment: .production, endpoint: .refundHistory)
+        }
+        #expect(ContinuousClock.now - refunds >= .milliseconds(390), "3 requests at half of 10/s take about 400 ms")
 
         // A member that owns nothing (or has not been told yet) sends nothing, however long it waits.
         let idle = RateLimiter(policy: RateLimitPolicy(scale: 1, burst: .seconds(10), share: 0.8))
