@@ -151,7 +151,7 @@ let package = Package(
             dependencies: [
                 "PipelineMessages", "PipelineRecords", "OfferSigning",
                 "EnvironmentSettings", "AppStore", "JSONCoding", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient,
-                nioHTTP1, logging,
+                nioHTTP1, logging, x509, swiftASN1,
             ]
         ),
         .executableTarget(
@@ -205,7 +205,7 @@ let package = Package(
             name: "IngestTests",
             dependencies: [
                 "PipelineRecords", "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", "AppStore",
-                "AppStoreSimulator", "OfferSigning", hummingbirdTesting,
+                "AppStoreSigning", "AppStoreSimulator", "OfferSigning", hummingbirdTesting,
                 asyncHTTPClient, nioCore, nioHTTP1, hummingbird, jwtKit, crypto, logging, metrics, prometheus,
             ]
         ),

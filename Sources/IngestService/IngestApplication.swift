@@ -47,6 +47,7 @@ public enum IngestApplication {
                 let credential = try await authenticator.authenticate(headers: request.headers, body: body)
                 try quota.take(for: credential, identity: nil)
                 let accepted = try RequestValidation.transaction(body, maxJWSBytes: configuration.maxUploadJWSBytes)
+                try configuration.uploadPrecheck?.check(accepted.signedTransaction, name: "signedTransaction")
                 let identity = try UploadIdentity.resolve(credential: credential, accepted: accepted.hints)
                 try quota.take(for: credential, identity: identity)
                 return IngestHandler.Record(

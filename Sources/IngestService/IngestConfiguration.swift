@@ -1,9 +1,12 @@
+import AppStore
 import EnvironmentSettings
+import Foundation
 import KafkaClient
 import Logging
 import OfferSigning
 import PipelineRecords
 import StageRuntime
+import X509
 
 /// What ingest reads from its environment at start.
 public struct IngestConfiguration: Sendable {
@@ -34,6 +37,9 @@ public struct IngestConfiguration: Sendable {
     /// The largest `signedTransaction` an app may upload.
     public var maxUploadJWSBytes: Int
     public var userUploadBurst: Int
+    /// The look at an upload's certificate chain before it is written (``ChainPrecheck``); the
+    /// executable always has one (Apple Root CA - G3 and `APPSTORE_TRUSTED_ROOTS`), nil skips it.
+    public var uploadPrecheck: ChainPrecheck?
 
     public static let rawTopicSetting = Setting<String>.text("RAW_TOPIC", default: Topics.raw, meaning: "where accepted bodies are written")
     public static let httpHostSetting = Setting<String>.text(
@@ -73,6 +79,7 @@ public struct IngestConfiguration: Sendable {
             maxJWSBytesSetting.help, maxUploadJWSBytesSetting.help, idleTimeoutSetting.help, userUploadsPerMinuteSetting.help,
             userUploadBurstSetting.help, lingerSetting.help, StageConfiguration.compression.help,
             StageConfiguration.shutdownTimeout.help,
+            AppStoreTrustSettings.trustedRootsSetting.help,
         ] + UploadAuthSettings.variables + OfferSigningSettings.variables
 
     /// - Parameter uploadAuthentication: no default, as in the environment: open uploads are a
@@ -86,8 +93,10 @@ public struct IngestConfiguration: Sendable {
         logLevel: Logger.Level = .info, logFormat: LogFormat = .text,
         shutdownTimeout: Duration = StageConfiguration.shutdownTimeout.defaultValue, offerSigning: OfferSigningSettings? = nil,
         idleTimeout: Duration = idleTimeoutSetting.defaultValue, userUploadsPerMinute: Int = userUploadsPerMinuteSetting.defaultValue,
-        userUploadBurst: Int = userUploadBurstSetting.defaultValue, maxUploadJWSBytes: Int = maxUploadJWSBytesSetting.defaultValue
+        userUploadBurst: Int = userUploadBurstSetting.defaultValue, maxUploadJWSBytes: Int = maxUploadJWSBytesSetting.defaultValue,
+        uploadPrecheck: ChainPrecheck? = nil
     ) {
+        self.uploadPrecheck = uploadPrecheck
         self.idleTimeout = idleTimeout
         self.userUploadsPerMinute = userUploadsPerMinute
         self.userUploadBurst = userUploadBurst
@@ -135,7 +144,23 @@ public struct IngestConfiguration: Sendable {
             idleTimeout: try env.read(Self.idleTimeoutSetting),
             userUploadsPerMinute: try env.read(Self.userUploadsPerMinuteSetting),
             userUploadBurst: try env.read(Self.userUploadBurstSetting),
-            maxUploadJWSBytes: try env.read(Self.maxUploadJWSBytesSetting))
+            maxUploadJWSBytes: try env.read(Self.maxUploadJWSBytesSetting),
+            uploadPrecheck: ChainPrecheck(trustedRoots: try Self.trustedRoots(env)))
+    }
+
+    /// The roots verify trusts besides Apple's (`APPSTORE_TRUSTED_ROOTS`), for the upload pre-check:
+    /// ingest must trust the same ones, or it refuses uploads verify would accept.
+    static func trustedRoots(_ env: EnvironmentReader) throws(ConfigurationError) -> [Certificate] {
+        let setting = AppStoreTrustSettings.trustedRootsSetting
+        var roots: [Certificate] = []
+        for path in (try env.read(setting) ?? "").split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !path.isEmpty {
+            do {
+                roots += try TrustedRootFile.load(path)
+            } catch {
+                throw ConfigurationError(variable: setting.name, problem: "names \(error)")
+            }
+        }
+        return roots
     }
 
     /// The producer ingest writes with: a record not acknowledged within the request's deadline

@@ -17,6 +17,7 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
         public static let missingField = Code(rawValue: "request.missing_field")
         public static let invalidJWS = Code(rawValue: "request.invalid_jws")
         public static let jwsTooLarge = Code(rawValue: "request.jws_too_large")
+        public static let untrustedChain = Code(rawValue: "request.untrusted_chain")
         public static let invalidField = Code(rawValue: "request.invalid_field")
         public static let bodyTooLarge = Code(rawValue: "request.body_too_large")
         public static let unsupportedMediaType = Code(rawValue: "request.unsupported_media_type")
@@ -93,6 +94,9 @@ public struct IngestError: HTTPResponseError, CustomStringConvertible {
     }
     static func invalidJWS(_ name: String, _ why: String) -> IngestError {
         .init(.badRequest, .invalidJWS, "\(name) is not a compact JWS: \(why)")
+    }
+    static func untrustedChain(_ name: String, _ why: String) -> IngestError {
+        .init(.badRequest, .untrustedChain, "\(name) is not signed by an App Store certificate chain: \(why)")
     }
     static func jwsTooLarge(_ name: String, limit: Int) -> IngestError {
         .init(.badRequest, .jwsTooLarge, "\(name) is larger than \(limit) bytes")

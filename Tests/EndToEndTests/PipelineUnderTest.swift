@@ -90,6 +90,7 @@ final class PipelineUnderTest: @unchecked Sendable {
         ingest["RAW_TOPIC"] = topics[Topics.raw]
         ingest["INGEST_UPLOAD_AUTH"] = "none"  // open uploads: the simulated app is Sandbox-only
         ingest["APPSTORE_APPS"] = apps["APPSTORE_APPS"]
+        ingest["APPSTORE_TRUSTED_ROOTS"] = apps["APPSTORE_TRUSTED_ROOTS"]  // the upload pre-check
         environments["ingest"] = ingest.merging(ingestSettings) { _, given in given }
         environments["verify"] = stageEnvironment(.verify, input: Topics.raw, output: Topics.verified, dlq: Topics.verifyDeadLetters)
             .merging(apps) { a, _ in a }
