@@ -25,7 +25,7 @@ DOCKERFILE = os.path.join(REPO, "deploy", "docker", "Dockerfile")
 # Tools the official images ship (their documentation), for commands that run inside them.
 EXTERNAL_TOOLS = {
     "apache/kafka": {"/opt/kafka/bin/kafka-broker-api-versions.sh", "/opt/kafka/bin/kafka-topics.sh", "/bin/bash"},
-    "postgres": {"pg_isready"},
+    "postgres": {"pg_isready", "psql", "sh"},
     "nginx": {"bash", "nginx"},
     "prom/prometheus": {"wget", "prometheus", "promtool"},  # busybox-based
     "grafana/grafana": {"wget"},
@@ -247,6 +247,34 @@ def check_topics(compose):
     grant = compose["services"]["grant"]
     checks.check("grant: starts after migrate, which applies the migrations", (grant.get("depends_on") or {}).get("migrate", {}).get(
         "condition") == "service_completed_successfully" and compose["services"].get("migrate", {}).get("command") == ["migrate"])
+    problems = grant_login_problems(compose)
+    checks.check("grant: logs in as its own role (db-roles makes it after migrate), never as the owner, without the owner's password",
+                 not problems, "; ".join(problems))
+    owner_grant = dict(compose, services=dict(compose["services"], grant=dict(
+        grant, environment=dict(grant.get("environment") or {}, POSTGRES_USER="appstore"))))
+    checks.check("self-test: grant logging in as the owner is caught", bool(grant_login_problems(owner_grant)))
+    with_owner_secret = dict(compose, services=dict(compose["services"], grant=dict(
+        grant, secrets=list(grant.get("secrets") or []) + ["postgres-password"])))
+    checks.check("self-test: grant holding the owner's password is caught", bool(grant_login_problems(with_owner_secret)))
+
+
+def grant_login_problems(compose):
+    """What lets grant act as the database's owner: its POSTGRES_USER (the environment wins over
+    postgres.env) being the owner Postgres was initialised with, the owner's password mounted in it,
+    or its login not made by db-roles after the migrations."""
+    services = compose["services"]
+    grant, owner = services["grant"], (services["postgres"].get("environment") or {}).get("POSTGRES_USER")
+    env = dict(read_env_file(os.path.join(COMPOSE_DIR, "postgres.env")), **(grant.get("environment") or {}))
+    problems = []
+    if env.get("POSTGRES_USER") in (None, "", owner):
+        problems.append(f"grant logs in as {env.get('POSTGRES_USER')!r}, the owner")
+    if "postgres-password" in (grant.get("secrets") or []):
+        problems.append("grant mounts the owner's password (postgres-password)")
+    roles = services.get("db-roles", {})
+    if (grant.get("depends_on") or {}).get("db-roles", {}).get("condition") != "service_completed_successfully" or (
+            (roles.get("depends_on") or {}).get("migrate", {}).get("condition") != "service_completed_successfully"):
+        problems.append("grant does not start after db-roles, or db-roles not after migrate")
+    return problems
 
 
 GATEWAY_LISTS = os.path.join(REPO, "deploy", "gateway", "entrypoint.d", "25-gateway-address-lists.sh")

@@ -376,7 +376,9 @@ def option_flags(command_file):
     return {"--" + re.sub(r"([A-Z])", lambda m: "-" + m.group(1).lower(), n) for n in names}
 
 
-def grant_migration_problems(dep, env):
+def grant_migration_problems(dep, env, docs=()):
+    """`env` is grant's; the init container's own (from `docs`, its ConfigMaps) names its password
+    file: the owner's, while grant may log in as a login of its own."""
     spec = dep["spec"]["template"]["spec"]
     problems = []
     if env.get("POSTGRES_MIGRATE") != "false":
@@ -389,7 +391,7 @@ def grant_migration_problems(dep, env):
         problems.append(f"the migrate init container runs {c.get('image')}, not the appstorectl image")
     if "configMapRef" not in json.dumps(c.get("envFrom", [])) or "appstore-database" not in json.dumps(c.get("envFrom", [])):
         problems.append("the migrate init container lacks the database ConfigMap")
-    pw = env.get("POSTGRES_PASSWORD_FILE") or ""
+    pw = (container_env(docs, c) if docs else env).get("POSTGRES_PASSWORD_FILE") or ""
     vol = mounted_file(spec, c, pw)
     if not (vol and "secret" in vol):
         problems.append(f"the migrate init container has no Secret mounted at POSTGRES_PASSWORD_FILE ({pw})")
@@ -646,7 +648,7 @@ def upload_auth_problems(docs, production):
 
 
 def check_grant_migrations(label, docs, dep, env):
-    problems = grant_migration_problems(dep, env)
+    problems = grant_migration_problems(dep, env, docs)
     checks.check(f"{label}: grant migrates in an init container (appstorectl migrate, database settings, password file) "
                  "and not itself (POSTGRES_MIGRATE=false)", not problems, "; ".join(problems))
     checks.check(f"{label}: `appstorectl migrate` is a subcommand and takes --wait",
@@ -886,6 +888,39 @@ def record_mac_problems(docs):
     return problems
 
 
+def grant_login_problems(docs):
+    """grant's container logs in to Postgres with credentials of its own: its password file lies in
+    a Secret other than the one its init container `migrate` (the owner) reads, and POSTGRES_USER
+    comes from that Secret too. A grant holding the owner's login could drop or rewrite any table."""
+    problems = []
+    for d in find(docs, "Deployment", "grant"):
+        spec = d["spec"]["template"]["spec"]
+        c = next(c for c in spec["containers"] if c["name"] == "grant")
+        migrate = next((i for i in spec.get("initContainers", []) if i["name"] == "migrate"), None)
+        owner = set()
+        for i in [migrate] if migrate else []:
+            path = container_env(docs, i).get("POSTGRES_PASSWORD_FILE") or ""
+            vol = mounted_file(spec, i, path) if path else None
+            if vol and "secret" in vol:
+                owner.add(vol["secret"]["secretName"])
+        path = container_env(docs, c).get("POSTGRES_PASSWORD_FILE") or ""
+        vol = mounted_file(spec, c, path) if path else None
+        secret = vol["secret"]["secretName"] if vol and "secret" in vol else None
+        if secret is None:
+            problems.append("grant: POSTGRES_PASSWORD_FILE is not a file of a mounted Secret")
+        elif secret in owner:
+            problems.append(f"grant reads the owner's password (Secret {secret}, as migrate does)")
+        mounted = {m["name"] for m in c.get("volumeMounts", [])}
+        for v in spec.get("volumes", []):
+            if v["name"] in mounted and v.get("secret", {}).get("secretName") in owner:
+                problems.append(f"grant mounts the owner's Secret {v['secret']['secretName']}")
+        user = next((e for e in c.get("env", []) if e["name"] == "POSTGRES_USER"), None)
+        ref = (user or {}).get("valueFrom", {}).get("secretKeyRef", {}).get("name")
+        if ref != secret:
+            problems.append("grant's POSTGRES_USER does not come from the Secret that holds its password")
+    return problems
+
+
 def self_tests(docs):
     """The checks above must be able to fail: known-bad inputs are refused."""
     bad = copy.deepcopy(find(docs, "Deployment", "ingest")[0])
@@ -923,6 +958,12 @@ def self_tests(docs):
     dep = copy.deepcopy(find(docs, "Deployment", "grant")[0])
     dep["spec"]["template"]["spec"]["securityContext"].pop("runAsNonRoot", None)
     checks.check("self-test: the Pod Security check refuses a pod that may run as root", bool(restricted_problems([dep])))
+    bad = copy.deepcopy(find(docs, "Deployment", "grant"))
+    for c in bad[0]["spec"]["template"]["spec"]["containers"]:
+        c["env"] = [e for e in c.get("env", []) if not e["name"].startswith("POSTGRES_")]
+        c["volumeMounts"].append({"name": "postgres-password", "mountPath": "/run/secrets/postgres", "readOnly": True})
+    checks.check("self-test: the grant login check refuses grant logging in with the owner's Secret",
+                 bool(grant_login_problems(bad + find(docs, "ConfigMap"))))
     bad = copy.deepcopy(find(docs, "Deployment", "grant"))
     for c in bad[0]["spec"]["template"]["spec"]["containers"]:
         c["env"] = [e for e in c.get("env", []) if e["name"] != "RECORD_MAC_KEYS_FILE"]
@@ -1097,6 +1138,10 @@ def main():
         problems = record_mac_problems(prod)
         checks.check("production: enrich signs and grant checks enriched records with one Secret no other workload mounts",
                      not problems, "; ".join(problems))
+        problems = grant_login_problems(prod)
+        checks.check("production: grant logs in to Postgres as its own login (appstore_grant), never with the owner's Secret",
+                     not problems, "; ".join(problems))
+
         principals = kafka_principals()
         problems = principal_mount_problems(prod, principals)
         checks.check("production: every workload logs in to the brokers as its own principal (deploy/kafka/principals.json)",
