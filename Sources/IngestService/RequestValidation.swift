@@ -81,7 +81,8 @@ enum RequestValidation {
         }
         if let user = object["userId"], !(user is NSNull) {
             guard let s = user as? String, AppUploadHints.isValidUserId(s) else {
-                throw .invalidField("userId", "must be a non-empty string of at most \(AppUploadHints.maximumUserIdBytes) bytes")
+                throw .invalidField(
+                    "userId", "must be a non-empty string of at most \(AppUploadHints.maximumUserIdBytes) bytes without control characters")
             }
             accepted.userId = s
         }

@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import JWTKit
 import Logging
+import PipelineRecords
 
 /// What an upload's credential established.
 struct UploadCredential: Sendable, Equatable {
@@ -126,9 +127,11 @@ public final class UploadAuthenticator: Sendable {
         if let notBefore = claims.notBefore, now + leeway < notBefore {
             throw Self.tokenRefused(.tokenNotYetValid, "the token is not valid yet (nbf)")
         }
-        guard let user = claims.strings[settings.userClaim], !user.isEmpty, user.utf8.count <= 256 else {
+        guard let user = claims.strings[settings.userClaim], AppUploadHints.isValidUserId(user) else {
             throw Self.tokenRefused(
-                .missingUserClaim, "the token's claim \(settings.userClaim) is not a non-empty string of at most 256 bytes")
+                .missingUserClaim,
+                "the token's claim \(settings.userClaim) is not a non-empty string of at most \(AppUploadHints.maximumUserIdBytes) bytes without control characters"
+            )
         }
         return user
     }

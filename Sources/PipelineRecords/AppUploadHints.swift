@@ -45,8 +45,11 @@ extension AppUploadHints {
     /// (which dead-letters): a UUID string, in any case.
     public static func appAccountToken(from text: String) -> UUID? { UUID(uuidString: text) }
 
-    /// The rule for an upload's `userId`: non-empty and at most ``maximumUserIdBytes``.
+    /// The rule for an upload's `userId`, from the body or a token's claim: non-empty, at most
+    /// ``maximumUserIdBytes``, and no control character. Postgres cannot store a NUL in text or
+    /// jsonb (grant would fail on the record), and a line break or escape would forge log lines.
     public static func isValidUserId(_ user: String) -> Bool {
         !user.isEmpty && user.utf8.count <= maximumUserIdBytes
+            && !user.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 }
