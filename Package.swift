@@ -363,7 +363,8 @@ let package = Package(
             name: "EnrichTests",
             dependencies: [
                 "EnvironmentSettings", "EnrichService", "AppStoreServerAPI", "AppStoreSimulator", "AppStoreSigning", "AppStore",
-                "JSONCoding", "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport", asyncHTTPClient, hummingbird,
+                "JSONCoding", "PipelineRecords", "StageRuntime", "KafkaClient", "TestSupport", "GrantDecision", "GrantTestSupport",
+                asyncHTTPClient, hummingbird,
                 nioCore, nioHTTP1, crypto, logging, serviceLifecycle,
             ]
         ),
