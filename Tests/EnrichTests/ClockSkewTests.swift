@@ -46,13 +46,15 @@ struct ClockSkewTests {
         var refunded = bought
         refunded.revocationDate = SimFixture.now()
         try await EnrichFixture.produce([EnrichFixture.notification(refunded, type: .refund)], to: verified)
-        harness = try StageHarness(stage: try EnrichFixture.stage(sim, outputTopic: enriched), input: verified, deadLetters: deadLetters, groupID: group)
+        harness = try StageHarness(
+            stage: try EnrichFixture.stage(sim, outputTopic: enriched), input: verified, deadLetters: deadLetters, groupID: group)
         let out = try await TopicReader.read(enriched) { $0.count >= 2 }
         try await harness.stop()
 
         let records = try out.map { try EnrichedRecord.decode($0.value) }
         #expect(records.count == 2)
-        #expect(records[1].enrichment.fetchedAt < records[0].enrichment.fetchedAt, "the refund was looked up 'before' the purchase by the hosts' clocks")
+        #expect(
+            records[1].enrichment.fetchedAt < records[0].enrichment.fetchedAt, "the refund was looked up 'before' the purchase by the hosts' clocks")
         for order in [records, records.reversed()] {
             var ledger = InMemoryLedger(policy: GrantPolicy(catalog: ProductCatalog(), expiryLeeway: 3600, transferPolicy: .refuse))
             for record in order { try ledger.apply(record) }
