@@ -47,7 +47,7 @@ public struct AppStoreAPISettings: Sendable {
     public static let rateBurst = Setting<Int>.int(
         "APPSTORE_API_RATE_BURST_S", default: 10, in: 1...3600, meaning: "seconds' worth of requests that may be sent at once")
     public static let jobsShare = Setting<Double>.number(
-        "APPSTORE_API_JOBS_SHARE", default: 0.2, in: 0...0.9,
+        "APPSTORE_API_JOBS_SHARE", default: 0.2, in: 0.01...0.9,
         meaning:
             "part of the API budgets of the endpoints enrich calls kept for appstorectl's jobs (backfill, reconcile, …); enrich's replicas split the rest by the partitions each owns"
     )

@@ -165,9 +165,9 @@ public final class StageRunner: Service, Sendable {
     }
 
     /// Tells the stage its part of the input (``PipelineStage/ownershipChanged(_:)``) after every
-    /// change of assignment, and on each watch round in case one was missed. The partition counts come from the cluster's metadata, read
-    /// again after each rebalance (partitions may have been added); until they are known nothing is
-    /// reported.
+    /// change of assignment, and on each watch round in case one was missed. The partition counts
+    /// come from the cluster's metadata, read again after each rebalance (partitions may have been
+    /// added); until they are known nothing is reported.
     private func reportOwnership() async {
         for await _ in assignmentChanges.stream {
             let refresh = ownership.withLock { state in
