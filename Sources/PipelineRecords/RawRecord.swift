@@ -90,7 +90,8 @@ public enum RawRecord: Hashable, Sendable {
             token = parsed
         }
         if let user = envelope.userId, !AppUploadHints.isValidUserId(user) {
-            throw ReadError(message: "userId must be a non-empty string of at most \(AppUploadHints.maximumUserIdBytes) bytes")
+            throw ReadError(
+                message: "userId must be a non-empty string of at most \(AppUploadHints.maximumUserIdBytes) bytes without control characters")
         }
         var authentication: UploadAuthentication?
         if let text = envelope.userAuthentication {

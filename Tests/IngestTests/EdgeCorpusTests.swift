@@ -1,6 +1,6 @@
+import AsyncHTTPClient
 import Foundation
-import HTTPTypes
-import HummingbirdTesting
+import NIOHTTP1
 import IngestService
 import KafkaClient
 import NIOCore
@@ -9,9 +9,10 @@ import TestSupport
 import Testing
 
 /// Issue 28's edge corpus: bodies built to break a JSON reader or to smuggle a second reading past
-/// ingest, posted to both routes while 200 valid requests at a time go through. Ingest must answer
-/// each with 200 or 400 (never crash or hang), store exactly its own rebuild of what it accepted, and
-/// not grow by holding on to any of it. Latency figures are printed, never asserted.
+/// ingest, posted over HTTP to both routes of a running ingest process while 200 valid requests at
+/// a time go through. Ingest must answer each with 200 or 400 (never crash or hang), store exactly
+/// its own rebuild of what it accepted, and not grow by holding on to any of it (its resident
+/// memory, read from /proc). Latency figures are printed, never asserted.
 @Suite("Ingest under an edge corpus", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct EdgeCorpusTests {
     /// The corpus, named; each body is posted to `/v2/notifications` and `/v1/transactions`.
@@ -44,9 +45,9 @@ struct EdgeCorpusTests {
         ]
     }
 
-    /// This process's resident memory, from /proc (Linux).
-    static func residentBytes() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    /// A process's resident memory, from /proc (Linux).
+    static func residentBytes(of pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
         return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
     }
@@ -62,26 +63,34 @@ struct EdgeCorpusTests {
     @Test("each corpus body gets 200 or 400 on both routes, what is stored is ingest's own rebuild, valid requests all pass, memory stays flat")
     func corpusUnderLoad() async throws {
         let topic = try await TestServices.makeTopic("edge-raw", partitions: 4)
-        let config = IngestConfiguration(
-            kafka: KafkaClientConfiguration(bootstrapServers: TestServices.bootstrapServers), uploadAuthentication: try TestUploads.open(),
-            rawTopic: topic)
-        let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
-        let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
+        let port = LocalHTTP.freePort()
+        let ingest = try ManagedProcess(
+            "ingest",
+            environment: [
+                "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "HTTP_HOST": "127.0.0.1", "HTTP_PORT": "\(port)",
+                "RAW_TOPIC": topic, "INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.edge::Sandbox", "LOG_LEVEL": "warning",
+            ], logName: "edge-corpus-ingest-\(UUID().uuidString.prefix(8))")
+        defer { ingest.kill9() }
+        try await LocalHTTP.waitForPort(port)
+        var pool = HTTPClient.Configuration()
+        pool.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 256)
+        let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: pool)
+        let base = "http://127.0.0.1:\(port)"
         let corpus = Self.corpus()
         let rounds = 20
         let valid = 4_000
-        let (baseline, before, edgeAnswers, validAnswers) = try await app.test(.router) { client in
-            // The same load alone first: the figure the corpus run is compared with.
-            let baseline = try await Self.postValid(client, count: valid, inFlight: 200)
-            let before = Self.residentBytes()
-            async let edge = Self.postCorpus(client, corpus: corpus, rounds: rounds)
-            async let load = Self.postValid(client, count: valid, inFlight: 200)
-            return try await (baseline, before, edge, load)
-        }
-        let growth = Self.residentBytes() - before
+        // The same load alone first: the figures the corpus run is compared with.
+        let baseline = try await Self.postValid(http, base, count: valid, inFlight: 200)
+        let before = Self.residentBytes(of: ingest.pid)
+        async let edge = Self.postCorpus(http, base, corpus: corpus, rounds: rounds)
+        async let load = Self.postValid(http, base, count: valid, inFlight: 200)
+        let (edgeAnswers, validAnswers) = try await (edge, load)
+        let growth = Self.residentBytes(of: ingest.pid) - before
+        #expect(ingest.isRunning, "ingest is still up")
+        try await http.shutdown()
+        _ = await ingest.terminate(timeout: .seconds(30))
         #expect(baseline.allSatisfy { $0.status == .ok })
         let stored = try await TopicReader.read(topic, timeout: .seconds(300)) { $0.count >= 2 * valid }
-        await producer.close()
 
         var byName: [String: Set<Int>] = [:]
         for answer in edgeAnswers { byName["\(answer.route) \(answer.name)", default: []].insert(Int(answer.status.code)) }
@@ -108,7 +117,7 @@ struct EdgeCorpusTests {
         #expect(
             stored.count >= 2 * valid && stored.count <= 2 * valid + accepted,
             "stored \(stored.count): \(2 * valid) valid, \(accepted) corpus bodies accepted")
-        #expect(growth < 50 << 20, "resident memory grew by \(growth >> 20) MB")
+        #expect(growth < 50 << 20, "ingest's resident memory grew by \(growth >> 20) MB")
         let latencies = validAnswers.map(\.latency).sorted()
         let alone = baseline.map(\.latency).sorted()
         let p99 = latencies[latencies.count * 99 / 100]
@@ -120,20 +129,25 @@ struct EdgeCorpusTests {
         )
     }
 
+    static func post(_ http: HTTPClient, _ url: String, _ body: [UInt8]) async throws -> HTTPResponseStatus {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let response = try await http.execute(request, timeout: .seconds(60))
+        _ = try await response.body.collect(upTo: 1 << 20)
+        return response.status
+    }
+
     static func postCorpus(
-        _ client: any TestClientProtocol, corpus: [(name: String, body: [UInt8])], rounds: Int
-    ) async throws -> [(name: String, route: String, status: HTTPResponse.Status)] {
-        var answers: [(name: String, route: String, status: HTTPResponse.Status)] = []
+        _ http: HTTPClient, _ base: String, corpus: [(name: String, body: [UInt8])], rounds: Int
+    ) async throws -> [(name: String, route: String, status: HTTPResponseStatus)] {
+        var answers: [(name: String, route: String, status: HTTPResponseStatus)] = []
         for _ in 0..<rounds {
-            try await withThrowingTaskGroup(of: (name: String, route: String, status: HTTPResponse.Status).self) { posts in
+            try await withThrowingTaskGroup(of: (name: String, route: String, status: HTTPResponseStatus).self) { posts in
                 for (name, body) in corpus {
                     for route in ["/v2/notifications", "/v1/transactions"] {
-                        posts.addTask {
-                            let status = try await client.execute(
-                                uri: route, method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(bytes: body)
-                            ) { $0.status }
-                            return (name, route, status)
-                        }
+                        posts.addTask { (name, route, try await post(http, base + route, body)) }
                     }
                 }
                 for try await answer in posts { answers.append(answer) }
@@ -144,18 +158,15 @@ struct EdgeCorpusTests {
 
     /// `count` valid notifications with `inFlight` at a time.
     static func postValid(
-        _ client: any TestClientProtocol, count: Int, inFlight: Int
-    ) async throws -> [(status: HTTPResponse.Status, latency: Duration)] {
-        var answers: [(status: HTTPResponse.Status, latency: Duration)] = []
+        _ http: HTTPClient, _ base: String, count: Int, inFlight: Int
+    ) async throws -> [(status: HTTPResponseStatus, latency: Duration)] {
+        var answers: [(status: HTTPResponseStatus, latency: Duration)] = []
         for wave in stride(from: 0, to: count, by: inFlight) {
-            try await withThrowingTaskGroup(of: (status: HTTPResponse.Status, latency: Duration).self) { posts in
+            try await withThrowingTaskGroup(of: (status: HTTPResponseStatus, latency: Duration).self) { posts in
                 for _ in wave..<min(wave + inFlight, count) {
                     posts.addTask {
                         let started = ContinuousClock.now
-                        let status = try await client.execute(
-                            uri: "/v2/notifications", method: .post, headers: [.contentType: "application/json"],
-                            body: ByteBuffer(string: #"{"signedPayload":"\#(fakeJWS())"}"#)
-                        ) { $0.status }
+                        let status = try await post(http, base + "/v2/notifications", Array(#"{"signedPayload":"\#(fakeJWS())"}"#.utf8))
                         return (status, ContinuousClock.now - started)
                     }
                 }
