@@ -1,9 +1,9 @@
 import AsyncHTTPClient
 import Foundation
-import NIOHTTP1
 import IngestService
 import KafkaClient
 import NIOCore
+import NIOHTTP1
 import PipelineRecords
 import TestSupport
 import Testing
