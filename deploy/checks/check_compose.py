@@ -495,6 +495,23 @@ def merged(base, override):
     return override
 
 
+def upstream_without_stand_in(compose, local):
+    """Services (outside optional profiles) that would pull an upstream image: on this machine, with
+    no registry, compose.local.yaml must replace each with a stand-in deploy/containers/images builds."""
+    replaced = {name for name, svc in (local.get("services") or {}).items() if str(svc.get("image", "")).startswith("appstore-entitlements/")}
+    return sorted(name for name, svc in compose["services"].items()
+                  if "image" in svc and "build" not in svc and not svc.get("profiles") and name not in replaced)
+
+
+def check_local_stand_ins(compose):
+    local = yaml.safe_load(open(os.path.join(COMPOSE_DIR, "compose.local.yaml")))
+    missing = upstream_without_stand_in(compose, local)
+    checks.check("compose.local.yaml gives every upstream image a local stand-in (no registry here)", not missing,
+                 f"would pull: {', '.join(missing)}")
+    without = dict(local, services={k: v for k, v in local["services"].items() if k != "postgres"})
+    checks.check("self-test: a service left on its upstream image is caught", "postgres" in upstream_without_stand_in(compose, without))
+
+
 def main():
     production = yaml.safe_load(open(os.path.join(COMPOSE_DIR, "compose.yaml")))
     compose = merged(production, yaml.safe_load(open(os.path.join(COMPOSE_DIR, "compose.demo.yaml"))))
@@ -504,6 +521,7 @@ def main():
     check_dockerfile(args, stages, products)
     missing_vars = check_services(compose, stages, products, source_strings())
     check_topics(compose)
+    check_local_stand_ins(compose)
     check_gateway(compose, production)
     check_demo(compose, production)
     check_uploads(production)
