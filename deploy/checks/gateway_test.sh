@@ -38,10 +38,23 @@ wait_http() {  # URL SECONDS: until it answers 200
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=localhost" \
   -addext "subjectAltName=DNS:localhost" -keyout "$tmp/tls.key" -out "$tmp/tls.crt" 2>/dev/null
 
+# A root and an intermediate it issued: ingest trusts the root (APPSTORE_TRUSTED_ROOTS), so an
+# upload whose x5c carries the intermediate passes its chain pre-check and is stored (verify, not
+# run here, would check the signature).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=Gateway Test Root" \
+  -keyout "$tmp/root.key" -out "$tmp/root.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=Gateway Test Intermediate" \
+  -keyout "$tmp/intermediate.key" -out "$tmp/intermediate.csr" 2>/dev/null
+openssl x509 -req -days 1 -in "$tmp/intermediate.csr" -CA "$tmp/root.pem" -CAkey "$tmp/root.key" -CAcreateserial \
+  -out "$tmp/intermediate.pem" 2>/dev/null
+der_b64() { openssl x509 -in "$1" -outform DER | base64 -w0; }
+chain_header="$(printf '{"alg":"ES256","x5c":["%s","%s","%s"]}' "$(der_b64 "$tmp/intermediate.pem")" \
+  "$(der_b64 "$tmp/intermediate.pem")" "$(der_b64 "$tmp/root.pem")" | base64 -w0 | tr '+/' '-_' | tr -d '=')"
+
 ingest_port="$(free_port)"
 # Uploads open (INGEST_UPLOAD_AUTH=none), which ingest allows only for Sandbox-only apps.
 HTTP_HOST=127.0.0.1 HTTP_PORT="$ingest_port" LOG_LEVEL=warning INGEST_UPLOAD_AUTH=none \
-  APPSTORE_APPS=com.example.gateway::Sandbox "$ingest_bin" >"$tmp/ingest.log" 2>&1 &
+  APPSTORE_APPS=com.example.gateway::Sandbox APPSTORE_TRUSTED_ROOTS="$tmp/root.pem" "$ingest_bin" >"$tmp/ingest.log" 2>&1 &
 ingest_pid=$!
 pids+=("$ingest_pid")
 if wait_http "http://127.0.0.1:$ingest_port/ready" 60; then ok "ingest ready on 127.0.0.1:$ingest_port"; else
@@ -138,7 +151,7 @@ last_log() {
 
 marker="$(openssl rand -hex 16)"
 printf '{"signedPayload":"eyJhbGciOiJFUzI1NiJ9.eyJtYXJrZXIiOiIke%s.c2lnbmF0dXJl"}' "$marker" >"$tmp/notification.json"
-printf '{"signedTransaction":"eyJhbGciOiJFUzI1NiJ9.eyJtYXJrZXIiOiIke%s.c2lnbmF0dXJl","appAccountToken":"6f0c3a0e-1f7a-4c55-9b1c-2f4b8f6a1d2e"}' "$marker" >"$tmp/transaction.json"
+printf '{"signedTransaction":"%s.eyJtYXJrZXIiOiIke%s.c2lnbmF0dXJl","appAccountToken":"6f0c3a0e-1f7a-4c55-9b1c-2f4b8f6a1d2e"}' "$chain_header" "$marker" >"$tmp/transaction.json"
 head -c $((128 * 1024 + 1)) /dev/zero | tr '\0' 'a' >"$tmp/too-large.json"
 printf 'not json' >"$tmp/invalid.json"
 
