@@ -1,6 +1,5 @@
 import AppStore
 import EnvironmentSettings
-import Foundation
 import KafkaClient
 import Logging
 import OfferSigning
@@ -151,16 +150,12 @@ public struct IngestConfiguration: Sendable {
     /// The roots verify trusts besides Apple's (`APPSTORE_TRUSTED_ROOTS`), for the upload pre-check:
     /// ingest must trust the same ones, or it refuses uploads verify would accept.
     static func trustedRoots(_ env: EnvironmentReader) throws(ConfigurationError) -> [Certificate] {
-        let setting = AppStoreTrustSettings.trustedRootsSetting
-        var roots: [Certificate] = []
-        for path in (try env.read(setting) ?? "").split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !path.isEmpty {
-            do {
-                roots += try TrustedRootFile.load(path)
-            } catch {
-                throw ConfigurationError(variable: setting.name, problem: "names \(error)")
-            }
+        let value = try env.read(AppStoreTrustSettings.trustedRootsSetting)
+        do {
+            return try AppStoreTrustSettings.readRoots(value)
+        } catch {
+            throw ConfigurationError(variable: error.variable, problem: error.problem)
         }
-        return roots
     }
 
     /// The producer ingest writes with: a record not acknowledged within the request's deadline

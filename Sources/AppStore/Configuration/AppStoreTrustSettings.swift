@@ -34,17 +34,20 @@ public struct AppStoreTrustSettings: Sendable {
         } catch {
             throw ReadError(variable: "APPSTORE_APPS", problem: error.problem)
         }
+        return AppStoreTrustSettings(apps: parsedApps, additionalTrustedRoots: try readRoots(trustedRoots))
+    }
+
+    /// The roots `APPSTORE_TRUSTED_ROOTS` names (comma-separated DER/PEM files; none when `nil`), for
+    /// the verifiers and for ingest's upload pre-check alike.
+    public static func readRoots(_ trustedRoots: String?) throws(ReadError) -> [Certificate] {
         var roots: [Certificate] = []
-        if let trustedRoots {
-            for path in trustedRoots.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) })
-            where !path.isEmpty {
-                do {
-                    roots += try TrustedRootFile.load(path)
-                } catch {
-                    throw ReadError(variable: "APPSTORE_TRUSTED_ROOTS", problem: "names \(error)")
-                }
+        for path in (trustedRoots ?? "").split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !path.isEmpty {
+            do {
+                roots += try TrustedRootFile.load(path)
+            } catch {
+                throw ReadError(variable: "APPSTORE_TRUSTED_ROOTS", problem: "names \(error)")
             }
         }
-        return AppStoreTrustSettings(apps: parsedApps, additionalTrustedRoots: roots)
+        return roots
     }
 }
