@@ -70,7 +70,8 @@ public final class RateLimiter: Sendable {
         self.policy = policy
     }
 
-    /// How many requests had to wait so far.
+    /// How many waits so far: one per request that had to wait its turn, and one per 100 ms a
+    /// request waits while this process's ``part`` is 0.
     public var throttledRequests: Int { waits.load(ordering: .relaxed) }
 
     /// This process's part (0…1) of ``RateLimitPolicy/share``; 1 until ``setPart(_:)``.
