@@ -19,7 +19,7 @@ public struct GrantStage: PipelineStage {
     let merger: TransactionMerger
     let policy: GrantPolicy
     let committed: @Sendable () -> Void
-    /// When set, a record no listed key signed is dead-lettered (`grant.record_unauthenticated`).
+    /// When set, a record no listed key signed is dead-lettered (`record.unauthenticated`).
     let recordKeys: RecordKeys?
     let logger: Logger
 
