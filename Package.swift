@@ -16,6 +16,7 @@ let cryptoExtras: Target.Dependency = .product(name: "_CryptoExtras", package: "
 let dequeModule: Target.Dependency = .product(name: "DequeModule", package: "swift-collections")
 let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
 let hummingbirdTesting: Target.Dependency = .product(name: "HummingbirdTesting", package: "hummingbird")
+let instrumentation: Target.Dependency = .product(name: "Instrumentation", package: "swift-distributed-tracing")
 let jwtKit: Target.Dependency = .product(name: "JWTKit", package: "jwt-kit")
 let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
@@ -23,11 +24,14 @@ let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
 let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio")
 let nioPosix: Target.Dependency = .product(name: "NIOPosix", package: "swift-nio")
 let nioSSL: Target.Dependency = .product(name: "NIOSSL", package: "swift-nio-ssl")
+let otel: Target.Dependency = .product(name: "OTel", package: "swift-otel")
 let postgresNIO: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
 let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
 let serviceLifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 let swiftASN1: Target.Dependency = .product(name: "SwiftASN1", package: "swift-asn1")
+let tracing: Target.Dependency = .product(name: "Tracing", package: "swift-distributed-tracing")
 let unixSignals: Target.Dependency = .product(name: "UnixSignals", package: "swift-service-lifecycle")
+let w3cTraceContext: Target.Dependency = .product(name: "W3CTraceContext", package: "swift-w3c-trace-context")
 let x509: Target.Dependency = .product(name: "X509", package: "swift-certificates")
 
 let package = Package(
@@ -63,6 +67,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
         .package(url: "https://github.com/apple/swift-configuration.git", exact: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-w3c-trace-context.git", from: "1.0.0"),
+        // OTLP over HTTP only: the gRPC exporter's packages would double the cold build.
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // librdkafka, found through pkg-config; the only place its C API is visible.
@@ -80,10 +88,18 @@ let package = Package(
             name: "EventLoopTimers",
             dependencies: [nioCore, nioPosix]
         ),
-        // Swift wrapper over librdkafka: producer, consumer, admin.
+        // Swift wrapper over librdkafka: producer, consumer, admin; records' headers as a carrier of
+        // trace context.
         .target(
             name: "KafkaClient",
-            dependencies: ["CRdKafka", "EnvironmentSettings", "EventLoopTimers", logging, serviceLifecycle]
+            dependencies: ["CRdKafka", "EnvironmentSettings", "EventLoopTimers", instrumentation, logging, serviceLifecycle]
+        ),
+        // Distributed tracing for every process: W3C trace context checked strictly, swift-otel's
+        // tracer and exporter installed when OpenTelemetry's variables ask for it, span names and
+        // attributes after OpenTelemetry's semantic conventions.
+        .target(
+            name: "PipelineTracing",
+            dependencies: [instrumentation, logging, otel, serviceLifecycle, tracing, w3cTraceContext]
         ),
         // Settings declared once (name, default, meaning, secrecy) and read through swift-configuration
         // from the environment, and ClassifiedError: none of our modules below it, so every layer (the
@@ -97,8 +113,8 @@ let package = Package(
         .target(
             name: "StageRuntime",
             dependencies: [
-                "CTaskExecutorHook", "EnvironmentSettings", "KafkaClient", "PipelineRecords", dequeModule, logging, metrics, prometheus,
-                serviceLifecycle, unixSignals, hummingbird, nioCore, nioPosix,
+                "CTaskExecutorHook", "EnvironmentSettings", "KafkaClient", "PipelineRecords", "PipelineTracing", dequeModule, logging,
+                metrics, prometheus, serviceLifecycle, tracing, unixSignals, hummingbird, nioCore, nioPosix,
             ]
         ),
         // The project's JSON reader (strict parser, tree decoder, direct readers for hot models) and
@@ -150,8 +166,8 @@ let package = Package(
             name: "IngestService",
             dependencies: [
                 "PipelineMessages", "PipelineRecords", "OfferSigning",
-                "EnvironmentSettings", "AppStore", "JSONCoding", "KafkaClient", "StageRuntime", hummingbird, crypto, jwtKit, asyncHTTPClient,
-                nioHTTP1, logging, x509, swiftASN1,
+                "EnvironmentSettings", "AppStore", "JSONCoding", "KafkaClient", "PipelineTracing", "StageRuntime", hummingbird, crypto, jwtKit,
+                asyncHTTPClient, nioHTTP1, logging, tracing, x509, swiftASN1,
             ]
         ),
         .executableTarget(
@@ -205,7 +221,7 @@ let package = Package(
             name: "IngestTests",
             dependencies: [
                 "PipelineRecords", "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", "AppStore",
-                "AppStoreSigning", "AppStoreSimulator", "OfferSigning", hummingbirdTesting,
+                "AppStoreSigning", "AppStoreSimulator", "OfferSigning", "PipelineTracing", hummingbirdTesting,
                 asyncHTTPClient, nioCore, nioHTTP1, hummingbird, jwtKit, crypto, logging, metrics, prometheus,
             ]
         ),
@@ -379,8 +395,8 @@ let package = Package(
         .target(
             name: "EntitlementStore",
             dependencies: [
-                "EnvironmentSettings", "EventLoopTimers", "GrantDecision", "AppStore", "JSONCoding", "PipelineRecords", postgresNIO, nioSSL,
-                crypto, logging, metrics,
+                "EnvironmentSettings", "EventLoopTimers", "GrantDecision", "AppStore", "JSONCoding", "PipelineRecords", "PipelineTracing",
+                postgresNIO, nioSSL, crypto, logging, metrics, tracing,
             ]
         ),
         // The grant stage: enriched records → EntitlementStore; the outbox publisher; configuration.
@@ -388,7 +404,7 @@ let package = Package(
             name: "GrantService",
             dependencies: [
                 "EnvironmentSettings", "EntitlementStore", "EventLoopTimers", "GrantDecision", "PipelineMessages", "PipelineRecords", "StageRuntime",
-                "KafkaClient", postgresNIO, logging, serviceLifecycle,
+                "KafkaClient", "PipelineTracing", postgresNIO, logging, serviceLifecycle, tracing,
             ]
         ),
         // Answers Apple's CONSUMPTION_REQUESTs from grant's records for the apps that opted in.

@@ -48,6 +48,8 @@ public enum LogKey {
     public static let httpPort = "http.port"
     /// Whether Swift tasks run on NIO's event loops (`TASKS_ON_EVENT_LOOPS`).
     public static let tasksOnEventLoops = "process.tasks_on_event_loops"
+    /// Whether the process exports traces (OpenTelemetry's variables asked for it).
+    public static let tracing = "process.tracing"
     public static let httpStatus = "http.status"
     public static let httpTimeout = "http.timeout"
     public static let uploadAuth = "upload.auth"

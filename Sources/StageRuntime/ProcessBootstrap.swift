@@ -7,6 +7,7 @@ import Logging
 import Metrics
 import NIOCore
 import NIOPosix
+import PipelineTracing
 import Prometheus
 import ServiceLifecycle
 import UnixSignals
@@ -37,6 +38,8 @@ public enum ProcessBootstrap {
             let secret = v.isSecret ? " (secret)" : ""
             text += "  \(v.name)\(pad)  \(v.meaning)\(secret)\(v.defaultText.isEmpty ? "" : " [default: \(v.defaultText)]")\n"
         }
+        text += "\nTracing is off unless OpenTelemetry's variables turn it on (docs/configuration.md, \"Tracing\"):\n"
+        for v in ProcessTracing.variables { text += "  \(v.name)  \(v.meaning)\n" }
         text += "\nExit status: 0 after a graceful shutdown (SIGTERM/SIGINT), 78 on a configuration error, 1 on a failure."
         return text
     }
@@ -65,18 +68,28 @@ public enum ProcessBootstrap {
     public static func installLogging(level: Logger.Level, format: LogFormat) {
         switch format {
         case .text:
-            LoggingSystem.bootstrap { label in
-                var handler = TextLogHandler.standardError(label: label)
-                handler.logLevel = level
-                return handler
-            }
+            LoggingSystem.bootstrap(
+                { label, provider in
+                    var handler = TextLogHandler(label: label, metadataProvider: provider)
+                    handler.logLevel = level
+                    return handler
+                }, metadataProvider: ProcessTracing.logMetadataProvider)
         case .json:
-            LoggingSystem.bootstrap { label in
-                var handler = JSONLogHandler.standardError(label: label)
-                handler.logLevel = level
-                return handler
-            }
+            LoggingSystem.bootstrap(
+                { label, provider in
+                    var handler = JSONLogHandler(label: label, metadataProvider: provider)
+                    handler.logLevel = level
+                    return handler
+                }, metadataProvider: ProcessTracing.logMetadataProvider)
         }
+    }
+
+    /// Installs tracing when OpenTelemetry's variables ask for it (``ProcessTracing``) and returns
+    /// its exporter, to run first in the process's services (so it stops last, after the final
+    /// spans); returns nothing when tracing is off. Call before any HTTP client or server is made.
+    /// A bad variable exits 78, like ``configuration(_:)``.
+    public static func tracing(serviceName: String) -> [any Service] {
+        configuration { try ProcessTracing.bootstrap(serviceName: serviceName) }.map { [$0] } ?? []
     }
 
     /// The histogram buckets of every duration (swift-metrics `Timer`): 5 ms to 60 s, so that both a

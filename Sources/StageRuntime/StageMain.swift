@@ -23,6 +23,7 @@ public enum StageMain {
         let env = EnvironmentReader()
         let config = ProcessBootstrap.configuration { try StageConfiguration(stage: name, defaults: defaults, environment: env) }
         let registry = ProcessBootstrap.bootstrap(logLevel: config.logLevel, logFormat: config.logFormat)
+        let tracing = ProcessBootstrap.tracing(serviceName: name)
         var logger = Logger(label: "appstore.\(name)")
         logger[metadataKey: LogKey.stage] = "\(name)"
         let stage: any PipelineStage
@@ -50,10 +51,10 @@ public enum StageMain {
                 "starting",
                 metadata: [
                     LogKey.inputTopic: "\(config.inputTopic)", LogKey.group: "\(config.groupID)", LogKey.httpPort: "\(config.httpPort)",
-                    LogKey.tasksOnEventLoops: "\(ProcessBootstrap.tasksRunOnEventLoops)",
+                    LogKey.tasksOnEventLoops: "\(ProcessBootstrap.tasksRunOnEventLoops)", LogKey.tracing: "\(!tracing.isEmpty)",
                 ])
             await ProcessBootstrap.run(
-                [probes] + extra + [producer, runner.consumer, runner], shutdownTimeout: config.shutdownTimeout, logger: logger)
+                tracing + [probes] + extra + [producer, runner.consumer, runner], shutdownTimeout: config.shutdownTimeout, logger: logger)
         } catch {
             exitFailedStart(error, logger: logger)
         }

@@ -16,8 +16,8 @@ LAYERS = [
     # reading configuration.
     {"JSONCoding", "EnvironmentSettings"},
     # Foundations: librdkafka's C API; the Swift runtime's enqueue hook; timers on the event loops;
-    # Apple's signed data (and the settings that say which apps).
-    {"CRdKafka", "CTaskExecutorHook", "EventLoopTimers", "AppStore"},
+    # Apple's signed data (and the settings that say which apps); distributed tracing.
+    {"CRdKafka", "CTaskExecutorHook", "EventLoopTimers", "AppStore", "PipelineTracing"},
     # Typed wrappers and contracts: the Kafka client, signing (the local test CA; offer signatures),
     # the App Store Server API client, the records between stages, simulated customers.
     {"KafkaClient", "AppStoreSigning", "OfferSigning", "AppStoreServerAPI", "PipelineRecords", "SimulatedCustomers"},

@@ -16,6 +16,7 @@ ProcessBootstrap.handleHelp(
         variables: IngestConfiguration.variables))
 let configuration = ProcessBootstrap.configuration { try IngestConfiguration(environment: EnvironmentReader()) }
 let registry = ProcessBootstrap.bootstrap(logLevel: configuration.logLevel, logFormat: configuration.logFormat)
+let tracing = ProcessBootstrap.tracing(serviceName: "ingest")
 var logger = Logger(label: "appstore.ingest")
 logger[metadataKey: LogKey.stage] = "ingest"
 // The JWKS is fetched from its configured URL only: a redirect (even to plain http) is not followed.
@@ -34,10 +35,11 @@ do {
             LogKey.httpPort: "\(configuration.httpPort)", LogKey.topic: "\(configuration.rawTopic)",
             LogKey.uploadAuth: "\(configuration.uploadAuthentication)",
             LogKey.offerSigning: "\(configuration.offerSigning.map(\.description) ?? "off")",
-            LogKey.tasksOnEventLoops: "\(ProcessBootstrap.tasksRunOnEventLoops)",
+            LogKey.tasksOnEventLoops: "\(ProcessBootstrap.tasksRunOnEventLoops)", LogKey.tracing: "\(!tracing.isEmpty)",
         ])
-    // Shutdown runs in reverse: the server stops taking requests first, then the producer flushes.
-    await ProcessBootstrap.run([producer, app], shutdownTimeout: configuration.shutdownTimeout, logger: logger)
+    // Shutdown runs in reverse: the server stops taking requests first, then the producer flushes,
+    // then the last spans are exported.
+    await ProcessBootstrap.run(tracing + [producer, app], shutdownTimeout: configuration.shutdownTimeout, logger: logger)
 } catch {
     logger.critical("could not start", error: error)
     exit(1)
