@@ -8,9 +8,11 @@ import Logging
 import NIOCore
 import PipelineMessages
 import PipelineRecords
+import PipelineTracing
 import Prometheus
 import StageRuntime
 import Synchronization
+import Tracing
 
 /// The webhook front door. `POST /v2/notifications` (Apple) and `POST /v1/transactions` (the app)
 /// write a body rebuilt from the request's known fields (``RawRecord``; the JWS byte for byte)
@@ -33,7 +35,9 @@ public enum IngestApplication {
         // Hummingbird's metrics per route, method and answered status (a thrown `IngestError`
         // counts under its own status, and in `hb_request_errors`), on the two ingest routes only:
         // scrapes and probes are not webhook traffic.
-        let ingestRoutes = router.group().add(middleware: MetricsMiddleware())
+        // A server span per request (Hummingbird's, a child of a valid incoming `traceparent`),
+        // whose context the raw record carries on (a no-op unless tracing is on).
+        let ingestRoutes = router.group().add(middleware: MetricsMiddleware()).add(middleware: TracingMiddleware())
         ingestRoutes.post("/v2/notifications") { request, context in
             try await handler.accept(request) { body in
                 let accepted = try RequestValidation.notification(body, maxJWSBytes: limit)
@@ -167,9 +171,9 @@ final class IngestHandler: Sendable {
             throw IngestError.bodyTooLarge(limit: configuration.maxBodyBytes)
         }
         let record = try await prepare(Array(buffer.readableBytesView))
-        let trace = request.headers[.traceparent].flatMap { Self.isTraceparent($0) ? $0 : nil }
         let message = RawMessage.make(
-            body: record.body, topic: configuration.rawTopic, source: record.source, requestID: requestID, traceparent: trace)
+            body: record.body, topic: configuration.rawTopic, source: record.source, requestID: requestID,
+            traceContext: Self.traceContext(of: request))
 
         let report = try await sendWithDeadline(message)
         consecutiveFailures.store(0, ordering: .relaxed)
@@ -208,11 +212,21 @@ final class IngestHandler: Sendable {
         }
     }
 
-    /// W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`); anything else is not carried.
-    static func isTraceparent(_ value: String) -> Bool {
-        let parts = value.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts.map(\.utf8.count) == [2, 32, 16, 2] else { return false }
-        return parts.allSatisfy { $0.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) } }
+    /// The trace context the raw record carries: the request's server span when tracing is on (a
+    /// child of the request's own `traceparent` when W3C allows continuing it, else a new trace);
+    /// with tracing off, the request's `traceparent` and `tracestate` as they came, when valid.
+    static func traceContext(of request: Request) -> [KafkaHeader] {
+        var headers: [KafkaHeader] = []
+        if let span = ServiceContext.current {
+            InstrumentationSystem.tracer.inject(span, into: &headers, using: KafkaHeadersInjector())
+            if !headers.isEmpty { return headers }
+        }
+        guard let parent = request.headers[.traceparent].flatMap(TraceHeader.validTraceparent) else { return [] }
+        headers.append(KafkaHeader(key: TraceHeader.traceparent, string: parent))
+        if let state = request.headers[.tracestate].flatMap(TraceHeader.validTracestate) {
+            headers.append(KafkaHeader(key: TraceHeader.tracestate, string: state))
+        }
+        return headers
     }
 
     static func isJSON(_ contentType: String) -> Bool {
@@ -224,7 +238,8 @@ final class IngestHandler: Sendable {
 /// Resumes a continuation with whichever of two racing tasks finishes first.
 extension HTTPField.Name {
     static let requestID = Self("X-Request-Id")!
-    static let traceparent = Self("traceparent")!
+    static let traceparent = Self(TraceHeader.traceparent)!
+    static let tracestate = Self(TraceHeader.tracestate)!
 }
 
 extension UploadAuthMode {

@@ -11,10 +11,10 @@ public enum RawMessage {
     /// - Parameters:
     ///   - body: ``RawRecord/notificationBody(signedPayload:)`` or ``RawRecord/uploadBody(signedTransaction:appAccountToken:userId:authentication:)``.
     ///   - requestID: the HTTP request's id; a fresh one for records no request carried.
-    ///   - traceparent: W3C trace context, already checked by the caller.
+    ///   - traceContext: W3C `traceparent` (and `tracestate`) headers, already checked by the caller.
     public static func make(
         body: [UInt8], topic: String = Topics.raw, source: String, receivedAt: Date = Date(),
-        requestID: String = UUID().uuidString.lowercased(), traceparent: String? = nil
+        requestID: String = UUID().uuidString.lowercased(), traceContext: [KafkaHeader] = []
     ) -> KafkaOutgoingMessage {
         var headers = [
             KafkaHeader(key: PipelineHeader.source, string: source),
@@ -23,7 +23,7 @@ public enum RawMessage {
             KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
             KafkaHeader(key: PipelineHeader.schema, string: Topics.raw),
         ]
-        if let traceparent { headers.append(KafkaHeader(key: PipelineHeader.traceparent, string: traceparent)) }
+        headers.append(contentsOf: traceContext)
         return KafkaOutgoingMessage(topic: topic, key: RawRecord.key(of: body), value: body, headers: headers)
     }
 }

@@ -15,7 +15,7 @@ struct RecordMessagesTests {
         let body = RawRecord.notificationBody(signedPayload: "a.b.c")
         let message = RawMessage.make(
             body: body, topic: "raw-test", source: PipelineHeader.Source.appleWebhook, receivedAt: receivedAt, requestID: "req-1",
-            traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+            traceContext: [KafkaHeader(key: PipelineHeader.traceparent, string: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")])
         #expect(message.topic == "raw-test")
         #expect(message.key == Array(RawRecord.key(of: body).utf8))
         #expect(message.value == body)
