@@ -6,6 +6,7 @@ import Logging
 import Metrics
 import PipelineRecords
 import Synchronization
+import Tracing
 
 /// Processes one assigned partition's records in order, one batch at a time, on its own task.
 ///
@@ -154,7 +155,9 @@ final class PartitionWorker: Sendable {
     /// Runs a batch to completion: every record ends produced-and-stored or dead-lettered-and-stored,
     /// unless the worker is stopped, in which case the rest is left for the partition's next owner.
     private func handle(_ batch: [KafkaMessage]) async {
-        var pending = batch[...]
+        let spans = RecordSpans(batch, stage: context.stage.name)
+        defer { spans.endUnfinished() }
+        var pending = spans.records[...]
         var attempts = 0
         var firstFailure: Date?
         var firstFailureInstant: ContinuousClock.Instant?
@@ -175,17 +178,19 @@ final class PartitionWorker: Sendable {
             var results: [Result<[KafkaOutgoingMessage], any Error>]
             var batchThrew = false
             if isolate {
-                results = await oneByOne(pending)
+                results = await oneByOne(pending, spans: spans)
                 isolate = false
             } else {
                 do {
-                    results = try await context.stage.process(batch: Array(pending))
+                    results = try await ServiceContext.withValue(spans.context(from: spans.firstPending)) {
+                        try await context.stage.process(batch: Array(pending))
+                    }
                 } catch {
                     batchThrew = true
                     let failure = FailureClassification(error)
                     if !failure.isTransient && pending.count > 1 {
                         // Find the bad record: go one at a time.
-                        results = await oneByOne(pending)
+                        results = await oneByOne(pending, spans: spans)
                     } else {
                         results = [.failure(error)]
                     }
@@ -216,6 +221,7 @@ final class PartitionWorker: Sendable {
                     for _ in inputs { context.metrics.processing.recordNanoseconds(elapsed) }
                     context.metrics.succeeded.increment(by: inputs.count)
                     context.progress.recordSucceeded()
+                    spans.delivered(inputs.count, attempts: attempts + 1)
                     attempts = 0
                     firstFailure = nil
                     firstFailureInstant = nil
@@ -244,6 +250,7 @@ final class PartitionWorker: Sendable {
                         }
                     }
                     if failure.isTransient {
+                        spans.retrying(error, code: "\(failure.code)", attempt: attempts)
                         reportDelivered()
                         guard await backoff(message, failure: failure, attempt: attempts) else { return }
                         // A transient failure ends this pass over the results: retry from that record.
@@ -259,6 +266,7 @@ final class PartitionWorker: Sendable {
                         ]) { a, _ in a })
                     guard await deliver([letter], for: message, deadLetter: true) else { return }
                     context.metrics.deadLettered(code: failure.code)
+                    spans.deadLettered(code: "\(failure.code)", attempts: attempts)
                     attempts = 0
                     firstFailure = nil
                     firstFailureInstant = nil
@@ -271,11 +279,12 @@ final class PartitionWorker: Sendable {
         }
     }
 
-    private func oneByOne(_ pending: ArraySlice<KafkaMessage>) async -> [Result<[KafkaOutgoingMessage], any Error>] {
+    private func oneByOne(_ pending: ArraySlice<KafkaMessage>, spans: RecordSpans) async -> [Result<[KafkaOutgoingMessage], any Error>] {
         var results: [Result<[KafkaOutgoingMessage], any Error>] = []
-        for message in pending {
+        for (index, message) in pending.enumerated() {
             do {
-                results.append(.success(try await context.stage.process(message)))
+                let record = spans.context(from: spans.firstPending + index)
+                results.append(.success(try await ServiceContext.withValue(record) { try await context.stage.process(message) }))
             } catch {
                 results.append(.failure(error))
                 if FailureClassification(error).isTransient { break }
