@@ -46,6 +46,8 @@ struct BatchState {
         static func < (a: Self, b: Self) -> Bool { (a.environment, a.appTransactionId) < (b.environment, b.appTransactionId) }
     }
     var changes: [EntitlementChange] = []
+    /// The trace context of each event that was traced, by event key: its changes' outbox rows keep it.
+    var traces: [String: String] = [:]
 
     func snapshot(for event: GrantEvent) -> GrantSnapshot {
         let seen = applied.contains(Self.appliedKey(event.environment, event.eventKey))
@@ -78,6 +80,7 @@ struct BatchState {
         let event = decision.event
         guard decision.outcome != .duplicate else { return }
         applied.insert(Self.appliedKey(event.environment, event.eventKey))
+        if let trace = event.traceContext { traces[event.eventKey] = trace }
         if let key = event.purchaseKey {
             if let purchase = decision.purchase, purchases[key] != purchase {
                 purchases[key] = purchase

@@ -242,13 +242,15 @@ public final class EntitlementStore: Sendable {
         var changes: [StoreRows.CustomerChanges] = []
         for change in batch.changes {
             let body = ChangeEvent(change, seq: 0)
+            let trace = batch.traces[change.cause.eventKey] ?? ""
             if let i = byCustomer[change.customer] {
                 changes[i].changes.append(body)
+                changes[i].traces.append(trace)
             } else {
                 byCustomer[change.customer] = changes.count
                 changes.append(
                     StoreRows.CustomerChanges(
-                        environment: change.customer.environment, customerId: change.customer.customerId, changes: [body]))
+                        environment: change.customer.environment, customerId: change.customer.customerId, changes: [body], traces: [trace]))
             }
         }
         rows.changes = some(changes)

@@ -17,6 +17,16 @@ public struct OutboxEntry: Hashable, Sendable {
     public var subject: Subject
     /// The JSON body, as published.
     public var body: String
+    /// The W3C `traceparent` of grant's span for the record that caused the change (migration 0022),
+    /// so its publication continues that trace; nil when that record was not traced.
+    public var traceContext: String?
+
+    public init(environment: String, subject: Subject, body: String, traceContext: String? = nil) {
+        self.environment = environment
+        self.subject = subject
+        self.body = body
+        self.traceContext = traceContext
+    }
 
     /// The record key on the changes topic: `<environment>:<customerId>`, so one customer's
     /// changes stay in order on one partition, or `<environment>:external-purchase:<externalPurchaseId>`.
@@ -54,27 +64,27 @@ extension EntitlementStore {
             // none) come from their own table, found through its partial index.
             let pending = try await connection.query(
                 """
-                SELECT l.locked, o.environment, o.customer_id, o.seq, o.external_id, o.event_key, o.body::text
+                SELECT l.locked, o.environment, o.customer_id, o.seq, o.external_id, o.event_key, o.body::text, o.trace_context
                 FROM (SELECT pg_try_advisory_xact_lock(\(Self.outboxLockKey)) AS locked) AS l
                 LEFT JOIN LATERAL (
-                    (SELECT environment, customer_id, seq, NULL::text AS external_id, NULL::text AS event_key, body
+                    (SELECT environment, customer_id, seq, NULL::text AS external_id, NULL::text AS event_key, body, trace_context
                      FROM outbox WHERE l.locked AND published_at IS NULL
                      ORDER BY environment, customer_id, seq LIMIT \(limit))
                     UNION ALL
-                    (SELECT environment, NULL::uuid, NULL::bigint, external_purchase_id, event_key, body
+                    (SELECT environment, NULL::uuid, NULL::bigint, external_purchase_id, event_key, body, NULL::text
                      FROM external_purchase_tokens WHERE l.locked AND published_at IS NULL
                      ORDER BY recorded_at LIMIT \(limit))
                 ) AS o ON true
                 """, logger: logger)
             var locked = false
             var entries: [OutboxEntry] = []
-            for try await (held, env, customer, seq, externalId, eventKey, body) in pending.decode(
-                (Bool, String?, UUID?, Int64?, String?, String?, String?).self)
+            for try await (held, env, customer, seq, externalId, eventKey, body, trace) in pending.decode(
+                (Bool, String?, UUID?, Int64?, String?, String?, String?, String?).self)
             {
                 locked = held
                 guard let env, let body else { continue }
                 if let customer, let seq {
-                    entries.append(OutboxEntry(environment: env, subject: .customer(customer, seq: seq), body: body))
+                    entries.append(OutboxEntry(environment: env, subject: .customer(customer, seq: seq), body: body, traceContext: trace))
                 } else if let externalId, let eventKey {
                     entries.append(OutboxEntry(environment: env, subject: .externalPurchase(id: externalId, eventKey: eventKey), body: body))
                 }

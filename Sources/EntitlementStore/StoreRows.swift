@@ -165,6 +165,8 @@ enum StoreRows {
         var customerId: UUID
         /// The outbox bodies (the change events as published); the history rows' columns are read from them.
         var changes: [ChangeEvent]
+        /// Each change's trace context (`traceparent` of the record that caused it), "" for none.
+        var traces: [String]
     }
 
     /// `grant_load`'s argument: the batch's purchases (locked) and events; only the purchases and

@@ -1,6 +1,8 @@
 import EventLoopTimers
 import GrantDecision
+import PipelineTracing
 import Synchronization
+import Tracing
 
 /// Group commit for grant: the batches that partition workers hand in while the store is busy are
 /// applied together, in one transaction.
@@ -27,6 +29,9 @@ public final class TransactionMerger: Sendable {
     struct Waiter {
         let events: [GrantEvent]
         let policy: GrantPolicy
+        /// The caller's trace context (its record's span): the transaction that carries the batch
+        /// is a child of the first batch's and links to the others'.
+        let context: ServiceContext?
         let continuation: CheckedContinuation<Result<Decisions, StoreError>, Never>
     }
 
@@ -68,10 +73,11 @@ public final class TransactionMerger: Sendable {
     /// - Throws: ``StoreError`` when the transaction that carried these events failed.
     public func apply(_ events: [GrantEvent], policy: GrantPolicy) async throws(StoreError) -> Decisions {
         guard !events.isEmpty else { return [] }
+        let context = ServiceContext.current
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Decisions, StoreError>, Never>) in
             enum Role { case join, lead, gather }
             let role = state.withLock { state -> Role in
-                state.queue.append(Waiter(events: events, policy: policy, continuation: continuation))
+                state.queue.append(Waiter(events: events, policy: policy, context: context, continuation: continuation))
                 if events.count >= soloBatchSize {
                     state.running += 1
                     return .lead
@@ -126,7 +132,7 @@ public final class TransactionMerger: Sendable {
     }
 
     private func run(_ round: [Waiter]) async {
-        let merged = await transaction(round.flatMap(\.events), policy: round[0].policy)
+        let merged = await transaction(round.flatMap(\.events), policy: round[0].policy, for: round)
         switch merged {
         case .success(let decisions):
             var start = 0
@@ -137,16 +143,37 @@ public final class TransactionMerger: Sendable {
         case .failure(let error) where round.count == 1 || error.isTransient:
             for waiter in round { waiter.continuation.resume(returning: .failure(error)) }
         case .failure:
-            for waiter in round { waiter.continuation.resume(returning: await transaction(waiter.events, policy: waiter.policy)) }
+            for waiter in round { waiter.continuation.resume(returning: await transaction(waiter.events, policy: waiter.policy, for: [waiter])) }
         }
     }
 
-    private func transaction(_ events: [GrantEvent], policy: GrantPolicy) async -> Result<Decisions, StoreError> {
+    /// One transaction, in a client span (database conventions) that is a child of the first
+    /// waiter's trace context and links to the other waiters'.
+    private func transaction(_ events: [GrantEvent], policy: GrantPolicy, for waiters: [Waiter]) async -> Result<Decisions, StoreError> {
         transactions.add(1, ordering: .relaxed)
-        do {
-            return .success(try await store.apply(events, policy: policy))
-        } catch {
-            return .failure(error)
+        let span = InstrumentationSystem.tracer.startSpan("grant transaction", context: waiters[0].context ?? .topLevel, ofKind: .client)
+        if span.isRecording {
+            span.updateAttributes { a in
+                a[SpanAttributeName.dbSystem] = "postgresql"
+                a[SpanAttributeName.dbOperation] = "grant_load grant_write"
+                a[SpanAttributeName.messagingBatchCount] = Int64(events.count)
+            }
+            for waiter in waiters.dropFirst() {
+                if let context = waiter.context { span.addLink(SpanLink(context: context, attributes: [:])) }
+            }
         }
+        defer { span.end() }
+        let outcome = await ServiceContext.withValue(span.context) { () async -> Result<Decisions, StoreError> in
+            do throws(StoreError) {
+                return .success(try await store.apply(events, policy: policy))
+            } catch {
+                return .failure(error)
+            }
+        }
+        if case .failure(let error) = outcome {
+            span.recordError(error)
+            span.setStatus(SpanStatus(code: .error, message: error.code.rawValue))
+        }
+        return outcome
     }
 }

@@ -51,6 +51,9 @@ public struct GrantEvent: Hashable, Sendable {
     /// When ingest (or the job that made the record) received it: the `received-at` header, set by
     /// the grant stage; the start of the webhook-to-entitlement latency.
     public var receivedAt: Date?
+    /// The W3C `traceparent` of grant's span for the record that carried the event (set by the grant
+    /// stage), kept with each change in the outbox so the published change event continues the trace.
+    public var traceContext: String?
     /// The raw JWS of the event's own transaction, when the record kept it (app uploads).
     public var signedTransaction: String?
     /// The app transaction a notification carries instead of a purchase (`RESCIND_CONSENT`'s `appData`).

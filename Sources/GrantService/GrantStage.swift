@@ -58,6 +58,7 @@ public struct GrantStage: PipelineStage {
                 let record = try EnrichedRecord.decode(message.value)
                 var event = try GrantEvent(record)
                 event.receivedAt = message.receivedAt
+                event.traceContext = message.headers.string(PipelineHeader.traceparent)
                 events.append(event)
                 positions.append(i)
             } catch let rejection as GrantRejection {

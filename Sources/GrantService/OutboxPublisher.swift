@@ -5,9 +5,11 @@ import Foundation
 import KafkaClient
 import Logging
 import PipelineRecords
+import PipelineTracing
 import ServiceLifecycle
 import StageRuntime
 import Synchronization
+import Tracing
 
 /// Publishes committed entitlement changes from the outbox to the changes topic, keyed by customer,
 /// with the customer's sequence number in the body and the `seq` header, and deletes them from the
@@ -66,7 +68,7 @@ public final class OutboxPublisher: Service, Sendable {
             pending.store(false, ordering: .relaxed)
             do {
                 let count = try await store.publishOutbox(limit: batchSize) { entries in
-                    _ = try await self.producer.sendAll(entries.map(self.message))
+                    try await self.send(entries)
                 }
                 failures = 0
                 roundFoundNothing = count == 0
@@ -146,6 +148,48 @@ public final class OutboxPublisher: Service, Sendable {
             c?.resume()
             c = nil
         }
+    }
+
+    /// Sends a round's change events, each in a producer span that continues the trace of the record
+    /// that caused it (kept in the outbox row), its context in the event's headers. With tracing off
+    /// the kept `traceparent` is carried as it is.
+    private func send(_ entries: [OutboxEntry]) async throws {
+        let tracer = InstrumentationSystem.tracer
+        var spans: [any Span] = []
+        var messages: [KafkaOutgoingMessage] = []
+        spans.reserveCapacity(entries.count)
+        messages.reserveCapacity(entries.count)
+        for entry in entries {
+            let kept = entry.traceContext.map { [KafkaHeader(key: TraceHeader.traceparent, string: $0)] } ?? []
+            var parent = ServiceContext.topLevel
+            tracer.extract(kept, into: &parent, using: KafkaHeadersExtractor())
+            let span = tracer.startSpan(SpanName.send(topic), context: parent, ofKind: .producer)
+            var message = message(entry)
+            if span.isRecording {
+                span.updateAttributes { a in
+                    a[SpanAttributeName.messagingSystem] = "kafka"
+                    a[SpanAttributeName.messagingOperationType] = "send"
+                    a[SpanAttributeName.messagingDestination] = topic
+                    a[SpanAttributeName.kafkaKey] = entry.key
+                }
+            }
+            var injected: [KafkaHeader] = []
+            tracer.inject(span.context, into: &injected, using: KafkaHeadersInjector())
+            message.headers.append(contentsOf: injected.isEmpty ? kept : injected)
+            spans.append(span)
+            messages.append(message)
+        }
+        do {
+            _ = try await producer.sendAll(messages)
+        } catch {
+            for span in spans {
+                span.recordError(error)
+                span.setStatus(SpanStatus(code: .error))
+                span.end()
+            }
+            throw error
+        }
+        for span in spans { span.end() }
     }
 
     private func message(_ entry: OutboxEntry) -> KafkaOutgoingMessage {
