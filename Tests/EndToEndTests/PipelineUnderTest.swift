@@ -36,10 +36,13 @@ final class PipelineUnderTest: @unchecked Sendable {
 
     /// Ingest's settings over the defaults (e.g. `INGEST_UPLOAD_AUTH=jwt` and its key set).
     let ingestSettings: [String: String]
+    /// Settings of all four stages over the defaults (e.g. OpenTelemetry's, to export traces).
+    let stageSettings: [String: String]
 
-    init(month: Double = 3600, ingest ingestSettings: [String: String] = [:]) {
+    init(month: Double = 3600, ingest ingestSettings: [String: String] = [:], everyStage stageSettings: [String: String] = [:]) {
         self.month = month
         self.ingestSettings = ingestSettings
+        self.stageSettings = stageSettings
         database = "e2e_\(id)"
         stateDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("e2e-\(id)")
     }
@@ -115,6 +118,7 @@ final class PipelineUnderTest: @unchecked Sendable {
                 "RETRY_MAX_MS": "2000", "RECORD_MAC_KEYS_FILE": recordKeys.path,
             ]) { a, _ in a }
         for stage in Stage.allCases {
+            environments[stage.rawValue]!.merge(stageSettings) { _, given in given }
             ports[stage.rawValue] = Int(environments[stage.rawValue]!["HTTP_PORT"]!)
             try launch(stage.rawValue)
         }
@@ -123,8 +127,10 @@ final class PipelineUnderTest: @unchecked Sendable {
     }
 
     /// Starts a pipeline, runs `body` on it, and stops it (processes and database) whatever happens.
-    static func with<T>(ingest: [String: String] = [:], _ body: (PipelineUnderTest) async throws -> T) async throws -> T {
-        let pipeline = PipelineUnderTest(ingest: ingest)
+    static func with<T>(
+        ingest: [String: String] = [:], everyStage: [String: String] = [:], _ body: (PipelineUnderTest) async throws -> T
+    ) async throws -> T {
+        let pipeline = PipelineUnderTest(ingest: ingest, everyStage: everyStage)
         return try await withCleanup {
             try await pipeline.start()
             return try await body(pipeline)

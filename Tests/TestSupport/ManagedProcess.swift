@@ -8,15 +8,20 @@ public final class ManagedProcess: @unchecked Sendable {
     private let process = Process()
     public let logPath: String
 
-    public init(_ executable: String, arguments: [String] = [], environment: [String: String], logName: String? = nil) throws {
-        name = executable
+    public convenience init(_ executable: String, arguments: [String] = [], environment: [String: String], logName: String? = nil) throws {
+        try self.init(path: try BuiltProducts.executable(executable), arguments: arguments, environment: environment, logName: logName ?? executable)
+    }
+
+    /// Any program at `path` (a test's helper in Python, say), its output in `.local/logs/<logName>.log`.
+    public init(path: URL, arguments: [String] = [], environment: [String: String], logName: String) throws {
+        name = path.lastPathComponent
         let logs = TestServices.repositoryRoot.appendingPathComponent(".local/logs")
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
-        logPath = logs.appendingPathComponent("\(logName ?? executable).log").path
+        logPath = logs.appendingPathComponent("\(logName).log").path
         FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()
-        process.executableURL = try BuiltProducts.executable(executable)
+        process.executableURL = path
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { _, new in new }

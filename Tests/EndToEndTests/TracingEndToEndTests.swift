@@ -1,0 +1,205 @@
+import AppStore
+import AppStoreSigning
+import AppStoreSimulator
+import AsyncHTTPClient
+import Foundation
+import GrantTestSupport
+import KafkaClient
+import NIOCore
+import NIOHTTP1
+import PipelineRecords
+import SimulatedCustomers
+import TestSupport
+import Testing
+
+/// One trace from ingest to the published change event, across the five processes, exported over
+/// OTLP/HTTP to a receiver of the test's own (deploy/local/otlp_receiver.py): the spans chain
+/// ingest → verify → enrich (with its App Store API calls) → grant (with its transaction) → the
+/// outbox publication, and the change event's `traceparent` belongs to that trace. A `traceparent`
+/// W3C forbids is not continued.
+@Suite("one trace from the webhook to the entitlement", .enabled(if: TestServices.brokerEnabled && ScratchDatabase.enabled), .serialized)
+struct TracingEndToEndTests {
+    @Test("an upload's spans chain across every stage into the change event; a traceparent W3C forbids starts a new trace")
+    func oneTraceAcrossTheStages() async throws {
+        let receiver = try OTLPReceiver()
+        defer { receiver.stop() }
+        let tracing = ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(receiver.port)", "OTEL_BSP_SCHEDULE_DELAY": "100"]
+        try await PipelineUnderTest.with(everyStage: tracing) { pipeline in
+            let apple = try SimulatedApple(stateDirectory: pipeline.stateDirectory)
+            let signer = try apple.authority.makeSigner()
+            let product = SimulationCatalog.standard(bundleId: pipeline.bundleId).lifetime
+            let incomingTrace = Self.hex(16)
+            let incomingParent = Self.hex(8)
+            let forbiddenTrace = Self.hex(16)
+            // Each upload a purchase of its own customer, with the trace context it came with.
+            let uploads: [(name: String, traceparent: String?)] = [
+                ("continued", "00-\(incomingTrace)-\(incomingParent)-01"),
+                ("version ff", "ff-\(forbiddenTrace)-\(Self.hex(8))-01"),
+                ("all-zero trace ID", "00-00000000000000000000000000000000-\(Self.hex(8))-01"),
+                ("none", nil),
+            ]
+            var customers: [String: UUID] = [:]
+            for (index, upload) in uploads.enumerated() {
+                let id = "84\(String(UInt64(Date().timeIntervalSince1970 * 1000)).suffix(13))\(index)"
+                let customer = UUID()
+                customers[upload.name] = customer
+                var transaction = SimFixture.transaction(
+                    original: id, id: id, purchased: Date().addingTimeInterval(-60), type: .nonConsumable, token: customer,
+                    product: product.productId, price: product.price, bundleId: pipeline.bundleId)
+                transaction.signedDate = Date().addingTimeInterval(-30)
+                #expect(try await pipeline.post("/sim/transactions", json: SeedTransactionsRequest(transactions: [transaction])) == 201)
+                var request = HTTPClientRequest(url: "http://127.0.0.1:\(pipeline.ports["ingest"]!)/v1/transactions")
+                request.method = .POST
+                request.headers.add(name: "Content-Type", value: "application/json")
+                if let traceparent = upload.traceparent {
+                    request.headers.add(name: "traceparent", value: traceparent)
+                    request.headers.add(name: "tracestate", value: "vendor=test")
+                }
+                request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(["signedTransaction": try signer.sign(transaction)])))
+                #expect(try await HTTPClient.shared.execute(request, timeout: .seconds(10)).status.code == 200)
+            }
+
+            // Every customer's change event published; each names its trace in its headers.
+            let changes = try await Self.changeEvents(pipeline, count: uploads.count)
+            let topics = (
+                raw: pipeline.topics[Topics.raw]!, verified: pipeline.topics[Topics.verified]!,
+                enriched: pipeline.topics[Topics.enriched]!, changes: pipeline.topics[Topics.entitlementChanges]!
+            )
+            for upload in uploads {
+                let key = "Sandbox:\(customers[upload.name]!.uuidString.lowercased())"
+                let event = try #require(changes[key], "no change event for the \(upload.name) upload")
+                let traceparent = try #require(event.headers.string("traceparent"), "the \(upload.name) upload's change event carries no traceparent")
+                let parts = traceparent.split(separator: "-").map(String.init)
+                try #require(parts.count == 4)
+                let trace = try await receiver.trace(parts[1], containing: "send \(topics.changes)")
+
+                let server = try #require(trace.first { $0.service == "ingest" && $0.kind == "server" }, "\(upload.name): \(trace)")
+                if upload.name == "continued" {
+                    #expect(parts[1] == incomingTrace, "the incoming trace is continued")
+                    #expect(server.parent == incomingParent, "ingest's server span is the incoming span's child")
+                } else {
+                    #expect(server.parent.isEmpty, "\(upload.name): a new trace starts at ingest")
+                    #expect(parts[1] != incomingTrace && parts[1] != forbiddenTrace && parts[1] != String(repeating: "0", count: 32))
+                }
+                let verify = try Self.child(of: server, in: trace, service: "verify", name: "process \(topics.raw)")
+                let enrich = try Self.child(of: verify, in: trace, service: "enrich", name: "process \(topics.verified)")
+                let grant = try Self.child(of: enrich, in: trace, service: "grant", name: "process \(topics.enriched)")
+                // Grant's transaction is its batch's first record's child; a later record links to that one.
+                let all = try receiver.spans()
+                let carriers = Set([grant.id] + grant.links)
+                let transactions = all.filter {
+                    $0.name == "grant transaction" && (carriers.contains($0.parent) || !carriers.isDisjoint(with: $0.links))
+                }
+                #expect(transactions.count == 1, "\(upload.name): the transaction that carried the record: \(transactions)")
+                #expect(transactions.first?.attributes["db.system.name"] == "postgresql")
+                let send = try Self.child(of: grant, in: trace, service: "grant", name: "send \(topics.changes)")
+                #expect(parts[2] == send.id, "the change event's traceparent names the span that published it")
+                let lookups = trace.filter { $0.service == "enrich" && $0.kind == "client" && $0.parent == enrich.id }
+                #expect(!lookups.isEmpty, "\(upload.name): enrich's App Store API calls are its record's children: \(trace)")
+                #expect(verify.attributes["messaging.system"] == "kafka" && verify.attributes["messaging.destination.name"] == topics.raw)
+            }
+            let all = try receiver.spans()
+            #expect(!all.contains { $0.trace == forbiddenTrace }, "a traceparent with version ff is never continued")
+        }
+    }
+
+    static func hex(_ bytes: Int) -> String {
+        (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 1...255)) }.joined()
+    }
+
+    /// The one span of `service` named `name` whose parent is `parent`.
+    static func child(of parent: OTLPReceiver.Span, in trace: [OTLPReceiver.Span], service: String, name: String) throws -> OTLPReceiver.Span {
+        let found = trace.filter { $0.service == service && $0.name == name && $0.parent == parent.id }
+        guard found.count == 1 else {
+            throw TestSupportError(
+                "expected one \(service) span '\(name)' under \(parent.service)'s '\(parent.name)', found \(found.count) in \(trace)")
+        }
+        return found[0]
+    }
+
+    /// The changes topic's records by key, once there are `count` of them.
+    static func changeEvents(_ pipeline: PipelineUnderTest, count: Int) async throws -> [String: KafkaMessage] {
+        let client = TestServices.clientConfiguration("e2e-tracing")
+        let topic = try #require(pipeline.topics[Topics.entitlementChanges])
+        let deadline = ContinuousClock.now + .seconds(240)
+        while true {
+            let partitions = try await KafkaGroupOffsets(configuration: client).partitions(of: topic)
+            let records = try await KafkaTopicScanner(configuration: client, idle: .seconds(2)).scan(
+                Dictionary(uniqueKeysWithValues: partitions.map { ($0, Int64?.none) }))
+            var byKey: [String: KafkaMessage] = [:]
+            for record in records { if let key = record.keyString { byKey[key] = record } }
+            if byKey.count >= count { return byKey }
+            guard ContinuousClock.now < deadline else { throw TestSupportError("\(byKey.count) of \(count) change events in 240 s") }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+    }
+}
+
+/// deploy/local/otlp_receiver.py as a child process: OTLP/HTTP on a free loopback port, every span
+/// it receives one JSON line in a file.
+final class OTLPReceiver: @unchecked Sendable {
+    struct Span: CustomStringConvertible {
+        var trace: String
+        var id: String
+        var parent: String
+        var name: String
+        var kind: String
+        var service: String
+        var attributes: [String: String]
+        /// The span IDs it links to.
+        var links: [String]
+        var description: String { "\(service)/\(kind) '\(name)' \(id)←\(parent.isEmpty ? "root" : parent)" }
+    }
+
+    let port = LocalHTTP.freePort()
+    let file: URL
+    private let process: ManagedProcess
+
+    init() throws {
+        let stateDirectory =
+            ProcessInfo.processInfo.environment["APPSTORE_STATE_DIR"].map { URL(fileURLWithPath: $0) }
+            ?? TestServices.repositoryRoot.appendingPathComponent(".local")
+        let python = stateDirectory.appendingPathComponent("python/bin/python")
+        guard FileManager.default.isExecutableFile(atPath: python.path) else {
+            throw TestSupportError("\(python.path) is missing: run deploy/local/setup (it installs opentelemetry-proto there)")
+        }
+        file = FileManager.default.temporaryDirectory.appendingPathComponent("otlp-\(UUID().uuidString.prefix(8)).jsonl")
+        let script = TestServices.repositoryRoot.appendingPathComponent("deploy/local/otlp_receiver.py").path
+        process = try ManagedProcess(
+            path: python, arguments: [script, "--port", "\(port)", "--out", file.path], environment: [:], logName: "otlp-receiver-\(port)")
+    }
+
+    func stop() {
+        process.kill9()
+        try? FileManager.default.removeItem(at: file)
+    }
+
+    /// Every span received so far.
+    func spans() throws -> [Span] {
+        guard let text = try? String(contentsOf: file, encoding: .utf8) else { return [] }
+        return try text.split(separator: "\n").map { line in
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
+            let attributes = (object["attributes"] as? [String: Any] ?? [:]).mapValues { "\($0)" }
+            let links = (object["links"] as? [[String: Any]] ?? []).compactMap { $0["span_id"] as? String }
+            return Span(
+                trace: object["trace_id"] as? String ?? "", id: object["span_id"] as? String ?? "",
+                parent: object["parent_span_id"] as? String ?? "", name: object["name"] as? String ?? "",
+                kind: object["kind"] as? String ?? "", service: object["service"] as? String ?? "", attributes: attributes,
+                links: links)
+        }
+    }
+
+    /// The spans of `trace`, once one named `name` arrived and a further second brought none
+    /// (every process exports on its own schedule).
+    func trace(_ trace: String, containing name: String) async throws -> [Span] {
+        let deadline = ContinuousClock.now + .seconds(120)
+        var seen = -1
+        while true {
+            let spans = try spans().filter { $0.trace == trace }
+            if spans.contains(where: { $0.name == name }), spans.count == seen { return spans }
+            seen = spans.count
+            guard ContinuousClock.now < deadline else { throw TestSupportError("trace \(trace) never held '\(name)': \(spans)") }
+            try await Task.sleep(for: .seconds(1))
+        }
+    }
+}
