@@ -116,7 +116,7 @@ struct BatchState {
                 kind: event.kind.rawValue, source: event.source, type: event.typeName, subtype: event.subtype?.rawValue,
                 originalTransactionId: event.purchaseKey?.originalTransactionId, transactionId: event.transaction?.transactionId,
                 signedDate: event.signedDate, receivedAt: event.verifiedAt, ingestedAt: event.receivedAt, outcome: decision.outcome.rawValue,
-                note: decision.note))
+                note: decision.note, traceId: event.traceID))
         if let request = event.consumptionRequest, let uuid = event.notificationUUID {
             consumptionRequests.append(
                 StoreRows.ConsumptionRequest(

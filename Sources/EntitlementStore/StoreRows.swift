@@ -107,6 +107,8 @@ enum StoreRows {
         var ingestedAt: Date?
         var outcome: String
         var note: String?
+        /// The trace ID of the record's trace context (migration 0022).
+        var traceId: String?
     }
 
     struct ConsumptionRequest: Encodable {

@@ -54,6 +54,13 @@ public struct GrantEvent: Hashable, Sendable {
     /// The W3C `traceparent` of grant's span for the record that carried the event (set by the grant
     /// stage), kept with each change in the outbox so the published change event continues the trace.
     public var traceContext: String?
+
+    /// The trace ID ``traceContext`` names (its second field), or nil.
+    public var traceID: String? {
+        guard let traceContext else { return nil }
+        let fields = traceContext.split(separator: "-")
+        return fields.count == 4 && fields[1].utf8.count == 32 ? String(fields[1]) : nil
+    }
     /// The raw JWS of the event's own transaction, when the record kept it (app uploads).
     public var signedTransaction: String?
     /// The app transaction a notification carries instead of a purchase (`RESCIND_CONSENT`'s `appData`).

@@ -82,6 +82,8 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
         public var eventKey: String
         public var originalTransactionId: String?
         public var transactionId: String?
+        /// The trace of the record that carried it (docs/configuration.md, "Tracing"), when it had one.
+        public var traceId: String?
     }
 
     /// A customer's claim on a purchase (`ownership_claims`), the customer's own and other
@@ -239,17 +241,17 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
                 query(
                     purchases + """
                         SELECT DISTINCT n.environment, n.received_at, n.processed_at, n.notification_type, n.subtype, n.outcome, n.note, n.source,
-                               n.event_key, n.original_transaction_id, n.transaction_id
+                               n.event_key, n.original_transaction_id, n.transaction_id, n.trace_id
                         FROM notifications n JOIN chosen p ON n.environment = p.environment AND n.original_transaction_id = p.otid
                         ORDER BY n.received_at, n.processed_at, n.event_key
                         """, customer: id, environment: environment), logger: logger)
-            for try await (env, received, processed, type, subtype, outcome, note, source, key, original, transaction) in notifications.decode(
-                (String, Date, Date, String, String?, String, String?, String, String, String?, String?).self)
+            for try await (env, received, processed, type, subtype, outcome, note, source, key, original, transaction, trace)
+                in notifications.decode((String, Date, Date, String, String?, String, String?, String, String, String?, String?, String?).self)
             {
                 report.notifications.append(
                     Notification(
                         environment: env, receivedAt: received, processedAt: processed, type: type, subtype: subtype, outcome: outcome,
-                        note: note, source: source, eventKey: key, originalTransactionId: original, transactionId: transaction))
+                        note: note, source: source, eventKey: key, originalTransactionId: original, transactionId: transaction, traceId: trace))
             }
             let claims = try await database.query(
                 query(
@@ -359,7 +361,7 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
             let type = n.type + (n.subtype.map { "/\($0)" } ?? "")
             lines.append(
                 "  " + pad(Timestamp.iso8601(n.receivedAt), 26) + pad(type, 44) + pad(n.outcome, 9) + pad(n.source, 22)
-                    + pad(n.originalTransactionId ?? "-", 20) + (n.note ?? ""))
+                    + pad(n.originalTransactionId ?? "-", 20) + pad("trace " + (n.traceId ?? "-"), 39) + (n.note ?? ""))
         }
         lines += ["", "consumption requests:"]
         if consumptionRequests.isEmpty { lines.append("  (none)") }

@@ -100,6 +100,9 @@ struct TracingEndToEndTests {
             }
             let all = try receiver.spans()
             #expect(!all.contains { $0.trace == forbiddenTrace }, "a traceparent with version ff is never continued")
+            // The operator's way in: the customer's notifications name their traces.
+            let shown = try await pipeline.appstorectl(["customer", customers["continued"]!.uuidString])
+            #expect(shown.status == 0 && shown.stdout.contains("trace \(incomingTrace)"), "\(shown.output)")
         }
     }
 

@@ -2,10 +2,13 @@
 -- as grant's span for that record wrote it), so the published change event continues the trace
 -- that began at ingest. Null when tracing is off or the change had no traced record.
 ALTER TABLE outbox ADD COLUMN trace_context text;
+-- Each logged event keeps the trace ID of the record that carried it, so `appstorectl customer`
+-- leads from a notification to its trace (null when the record carried no trace context).
+ALTER TABLE notifications ADD COLUMN trace_id text;
 
 -- grant_write as migration 0005 defined it (with 0008's generic plans and 0021's pinned search_path),
 -- but each customer's changes come with a parallel array batch->'changes'[i]->'traces' ('' for none),
--- written to the outbox row beside the body.
+-- written to the outbox row beside the body, and each notifications row with its traceId.
 CREATE OR REPLACE FUNCTION grant_write(batch jsonb) RETURNS integer
     LANGUAGE plpgsql VOLATILE
     SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
@@ -129,10 +132,10 @@ BEGIN
 
     IF batch ? 'notifications' THEN
         INSERT INTO notifications (environment, event_key, notification_uuid, kind, source, notification_type, subtype,
-            original_transaction_id, transaction_id, signed_date, received_at, ingested_at, outcome, note)
+            original_transaction_id, transaction_id, signed_date, received_at, ingested_at, outcome, note, trace_id)
         SELECT r->>'environment', r->>'eventKey', r->>'notificationUUID', r->>'kind', r->>'source', r->>'type', r->>'subtype',
             r->>'originalTransactionId', r->>'transactionId', ms_to_timestamptz(r->'signedDate'),
-            ms_to_timestamptz(r->'receivedAt'), ms_to_timestamptz(r->'ingestedAt'), r->>'outcome', r->>'note'
+            ms_to_timestamptz(r->'receivedAt'), ms_to_timestamptz(r->'ingestedAt'), r->>'outcome', r->>'note', r->>'traceId'
         FROM batch_rows(batch->'notifications') AS r
         ON CONFLICT DO NOTHING;
     END IF;
