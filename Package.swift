@@ -16,6 +16,7 @@ let cryptoExtras: Target.Dependency = .product(name: "_CryptoExtras", package: "
 let dequeModule: Target.Dependency = .product(name: "DequeModule", package: "swift-collections")
 let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
 let hummingbirdTesting: Target.Dependency = .product(name: "HummingbirdTesting", package: "hummingbird")
+let inMemoryTracing: Target.Dependency = .product(name: "InMemoryTracing", package: "swift-distributed-tracing")
 let instrumentation: Target.Dependency = .product(name: "Instrumentation", package: "swift-distributed-tracing")
 let jwtKit: Target.Dependency = .product(name: "JWTKit", package: "jwt-kit")
 let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
@@ -214,7 +215,7 @@ let package = Package(
             dependencies: [
                 "PipelineRecords",
                 "EnvironmentSettings", "EventLoopTimers", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting, serviceLifecycle,
-                prometheus, metrics,
+                prometheus, metrics, inMemoryTracing, tracing,
             ]
         ),
         .testTarget(

@@ -19,8 +19,8 @@ final class RecordSpans {
     /// The records, their headers carrying their spans' contexts.
     let records: [KafkaMessage]
 
-    init(_ batch: [KafkaMessage], stage: String) {
-        let tracer = InstrumentationSystem.tracer
+    /// - Parameter tracer: the process's (a test's own in-memory one).
+    init(_ batch: [KafkaMessage], stage: String, tracer: any Tracer = InstrumentationSystem.tracer) {
         var spans: [any Span] = []
         var records: [KafkaMessage] = []
         spans.reserveCapacity(batch.count)
@@ -44,7 +44,10 @@ final class RecordSpans {
             var injected: [KafkaHeader] = []
             tracer.inject(span.context, into: &injected, using: KafkaHeadersInjector())
             if !injected.isEmpty {
-                message.headers.removeAll { $0.key == TraceHeader.traceparent || $0.key == TraceHeader.tracestate }
+                // The span's context replaces the one the record came with (whatever keys the
+                // propagator writes, and W3C's in any case).
+                let replaced = Set(injected.map(\.key)).union([TraceHeader.traceparent, TraceHeader.tracestate])
+                message.headers.removeAll { replaced.contains($0.key) }
                 message.headers.append(contentsOf: injected)
             }
             spans.append(span)
