@@ -31,6 +31,12 @@ STAGES = {"ingest": 8080, "verify": 8081, "enrich": 8082, "grant": 8083}
 CONSUMERS = {"verify": "appstore.verify", "enrich": "appstore.enrich", "grant": "appstore.grant"}
 CANCELLATION_MARGIN_S = 5  # ProcessBootstrap.run: maximumCancellationDuration after the graceful deadline
 TEST_TRUST_VARIABLES = ("APPSTORE_TRUSTED_ROOTS", "APPSTORE_API_BASE_URL")
+# Tracing (docs/configuration.md, "Tracing"): what every stage carries. The endpoint and sampler come
+# from the pipeline ConfigMap (blank endpoint: off); the resource attributes name the pod and its
+# namespace through the downward API. OTLP/HTTP's port, which production's NetworkPolicies let out.
+TRACING_CONFIG_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_TRACES_SAMPLER")
+TRACING_RESOURCE = {"k8s.pod.name": "metadata.name", "k8s.namespace.name": "metadata.namespace"}
+OTLP_HTTP_PORT = 4318
 # Readiness: ingest serves the webhook and answers 503 while the broker is down, so /ready takes it
 # out of the Service. The consumers serve no traffic: /ready (stuck in retry) as readiness would make
 # every pod NotReady during an Apple or Postgres outage and the PDBs would block node drains.
@@ -254,14 +260,58 @@ def check_stage(label, docs, stage, port):
     if not checks.check(f"{label}: {stage} image is Dockerfile target {target}, an executable product",
                         target in dockerfile_targets() and target in executable_products(), f"missing executable product: {target}"):
         MISSING["executable products"].add(target)
-    unknown = sorted(k for k in env if k not in SOURCE_VARIABLES and not k.startswith("KAFKA_PROP_"))
+    expanded = expansion_only_variables(c)
+    unknown = sorted(k for k in env if k not in SOURCE_VARIABLES and not k.startswith("KAFKA_PROP_") and k not in expanded)
     MISSING["variables no source reads yet"].update(unknown)
-    checks.check(f"{label}: {stage} gets only variables the sources read", not unknown, f"no source reads: {', '.join(unknown)}")
+    checks.check(f"{label}: {stage} gets only variables the sources read (and pod fields only expanded into them)", not unknown,
+                 f"no source reads: {', '.join(unknown)}")
+    problems = tracing_env_problems(docs, deps[0])
+    checks.check(f"{label}: {stage} carries the tracing variables: {' and '.join(TRACING_CONFIG_VARIABLES)} (appstore-pipeline; blank "
+                 "endpoint: off), OTEL_RESOURCE_ATTRIBUTES with k8s.pod.name and k8s.namespace.name from the downward API",
+                 not problems, "; ".join(problems))
     if stage == "grant":
         check_grant_migrations(label, docs, deps[0], env)
         if label != "base":  # the overlays generate the mapping
             check_products(label, docs, deps[0], env)
 
+
+
+def expansion_only_variables(container):
+    """Variables set from the pod (downward API fieldRef) only to be expanded into another one's
+    value as $(NAME): the kubelet substitutes them, so no source needs to read them."""
+    env = container.get("env", [])
+    used = {n for e in env if "value" in e for n in re.findall(r"\$\((\w+)\)", str(e["value"]))}
+    return {e["name"] for e in env if "fieldRef" in e.get("valueFrom", {}) and e["name"] in used}
+
+
+def tracing_env_problems(docs, dep):
+    """What a stage lacks of tracing's settings: the endpoint (blank, or an http(s) URL) and sampler
+    from its ConfigMaps, and OTEL_RESOURCE_ATTRIBUTES naming its pod and namespace with $(VAR)s that
+    the downward API sets earlier in its env list (the kubelet expands only those; a later or unknown
+    one stays the literal text $(VAR))."""
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    env = container_env(docs, c)
+    problems = [f"no {v} (from the appstore-pipeline ConfigMap)" for v in TRACING_CONFIG_VARIABLES if v not in env]
+    endpoint = env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if endpoint and not re.match(r"^https?://[^/\s]+", endpoint):
+        problems.append(f"OTEL_EXPORTER_OTLP_ENDPOINT {endpoint!r} is neither blank (off) nor an http(s) base URL")
+    entries = c.get("env", [])
+    names = [e["name"] for e in entries]
+    if "OTEL_RESOURCE_ATTRIBUTES" not in names:
+        return problems + ["no OTEL_RESOURCE_ATTRIBUTES in its env"]
+    at = names.index("OTEL_RESOURCE_ATTRIBUTES")
+    value = str(entries[at].get("value", ""))
+    attributes = dict(a.split("=", 1) for a in value.split(",") if "=" in a)
+    for key, field in TRACING_RESOURCE.items():
+        m = re.fullmatch(r"\$\((\w+)\)", attributes.get(key, ""))
+        source = next((e for e in entries[:at] if m and e["name"] == m.group(1)), None)
+        if not m:
+            problems.append(f"OTEL_RESOURCE_ATTRIBUTES {value!r} does not set {key} from a variable ($(NAME))")
+        elif not source:
+            problems.append(f"{key}'s $({m.group(1)}) is not set before OTEL_RESOURCE_ATTRIBUTES in the env list: the kubelet would leave it as text")
+        elif source.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != field:
+            problems.append(f"{key}'s {m.group(1)} is not the pod's {field} (downward API)")
+    return problems
 
 
 # ---- workloads, images, autoscalers -------------------------------------------------------------
@@ -798,6 +848,25 @@ def network_policy_problems(docs):
     return problems
 
 
+def production_tracing_problems(docs):
+    """Production's switch for tracing is its pipeline.env key (blank until an operator names a
+    collector), and its NetworkPolicies let the stages, and only they, reach OTLP/HTTP."""
+    problems = []
+    env_file = os.path.join(K8S, "overlays", "production", "pipeline.env")
+    keys = dict(l.strip().split("=", 1) for l in open(env_file) if "=" in l and not l.lstrip().startswith("#"))
+    if "OTEL_EXPORTER_OTLP_ENDPOINT" not in keys:
+        problems.append(f"{os.path.relpath(env_file, REPO)} has no OTEL_EXPORTER_OTLP_ENDPOINT key for the operator to set")
+    for d, t in workloads(docs):
+        labels = t["metadata"].get("labels", {})
+        name = labels.get("app.kubernetes.io/name", d["metadata"]["name"])
+        reaches = OTLP_HTTP_PORT in egress_ports(docs, labels)
+        if name in STAGES and not reaches:
+            problems.append(f"{name}: no NetworkPolicy lets it reach a collector on {OTLP_HTTP_PORT}")
+        elif name not in STAGES and reaches:
+            problems.append(f"{name}: may reach {OTLP_HTTP_PORT}, but only the stages export traces")
+    return problems
+
+
 def kafka_principals():
     return json.load(open(os.path.join(REPO, "deploy", "kafka", "principals.json")))["principals"]
 
@@ -921,8 +990,50 @@ def grant_login_problems(docs):
     return problems
 
 
+def tracing_self_tests(docs):
+    """Each way of losing a stage's tracing settings is refused."""
+    def with_env(change):
+        bad = copy.deepcopy(docs)
+        dep = next(d for d in bad if d["kind"] == "Deployment" and d["metadata"]["name"] == "verify")
+        change(dep["spec"]["template"]["spec"]["containers"][0]["env"])
+        return tracing_env_problems(bad, dep)
+    def drop(name):
+        return lambda env: env.__delitem__(next(i for i, e in enumerate(env) if e["name"] == name))
+    checks.check("self-test: the tracing check refuses a stage without OTEL_RESOURCE_ATTRIBUTES", bool(with_env(drop("OTEL_RESOURCE_ATTRIBUTES"))))
+    checks.check("self-test: the tracing check refuses k8s.namespace.name from a variable that is not set",
+                 bool(with_env(drop("K8S_NAMESPACE_NAME"))))
+    def move_first(env):
+        i = next(i for i, e in enumerate(env) if e["name"] == "OTEL_RESOURCE_ATTRIBUTES")
+        env.insert(0, env.pop(i))
+    checks.check("self-test: the tracing check refuses OTEL_RESOURCE_ATTRIBUTES before the variables it expands", bool(with_env(move_first)))
+    def namespace_from_name(env):
+        next(e for e in env if e["name"] == "K8S_NAMESPACE_NAME")["valueFrom"]["fieldRef"]["fieldPath"] = "metadata.name"
+    checks.check("self-test: the tracing check refuses k8s.namespace.name from the pod's name", bool(with_env(namespace_from_name)))
+    def without_pipeline_key(key, value=None):
+        bad = copy.deepcopy(docs)
+        cm = next(d for d in bad if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("appstore-pipeline"))
+        if value is None:
+            del cm["data"][key]
+        else:
+            cm["data"][key] = value
+        return tracing_env_problems(bad, find(bad, "Deployment", "grant")[0])
+    checks.check("self-test: the tracing check refuses a stage without OTEL_EXPORTER_OTLP_ENDPOINT",
+                 bool(without_pipeline_key("OTEL_EXPORTER_OTLP_ENDPOINT")))
+    checks.check("self-test: the tracing check refuses an endpoint without http(s)://",
+                 bool(without_pipeline_key("OTEL_EXPORTER_OTLP_ENDPOINT", "otel-collector.monitoring.svc:4318")))
+    checks.check("self-test: the tracing check accepts an http:// collector endpoint",
+                 not without_pipeline_key("OTEL_EXPORTER_OTLP_ENDPOINT", "http://otel-collector.monitoring.svc:4318"))
+    bad = copy.deepcopy(docs)
+    bad = [d for d in bad if not (d["kind"] == "NetworkPolicy" and d["metadata"]["name"] == "allow-otlp-egress")]
+    checks.check("self-test: the tracing check refuses production without egress to a collector", bool(production_tracing_problems(bad)))
+    typo = {"env": [{"name": "K8S_POD_NAM", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                    {"name": "OTEL_RESOURCE_ATTRIBUTES", "value": "k8s.pod.name=$(K8S_POD_NAME)"}]}
+    checks.check("self-test: the variables check exempts only pod fields expanded into another variable", not expansion_only_variables(typo))
+
+
 def self_tests(docs):
     """The checks above must be able to fail: known-bad inputs are refused."""
+    tracing_self_tests(docs)
     bad = copy.deepcopy(find(docs, "Deployment", "ingest")[0])
     bad["spec"]["replica"] = 2
     checks.check("self-test: the Kubernetes validator refuses an unknown Deployment field", bool(schema_errors(bad)))
@@ -1135,6 +1246,9 @@ def main():
         problems = network_policy_problems(prod)
         checks.check("production: NetworkPolicies deny by default; only grant and the operations workloads reach Postgres",
                      not problems, "; ".join(problems[:6]))
+        problems = production_tracing_problems(prod)
+        checks.check(f"production: pipeline.env has the key OTEL_EXPORTER_OTLP_ENDPOINT to turn tracing on (blank: off), and the four stages "
+                     f"may reach a collector on OTLP/HTTP {OTLP_HTTP_PORT}", not problems, "; ".join(problems))
         problems = record_mac_problems(prod)
         checks.check("production: enrich signs and grant checks enriched records with one Secret no other workload mounts",
                      not problems, "; ".join(problems))

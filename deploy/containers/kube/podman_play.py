@@ -10,7 +10,11 @@ play` (podman 4.3) can run, keeping every pod spec as rendered except where podm
                  as it is running"), and the Deployment without them;
                  Secret volumes -> hostPath directories holding the Secret's keys (podman 4.3 takes no
                  `kind: Secret` and writes a podman secret's `data` into a volume without decoding it),
-                 with the Secret volume's items, defaultMode and the pod's fsGroup
+                 with the Secret volume's items, defaultMode and the pod's fsGroup;
+                 an env var from the downward API's metadata.namespace -> the rendered namespace as
+                 its value (podman 4.3 knows metadata.name but refuses metadata.namespace; it does not
+                 expand $(VAR) in values either, so OTEL_RESOURCE_ATTRIBUTES stays literal text, unused
+                 while tracing is off)
   removed        probes (podman runs none without systemd: the test curls each readiness endpoint
                  itself), the preStop `sleep` handler (unknown to podman 4.3), and the kinds podman
                  does not run: HorizontalPodAutoscaler, PodDisruptionBudget, Ingress, Service,
@@ -56,6 +60,8 @@ def main():
         f.write(",".join(paths))
     for d in docs:
         kind, name = d["kind"], d["metadata"]["name"]
+        if kind not in NOT_RUN:
+            namespace_values(d, plan)
         if kind in NOT_RUN:
             plan["removed"].append(f"{kind}/{name}")
         elif kind == "Deployment":
@@ -72,6 +78,24 @@ def main():
             sys.exit(f"podman_play: no rule for {kind}/{name}")
     with open(os.path.join(args.out, "plan.json"), "w") as f:
         json.dump(plan, f, indent=2)
+
+
+def namespace_values(doc, plan):
+    """Each env var the downward API sets from metadata.namespace gets the namespace the render
+    put the workload in, as its plain value: what the kubelet would set."""
+    kind = doc["kind"]
+    template = {"Deployment": lambda: doc["spec"]["template"], "Job": lambda: doc["spec"]["template"],
+                "CronJob": lambda: doc["spec"]["jobTemplate"]["spec"]["template"], "Pod": lambda: doc}.get(kind)
+    if template is None:
+        return
+    spec = template()["spec"]
+    namespace = doc["metadata"].get("namespace", "default")
+    for c in spec.get("initContainers", []) + spec.get("containers", []):
+        for e in c.get("env", []):
+            if e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
+                e.pop("valueFrom")
+                e["value"] = namespace
+                plan["converted"].append(f"{kind}/{doc['metadata']['name']} {c['name']}: {e['name']} from metadata.namespace -> {namespace!r}")
 
 
 def container_name(pod):
