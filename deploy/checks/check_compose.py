@@ -31,6 +31,11 @@ EXTERNAL_TOOLS = {
     "grafana/grafana": {"wget"},
 }
 MONITORING = ("prometheus", "grafana")  # profile monitoring
+TRACING = "otel-collector"  # profile tracing
+STAGES = ("ingest", "verify", "enrich", "grant")
+# What each stage takes from the operator's environment for tracing (docs/configuration.md, "Tracing").
+TRACING_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_TRACES_SAMPLER")
+COLLECTOR_IMAGE = "otel/opentelemetry-collector-contrib"
 checks = Checks("deploy compose")
 
 
@@ -373,8 +378,8 @@ def check_demo(compose, production):
     checks.check("compose.yaml: the simulated Apple is only in compose.demo.yaml",
                  "appstore-sim" not in production["services"] and "sim-trust" not in production["services"])
     others = [n for n, s in services.items() if s.get("profiles") and n != "ops"
-              and not (n in MONITORING and s["profiles"] == ["monitoring"])]
-    checks.check("compose: every service but ops and the monitoring profile's runs without a profile", not others, str(others))
+              and not (n in MONITORING and s["profiles"] == ["monitoring"]) and not (n == TRACING and s["profiles"] == ["tracing"])]
+    checks.check("compose: every service but ops and the monitoring and tracing profiles' runs without a profile", not others, str(others))
     demo = read_env_file(os.path.join(COMPOSE_DIR, "demo.env"))
     for stage in ("verify", "enrich", "grant"):
         checks.check(f"demo: {stage} starts after sim-trust copied the root it trusts",
@@ -485,6 +490,133 @@ def check_monitoring(compose):
     checks.check("grafana: the dashboard is mounted where its provider reads", bool(dash and os.path.isfile(dash)), f"{folder}: {dash}")
 
 
+def collector_config_path(svc):
+    """The repository file the collector reads: mounted where its --config names."""
+    config = next((a.split("=", 1)[1] for a in svc.get("command") or [] if a.startswith("--config=")), None)
+    return mount_source(svc, config) if config else None
+
+
+def collector_placement_problems(compose):
+    """What is wrong with where the tracing profile's collector stands: only in the profile tracing
+    (so the default stack never pulls its image), nothing waiting for it (without the profile that
+    service would not start), the official contrib image pinned to a version."""
+    services = compose["services"]
+    svc = services.get(TRACING)
+    if not svc:
+        return [f"no {TRACING} service"]
+    problems = []
+    if svc.get("profiles") != ["tracing"]:
+        problems.append(f"{TRACING} has profiles {svc.get('profiles')}, not [tracing]: the default stack would pull its image")
+    problems += [f"{n} is in the profile tracing too" for n, s in services.items() if n != TRACING and "tracing" in (s.get("profiles") or [])]
+    problems += [f"{n} depends on {TRACING}: without the profile it would not start" for n, s in services.items()
+                 if n != TRACING and TRACING in (s.get("depends_on") or {})]
+    image = str(svc.get("image", ""))
+    if not re.fullmatch(re.escape(COLLECTOR_IMAGE) + r":\d+\.\d+\.\d+", image):
+        problems.append(f"image {image!r} is not {COLLECTOR_IMAGE} pinned to a version")
+    return problems
+
+
+def collector_config_problems(compose):
+    """What is wrong with the collector's configuration (the repository's file its --config names):
+    it must receive OTLP on HTTP 4318 and gRPC 4317, batch, and export traces only to exporters it
+    configures, every ${env:…} it reads set by the service (the collector refuses an otlphttp
+    exporter without an endpoint even when no pipeline uses it)."""
+    svc = compose["services"].get(TRACING)
+    if not svc:
+        return [f"no {TRACING} service"]
+    problems = []
+    path = collector_config_path(svc)
+    if not (path and os.path.isfile(path)):
+        return [f"the configuration its --config names is not a mounted file of the repository ({path})"]
+    env = {k: compose_value(v) for k, v in (svc.get("environment") or {}).items()}
+    text = open(path).read()
+    unset = sorted(set(re.findall(r"\$\{env:(\w+)\}", text)) - set(env))
+    if unset:
+        problems.append(f"{os.path.basename(path)} reads {', '.join(unset)}, which the service does not set")
+    # The configuration as the collector sees it: each ${env:X} is X's value parsed as YAML.
+    def resolve(node):
+        if isinstance(node, dict):
+            return {k: resolve(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        m = re.fullmatch(r"\$\{env:(\w+)\}", str(node)) if isinstance(node, str) else None
+        return yaml.safe_load(env.get(m.group(1), "")) if m else node
+    config = resolve(yaml.safe_load(text) or {})
+    protocols = ((config.get("receivers") or {}).get("otlp") or {}).get("protocols") or {}
+    for proto, port in (("http", "4318"), ("grpc", "4317")):
+        endpoint = str((protocols.get(proto) or {}).get("endpoint", ""))
+        if endpoint != f"0.0.0.0:{port}":
+            problems.append(f"the OTLP receiver's {proto} endpoint is {endpoint!r}, not 0.0.0.0:{port} (the default listens on localhost only)")
+    traces = (((config.get("service") or {}).get("pipelines") or {}).get("traces")) or {}
+    exporters = config.get("exporters") or {}
+    if traces.get("receivers") != ["otlp"] or "batch" not in (traces.get("processors") or []) or "batch" not in (config.get("processors") or {}):
+        problems.append(f"the traces pipeline does not take OTLP through the batch processor: {traces}")
+    used = traces.get("exporters")
+    if not isinstance(used, list) or not used or any(e not in exporters for e in used):
+        problems.append(f"the traces pipeline exports to {used!r}, not a list of its configured exporters {sorted(exporters)}")
+    for name, cfg in exporters.items():
+        if name.split("/")[0] in ("otlphttp", "otlp") and not (cfg or {}).get("endpoint"):
+            problems.append(f"exporter {name} has no endpoint by default: the collector would refuse its configuration")
+    return problems
+
+
+def stage_tracing_problems(compose):
+    """Each stage takes OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_TRACES_SAMPLER from the operator's
+    environment (${NAME:-default}), the endpoint blank by default so that tracing stays off."""
+    problems = []
+    for stage in STAGES:
+        env = compose["services"][stage].get("environment") or {}
+        for var in TRACING_VARIABLES:
+            value = str(env.get(var, ""))
+            if not re.fullmatch(r"\$\{" + var + r"(:-[^}]*)?\}", value):
+                problems.append(f"{stage}: {var} is {env.get(var)!r}, not taken from the operator's environment (${{{var}:-…}})")
+        if compose_value(env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")) != "":
+            problems.append(f"{stage}: tracing is on by default (OTEL_EXPORTER_OTLP_ENDPOINT defaults to "
+                            f"{compose_value(env['OTEL_EXPORTER_OTLP_ENDPOINT'])!r})")
+    return problems
+
+
+def check_tracing(compose, production):
+    problems = collector_placement_problems(production)
+    checks.check(f"tracing: {TRACING} only in the profile tracing (nothing else waits for it), {COLLECTOR_IMAGE} pinned to a version",
+                 not problems, "; ".join(problems))
+    problems = collector_config_problems(production)
+    checks.check(f"tracing: {TRACING} reads otel-collector.yaml: OTLP on HTTP 4318 and gRPC 4317, batched, to exporters it configures "
+                 "(default [debug]), every ${env:…} set by the service", not problems, "; ".join(problems))
+    problems = stage_tracing_problems(compose)
+    checks.check(f"tracing: {', '.join(STAGES)} pass {' and '.join(TRACING_VARIABLES)} through from the operator's environment, "
+                 "tracing off by default", not problems, "; ".join(problems))
+    port = str(((((yaml.safe_load(open(collector_config_path(production["services"][TRACING]))) or {}).get("receivers") or {})
+                 .get("otlp") or {}).get("protocols") or {}).get("http", {}).get("endpoint", "")).rpartition(":")[2]
+    readme = open(os.path.join(REPO, "deploy", "README.md")).read()
+    wanted = f"OTEL_EXPORTER_OTLP_ENDPOINT=http://{TRACING}:{port}"
+    checks.check(f"tracing: deploy/README.md turns it on with {wanted} and --profile tracing (the collector's service and OTLP/HTTP port)",
+                 wanted in readme and "--profile tracing" in readme and "## Following one notification" in readme)
+    # Self-tests: each mistake put back is caught.
+    def with_service(name, **changes):
+        svc = dict(production["services"][name], **changes)
+        return dict(production, services=dict(production["services"], **{name: svc}))
+    checks.check("self-test: the tracing check refuses the collector outside a profile (the default stack would pull it)",
+                 bool(collector_placement_problems(with_service(TRACING, profiles=None))))
+    checks.check("self-test: the tracing check refuses a stage that waits for the collector",
+                 bool(collector_placement_problems(with_service("grant", depends_on=dict(production["services"]["grant"]["depends_on"],
+                                                                               **{TRACING: {"condition": "service_started"}})))))
+    checks.check("self-test: the tracing check refuses a moving collector tag",
+                 bool(collector_placement_problems(with_service(TRACING, image=f"{COLLECTOR_IMAGE}:latest"))))
+    env = production["services"][TRACING]["environment"]
+    checks.check("self-test: the tracing check refuses a default pipeline naming an exporter it does not configure",
+                 bool(collector_config_problems(with_service(TRACING, environment=dict(env, TRACES_EXPORTERS="${TRACES_EXPORTERS:-[jaeger]}")))))
+    checks.check("self-test: the tracing check refuses an otlphttp exporter without a default endpoint",
+                 bool(collector_config_problems(with_service(TRACING, environment=dict(env, TRACES_BACKEND_ENDPOINT="${TRACES_BACKEND_ENDPOINT:-}")))))
+    ingest_env = production["services"]["ingest"]["environment"]
+    checks.check("self-test: the tracing check refuses a stage without OTEL_EXPORTER_OTLP_ENDPOINT",
+                 bool(stage_tracing_problems(with_service("ingest", environment={k: v for k, v in ingest_env.items()
+                                                                                 if k != "OTEL_EXPORTER_OTLP_ENDPOINT"}))))
+    checks.check("self-test: the tracing check refuses tracing on by default",
+                 bool(stage_tracing_problems(with_service("ingest", environment=dict(
+                     ingest_env, OTEL_EXPORTER_OTLP_ENDPOINT="${OTEL_EXPORTER_OTLP_ENDPOINT:-http://otel-collector:4318}")))))
+
+
 def merged(base, override):
     """compose's merge of an override file: mappings merged key by key, anything else replaced."""
     if isinstance(base, dict) and isinstance(override, dict):
@@ -526,6 +658,7 @@ def main():
     check_demo(compose, production)
     check_uploads(production)
     check_monitoring(compose)
+    check_tracing(compose, production)
     missing = [p for p in args.get("PRODUCTS", "").split() if p not in products]
     if missing:
         print(f"missing executable products (Package.swift): {', '.join(missing)}")
