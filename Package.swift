@@ -215,7 +215,7 @@ let package = Package(
             dependencies: [
                 "PipelineRecords",
                 "EnvironmentSettings", "EventLoopTimers", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting, serviceLifecycle,
-                prometheus, metrics, inMemoryTracing, tracing,
+                prometheus, metrics, inMemoryTracing, otel, "PipelineTracing", tracing,
             ]
         ),
         .testTarget(
