@@ -117,7 +117,7 @@ struct CustomerLookupTests {
                 notifications.allSatisfy {
                     Set($0.keys) == [
                         "environment", "receivedAt", "processedAt", "type", "subtype", "outcome", "note", "source", "eventKey",
-                        "originalTransactionId", "transactionId",
+                        "originalTransactionId", "transactionId", "traceId",
                     ]
                 })
             let requests = try #require(object["consumptionRequests"] as? [[String: Any]])
