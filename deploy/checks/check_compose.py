@@ -13,15 +13,19 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import tempfile
 
 import yaml
-
-from checklib import REPO, Checks, appstorectl_subcommands, executable_products, source_strings
+from checklib import (
+    DOCKERFILE,
+    REPO,
+    Checks,
+    appstorectl_subcommands,
+    executable_products,
+    source_strings,
+)
 
 COMPOSE_DIR = os.path.join(REPO, "deploy", "compose")
-DOCKERFILE = os.path.join(REPO, "deploy", "docker", "Dockerfile")
 # Tools the official images ship (their documentation), for commands that run inside them.
 EXTERNAL_TOOLS = {
     "apache/kafka": {"/opt/kafka/bin/kafka-broker-api-versions.sh", "/opt/kafka/bin/kafka-topics.sh", "/bin/bash"},
@@ -118,9 +122,9 @@ def check_dockerfile(args, stages, products):
             checks.check(f"Dockerfile target {name}: HEALTHCHECK GETs /health on HTTP_PORT with curl",
                          "/health" in hc and "${HTTP_PORT}" in hc and "curl" in st["apt"] and st["env"].get("HTTP_PORT", "").isdigit(), hc)
     ignore = open(DOCKERFILE + ".dockerignore").read()
-    allowed = [l.strip() for l in ignore.splitlines() if l.strip().startswith("!")]
+    allowed = [line.strip() for line in ignore.splitlines() if line.strip().startswith("!")]
     checks.check("Dockerfile.dockerignore: lets in the sources, schemas and the staged build, nothing else",
-                 "*" in [l.strip() for l in ignore.splitlines()] and sorted(allowed) == sorted(
+                 "*" in [line.strip() for line in ignore.splitlines()] and sorted(allowed) == sorted(
                      ["!Package.swift", "!Sources/**", "!Tests/**", "!schemas/**",
                       "!deploy/docker/stage-binaries", "!.local/image-staging/**"]), str(allowed))
     for target in ("grant", "appstorectl"):

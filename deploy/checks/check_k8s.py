@@ -20,10 +20,16 @@ import tempfile
 import jsonschema
 import kubernetes_validate
 import yaml
+from checklib import (
+    REPO,
+    Checks,
+    appstorectl_subcommands,
+    dockerfile_targets,
+    executable_products,
+    source_strings,
+)
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
-
-from checklib import REPO, Checks, appstorectl_subcommands, dockerfile_targets, executable_products, source_strings
 
 K8S = os.path.join(REPO, "deploy", "k8s")
 KUBE_VERSIONS = ["1.31.0", "1.37.0"]  # oldest supported cluster (preStop sleep on by default) and newest
@@ -783,7 +789,7 @@ def restricted_problems(docs):
         for c in all_containers(spec):
             sc = c.get("securityContext", {})
             where = f"{name} container {c['name']}"
-            if not (sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is True):
+            if sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is not True:
                 problems.append(f"{where}: runAsNonRoot is not true")
             if sc.get("runAsUser", pod_sc.get("runAsUser")) == 0:
                 problems.append(f"{where}: runs as user 0")
@@ -853,7 +859,7 @@ def production_tracing_problems(docs):
     collector), and its NetworkPolicies let the stages, and only they, reach OTLP/HTTP."""
     problems = []
     env_file = os.path.join(K8S, "overlays", "production", "pipeline.env")
-    keys = dict(l.strip().split("=", 1) for l in open(env_file) if "=" in l and not l.lstrip().startswith("#"))
+    keys = dict(line.strip().split("=", 1) for line in open(env_file) if "=" in line and not line.lstrip().startswith("#"))
     if "OTEL_EXPORTER_OTLP_ENDPOINT" not in keys:
         problems.append(f"{os.path.relpath(env_file, REPO)} has no OTEL_EXPORTER_OTLP_ENDPOINT key for the operator to set")
     for d, t in workloads(docs):
@@ -1114,7 +1120,7 @@ def self_tests(docs):
                  bool(source_problems_with(lambda *b: b[n]["metadata"]["annotations"].pop(wl))))
     for value in ("0.0.0.0/0", "17.0.0.0/8,10.0.0.0/8", "17.0.0.0/7", "not-an-address"):
         checks.check(f"self-test: the Ingress check refuses the notifications allow-list {value}",
-                     bool(source_problems_with(lambda *b: b[n]["metadata"]["annotations"].__setitem__(wl, value))))
+                     bool(source_problems_with(lambda *b, value=value: b[n]["metadata"]["annotations"].__setitem__(wl, value))))
     checks.check("self-test: the Ingress check sees the allowlist-source-range name too",
                  bool(source_problems_with(lambda *b: b[n]["metadata"]["annotations"].__setitem__(
                      "nginx.ingress.kubernetes.io/allowlist-source-range", "0.0.0.0/0"))))

@@ -6,7 +6,6 @@ Edges that break a rule today are listed in KNOWN with the reason they still exi
 and so does a listed one that has gone (so the list only shrinks)."""
 import os
 import re
-import sys
 
 from checklib import REPO, Checks
 

@@ -17,7 +17,6 @@ import sys
 import tempfile
 
 import yaml
-
 from checklib import REPO, Checks
 
 MON = os.path.join(REPO, "deploy", "monitoring")

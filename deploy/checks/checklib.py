@@ -32,7 +32,11 @@ class Checks:
         sys.exit(1 if self.failed else 0)
 
 
-def executable_products(package_swift_path=os.path.join(REPO, "Package.swift")):
+PACKAGE_SWIFT = os.path.join(REPO, "Package.swift")
+DOCKERFILE = os.path.join(REPO, "deploy", "docker", "Dockerfile")
+
+
+def executable_products(package_swift_path=PACKAGE_SWIFT):
     """The names of `.executable(name: ...)` products declared in Package.swift."""
     import re
     text = open(package_swift_path).read()
@@ -69,6 +73,6 @@ def appstorectl_subcommands():
     return names
 
 
-def dockerfile_targets(path=os.path.join(REPO, "deploy", "docker", "Dockerfile")):
+def dockerfile_targets(path=DOCKERFILE):
     """The names of the Dockerfile's stages."""
     return set(re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", open(path).read(), re.M | re.I))

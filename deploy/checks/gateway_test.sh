@@ -95,6 +95,7 @@ render_gateway() {
   local settings=(GATEWAY_LISTEN_PORT="127.0.0.1:$port" GATEWAY_TLS_CERT="$tmp/tls.crt" GATEWAY_TLS_KEY="$tmp/tls.key"
     GATEWAY_UPSTREAM="$upstream" GATEWAY_RATE_LIMIT="$rate" GATEWAY_RATE_BURST="$burst" GATEWAY_CONN_LIMIT=32
     NGINX_ENVSUBST_OUTPUT_DIR="$dir/conf.d" "$@")
+  # shellcheck disable=SC2016,SC2094  # a literal ${GATEWAY_…} pattern; the template is only read
   env -u GATEWAY_NOTIFICATION_ALLOW -u GATEWAY_TRUSTED_PROXIES "${settings[@]}" \
     envsubst "$(grep -o '\${GATEWAY_[A-Z_]*}' "$template" | sort -u | tr '\n' ' ')" <"$template" >"$dir/conf.d/gateway.conf"
   env -u GATEWAY_NOTIFICATION_ALLOW -u GATEWAY_TRUSTED_PROXIES "${settings[@]}" "$lists_script" >"$dir/lists.log" 2>&1

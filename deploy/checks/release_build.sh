@@ -5,6 +5,7 @@
 # and find every shared library it needs. deploy/containers/images copies these very binaries
 # into the images. Slow (minutes per product on 2 cores, far more from scratch).
 set -euo pipefail
+# shellcheck source=../local/lib.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../local" && pwd)/lib.sh"
 repo="$repo_root"
 cd "$repo"

@@ -1,6 +1,8 @@
+# shellcheck shell=bash disable=SC2034  # its variables are read by the scripts that source it
 # Shared by the deploy/containers scripts: Docker and image names. Sourced, never run.
 # Builds use Debian's own docker CLI (/usr/bin/docker) with BuildKit: a newer CLI earlier on PATH
 # may lack buildx and refuse to build.
+# shellcheck source=../local/lib.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../local" && pwd)/lib.sh"
 containers_dir="$repo_root/deploy/containers"
 export DOCKER_BUILDKIT=1

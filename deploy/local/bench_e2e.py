@@ -22,7 +22,6 @@ postmaster) is every process of the cluster, connection backends that came and w
 """
 import argparse
 import collections
-from http.client import HTTPConnection, HTTPException
 import json
 import math
 import os
@@ -33,6 +32,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from http.client import HTTPConnection, HTTPException
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # what `getconf CLK_TCK` prints
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -98,7 +98,7 @@ class Processes:
                 with open(f"/proc/{pid}/comm") as f:
                     self.commands = getattr(self, "commands", []) + [f"{name} {pid} ({f.read().strip()})"]
             except OSError:
-                raise SystemExit(f"{name} (pid {pid}) is not running")
+                raise SystemExit(f"{name} (pid {pid}) is not running") from None
         log("measuring " + ", ".join(self.commands))
 
     def sample(self, extra_pids=()):

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # its variables are read by the scripts that source it
 # Shared by the deploy/local scripts: paths, ports and small helpers. Sourced, never run.
 # Every value can be overridden from the environment.
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

@@ -12,8 +12,16 @@ also shows each stage's counters. Exits 1 when a customer differs, an event is l
 pipeline does not drain in time (then the last status says which partition still waits), a
 consent-rescinded customer's change stream lacks consent_rescinded (or another's has it) or, with
 --stamped, a purchase only an upload owns (a family member's aside) did not get Apple's token."""
-import argparse, json, re, shlex, subprocess, sys, time, urllib.request
+import argparse
+import json
+import re
+import shlex
+import subprocess
+import sys
+import time
+import urllib.request
 from datetime import datetime, timezone
+
 
 def get_json(url):
     with urllib.request.urlopen(url, timeout=10) as r:

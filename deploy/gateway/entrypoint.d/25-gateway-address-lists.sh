@@ -34,6 +34,7 @@ valid_address() {
     *)
       case "$addr" in '' | *[!0-9.]* | .* | *. | *..*) return 1 ;; esac
       old_ifs="$IFS"; IFS=.
+      # shellcheck disable=SC2086  # split on IFS=. into the four octets
       set -- $addr
       IFS="$old_ifs"
       [ "$#" -eq 4 ] || return 1
