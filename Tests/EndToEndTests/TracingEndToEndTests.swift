@@ -108,21 +108,25 @@ struct TracingEndToEndTests {
         }
     }
 
-    @Test("two members of each consuming stage, one SIGKILLed mid-run: a span left without its parent belongs to a record that was retried")
+    @Test("two instances of each stage, one SIGKILLed mid-run: a span left without its parent belongs to a record that was retried")
     func noSpanOrphanedByARestart() async throws {
         let receiver = try OTLPReceiver()
         defer { receiver.stop() }
         let tracing = ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(receiver.port)", "OTEL_BSP_SCHEDULE_DELAY": "20"]
         try await PipelineUnderTest.with(everyStage: tracing) { pipeline in
-            for stage in [PipelineUnderTest.Stage.verify, .enrich, .grant] { try await pipeline.launchReplica(stage) }
+            for stage in PipelineUnderTest.Stage.allCases { try await pipeline.launchReplica(stage) }
             var request = LifecycleRunRequest(customers: 40, webhook: "")
             request.seed = 3030
             request.stepsPerSecond = 25  // about 20 s of deliveries, so the kill lands mid-run
             let started = ContinuousClock.now
             try await pipeline.play(request)
+            // Apple delivers to the first ingest; the app's uploads go to both, in turn, meanwhile.
+            async let uploads = Self.uploadsInTurn(pipeline, count: 20, to: ["ingest", "ingest-2"])
             try await Task.sleep(until: started + .seconds(6))
             try await pipeline.crashAndRestart(.enrich)
+            let uploaded = try await uploads
             _ = try await pipeline.waitUntilDrained(timeout: .seconds(600))
+            _ = try await Self.changeEvents(pipeline, containing: uploaded)
             let spans = try await receiver.settled()
             let topics = (raw: pipeline.topics[Topics.raw]!, verified: pipeline.topics[Topics.verified]!, enriched: pipeline.topics[Topics.enriched]!)
             let ids = Set(spans.map(\.id))
@@ -146,8 +150,46 @@ struct TracingEndToEndTests {
             // Every notification's trace starts at ingest and reaches grant, whatever the kill.
             let roots = spans.filter { $0.service == "ingest" && $0.kind == "server" }
             let reached = Set(spans.filter { $0.name == "process \(topics.enriched)" }.map(\.trace))
-            #expect(roots.count >= 40 && roots.allSatisfy { reached.contains($0.trace) }, "\(roots.filter { !reached.contains($0.trace) }.prefix(3))")
+            #expect(roots.count >= 60 && roots.allSatisfy { reached.contains($0.trace) }, "\(roots.filter { !reached.contains($0.trace) }.prefix(3))")
             print("tracing through a restart: \(spans.count) spans in \(roots.count) traces, \(orphans.count) without their parent (records retried)")
+        }
+    }
+
+    /// Seeds `count` purchases of customers of their own and uploads them, a second apart, to the
+    /// ingests named in turn. Returns the customers.
+    static func uploadsInTurn(_ pipeline: PipelineUnderTest, count: Int, to ingests: [String]) async throws -> [UUID] {
+        let apple = try SimulatedApple(stateDirectory: pipeline.stateDirectory)
+        let signer = try apple.authority.makeSigner()
+        let product = SimulationCatalog.standard(bundleId: pipeline.bundleId).lifetime
+        var customers: [UUID] = []
+        for index in 0..<count {
+            let id = "83\(String(UInt64(Date().timeIntervalSince1970 * 1000)).suffix(12))\(String(format: "%02d", index))"
+            let customer = UUID()
+            var transaction = SimFixture.transaction(
+                original: id, id: id, purchased: Date().addingTimeInterval(-60), type: .nonConsumable, token: customer,
+                product: product.productId, price: product.price, bundleId: pipeline.bundleId)
+            transaction.signedDate = Date().addingTimeInterval(-30)
+            #expect(try await pipeline.post("/sim/transactions", json: SeedTransactionsRequest(transactions: [transaction])) == 201)
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(pipeline.ports[ingests[index % ingests.count]]!)/v1/transactions")
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(["signedTransaction": try signer.sign(transaction)])))
+            #expect(try await HTTPClient.shared.execute(request, timeout: .seconds(10)).status.code == 200)
+            customers.append(customer)
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        return customers
+    }
+
+    /// Waits until every one of `customers` has a change event published.
+    static func changeEvents(_ pipeline: PipelineUnderTest, containing customers: [UUID]) async throws -> [String: KafkaMessage] {
+        let keys = Set(customers.map { "Sandbox:\($0.uuidString.lowercased())" })
+        let deadline = ContinuousClock.now + .seconds(240)
+        while true {
+            let events = try await changeEvents(pipeline, count: 0)
+            if keys.isSubset(of: events.keys) { return events }
+            guard ContinuousClock.now < deadline else { throw TestSupportError("not every upload's change was published in 240 s") }
+            try await Task.sleep(for: .seconds(1))
         }
     }
 
