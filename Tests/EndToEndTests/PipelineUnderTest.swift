@@ -145,23 +145,6 @@ final class PipelineUnderTest: @unchecked Sendable {
         processes[name] = try ManagedProcess(executable ?? name, environment: environments[name]!, logName: "e2e-\(id)-\(name)-\(round)")
     }
 
-    /// Starts a second member of `stage`'s consumer group (`<stage>-2`, its own probe port) and waits
-    /// until it is ready; the group then shares the input's partitions between the two.
-    func launchReplica(_ stage: Stage) async throws {
-        let name = "\(stage.rawValue)-2"
-        var environment = environments[stage.rawValue]!
-        environment["HTTP_PORT"] = "\(LocalHTTP.freePort())"
-        environments[name] = environment
-        ports[name] = Int(environment["HTTP_PORT"]!)
-        try launch(name, executable: stage.rawValue)
-        try await LocalHTTP.waitForPort(ports[name]!, timeout: .seconds(120))
-        let deadline = ContinuousClock.now + .seconds(90)
-        while (try? await status("http://127.0.0.1:\(ports[name]!)/ready")) != 200 {
-            guard ContinuousClock.now < deadline else { throw TestSupportError("\(name) is not ready after 90 s") }
-            try await Task.sleep(for: .milliseconds(250))
-        }
-    }
-
     /// SIGKILL, as when a machine dies, then start again with the same settings.
     func crashAndRestart(_ stage: Stage) async throws {
         processes[stage.rawValue]?.kill9()
