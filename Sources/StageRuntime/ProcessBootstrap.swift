@@ -66,22 +66,16 @@ public enum ProcessBootstrap {
     /// Installs the process's log handler: one escaped line per entry on stderr (``TextLogHandler``)
     /// for `text`, one JSON object per line on stderr (``JSONLogHandler``) for `json`.
     public static func installLogging(level: Logger.Level, format: LogFormat) {
-        switch format {
-        case .text:
-            LoggingSystem.bootstrap(
-                { label, provider in
-                    var handler = TextLogHandler(label: label, metadataProvider: provider)
-                    handler.logLevel = level
-                    return handler
-                }, metadataProvider: ProcessTracing.logMetadataProvider)
-        case .json:
-            LoggingSystem.bootstrap(
-                { label, provider in
-                    var handler = JSONLogHandler(label: label, metadataProvider: provider)
-                    handler.logLevel = level
-                    return handler
-                }, metadataProvider: ProcessTracing.logMetadataProvider)
-        }
+        LoggingSystem.bootstrap(
+            { label, provider -> any LogHandler in
+                var handler: any LogHandler =
+                    switch format {
+                    case .text: TextLogHandler(label: label, metadataProvider: provider)
+                    case .json: JSONLogHandler(label: label, metadataProvider: provider)
+                    }
+                handler.logLevel = level
+                return handler
+            }, metadataProvider: ProcessTracing.logMetadataProvider)
     }
 
     /// Installs tracing when OpenTelemetry's variables ask for it (``ProcessTracing``) and returns
