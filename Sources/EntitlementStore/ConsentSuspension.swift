@@ -1,5 +1,6 @@
 import Foundation
 import GrantDecision
+import PipelineRecords
 import PostgresNIO
 
 /// ``GrantPolicy/RescindedConsentPolicy/suspend``: a customer whose `RESCIND_CONSENT` was attributed

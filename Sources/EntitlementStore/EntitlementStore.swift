@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import GrantDecision
 import Logging
+import PipelineRecords
 import PostgresNIO
 
 /// Grant's Postgres side: applies a batch of enriched events in one transaction, idempotently

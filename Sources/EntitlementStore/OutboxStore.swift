@@ -1,6 +1,7 @@
 import Foundation
 import GrantDecision
 import Logging
+import PipelineRecords
 import PostgresNIO
 
 /// One committed, not yet published change event.

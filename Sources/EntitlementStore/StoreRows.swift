@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import GrantDecision
 import JSONCoding
+import PipelineRecords
 
 /// The JSON shapes the store sends to Postgres as one `jsonb` parameter per statement and unpacks
 /// with `batch_rows` (see ``StoreStatements``): a whole batch in a handful of statements, absent
@@ -214,38 +215,5 @@ enum StoreRows {
         var environment: String
         var customerId: UUID
         var nextSeq: Int64
-    }
-}
-
-/// The body of an `entitlements.changes.v1` record: one entitlement change of one customer, with
-/// its gap-free per-customer sequence number (also in the `seq` header) and its cause.
-public struct ChangeEvent: Codable, Hashable, Sendable {
-    public var schema = "entitlements.changes.v1"
-    public var environment: String
-    public var customerId: UUID
-    public var seq: Int64
-    public var change: String
-    public var entitlementKey: String
-    public var sourceId: String
-    public var productId: String
-    public var active: Bool
-    public var activeUntil: Date?
-    public var reason: String
-    public var quantity: Int?
-    public var cause: GrantCause
-
-    public init(_ c: EntitlementChange, seq: Int64) {
-        environment = c.customer.environment
-        customerId = c.customer.customerId
-        self.seq = seq
-        change = c.kind.rawValue
-        entitlementKey = c.entitlementKey
-        sourceId = c.sourceId
-        productId = c.productId
-        active = c.active
-        activeUntil = c.activeUntil
-        reason = c.reason
-        quantity = c.quantity
-        cause = c.cause
     }
 }

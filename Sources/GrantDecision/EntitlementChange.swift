@@ -1,35 +1,5 @@
 import Foundation
-
-/// The event that caused a change: which notification (or upload) and what it said.
-public struct GrantCause: Hashable, Codable, Sendable {
-    /// `notification:<uuid>` or `transaction:<transactionId>:<signedDate ms>`.
-    public var eventKey: String
-    public var notificationUUID: String?
-    /// Apple's `notificationType` (raw), or `APP_UPLOAD` for an app upload.
-    public var type: String
-    public var subtype: String?
-    public var transactionId: String?
-    /// Where the truth came from: `history` (App Store Server API at `asOf`) or `transaction-only`.
-    public var lookup: String
-    /// The moment the facts describe.
-    public var asOf: Date
-    /// The event's `signedDate`.
-    public var signedDate: Date?
-
-    public init(
-        eventKey: String, notificationUUID: String?, type: String, subtype: String?, transactionId: String?, lookup: String, asOf: Date,
-        signedDate: Date?
-    ) {
-        self.eventKey = eventKey
-        self.notificationUUID = notificationUUID
-        self.type = type
-        self.subtype = subtype
-        self.transactionId = transactionId
-        self.lookup = lookup
-        self.asOf = asOf
-        self.signedDate = signedDate
-    }
-}
+import PipelineRecords
 
 /// One change of what a customer is entitled to: written to `entitlement_changes` and, with a
 /// per-customer sequence number, to the outbox.

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import PipelineRecords
 
 /// Turns a purchase's state into the entitlement rows it should produce, and compares them with the
 /// rows it produced before. The rows are a function of the state alone (owner, product, lifecycle,

@@ -194,14 +194,14 @@ public final class OutboxPublisher: Service, Sendable {
 
     private func message(_ entry: OutboxEntry) -> KafkaOutgoingMessage {
         var headers = [
-            KafkaHeader(key: PipelineHeader.schema, string: "entitlements.changes.v1"),
+            KafkaHeader(key: PipelineHeader.schema, string: ChangeEvent.schemaName),
             KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
         ]
         if case .customer(let customerId, let seq) = entry.subject {
             headers.insert(
                 contentsOf: [
-                    KafkaHeader(key: "seq", string: String(seq)),
-                    KafkaHeader(key: "customer-id", string: customerId.uuidString.lowercased()),
+                    KafkaHeader(key: ChangeHeader.seq, string: String(seq)),
+                    KafkaHeader(key: ChangeHeader.customerId, string: customerId.uuidString.lowercased()),
                 ], at: 0)
         }
         return KafkaOutgoingMessage(topic: topic, key: entry.key, value: Array(entry.body.utf8), headers: headers)
