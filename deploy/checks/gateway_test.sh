@@ -7,15 +7,12 @@
 # allow-list (Apple's 17.0.0.0/8 by default), the client address believed only from trusted
 # proxies, plain HTTP refused. Gateways in front of a small recording upstream show which
 # X-Forwarded-For reaches ingest.
-#   gateway_test.sh INGEST_BINARY    (KAFKA_BOOTSTRAP_SERVERS must name a running broker)
+#   gateway_test.sh INGEST_BINARY    (KAFKA_BOOTSTRAP_SERVERS names a running broker: the local stack's by default)
 set -euo pipefail
 ingest_bin="$1"
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-: "${KAFKA_BOOTSTRAP_SERVERS:?KAFKA_BOOTSTRAP_SERVERS must name the running broker}"
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "  ok    $1"; }
-fail() { failed=$((failed + 1)); echo "  FAIL  $1${2:+: $2}"; }
-expect() { if [[ "$2" == "$3" ]]; then ok "$1"; else fail "$1" "got $2, expected $3"; fi; }
+# shellcheck source=../local/lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../local" && pwd)/lib.sh"
+passed=0 failed=0  # lib.sh's named checks: ok, fail, expect, finish_checks
 
 tmp="$(mktemp -d)"
 pids=()
@@ -27,13 +24,6 @@ cleanup() {
 }
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_http() {  # URL SECONDS: until it answers 200
-  local deadline=$((SECONDS + $2))
-  until [[ "$(curl -s -o /dev/null -w '%{http_code}' "$1" 2>/dev/null)" == 200 ]]; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=localhost" \
   -addext "subjectAltName=DNS:localhost" -keyout "$tmp/tls.key" -out "$tmp/tls.crt" 2>/dev/null
@@ -57,7 +47,7 @@ HTTP_HOST=127.0.0.1 HTTP_PORT="$ingest_port" LOG_LEVEL=warning INGEST_UPLOAD_AUT
   APPSTORE_APPS=com.example.gateway::Sandbox APPSTORE_TRUSTED_ROOTS="$tmp/root.pem" "$ingest_bin" >"$tmp/ingest.log" 2>&1 &
 ingest_pid=$!
 pids+=("$ingest_pid")
-if wait_http "http://127.0.0.1:$ingest_port/ready" 60; then ok "ingest ready on 127.0.0.1:$ingest_port"; else
+if wait_http "http://127.0.0.1:$ingest_port/ready" 60 0.2; then ok "ingest ready on 127.0.0.1:$ingest_port"; else
   fail "ingest ready" "$(tail -5 "$tmp/ingest.log")"
 fi
 
@@ -81,8 +71,8 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Recorder).serve
 PY
 pids+=($!)
 
-template="$repo/deploy/gateway/templates/gateway.conf.template"
-lists_script="$repo/deploy/gateway/entrypoint.d/25-gateway-address-lists.sh"
+template="$repo_root/deploy/gateway/templates/gateway.conf.template"
+lists_script="$repo_root/deploy/gateway/entrypoint.d/25-gateway-address-lists.sh"
 
 # render_gateway DIR PORT UPSTREAM RATE BURST [VAR=VALUE ...]: what the image does before nginx:
 # the template through envsubst, then the address lists script, with the given settings
@@ -91,7 +81,7 @@ render_gateway() {
   local dir="$1" port="$2" upstream="$3" rate="$4" burst="$5"
   shift 5
   mkdir -p "$dir/conf.d"
-  cp "$repo/deploy/gateway/nginx.conf" "$dir/nginx.conf"
+  cp "$repo_root/deploy/gateway/nginx.conf" "$dir/nginx.conf"
   local settings=(GATEWAY_LISTEN_PORT="127.0.0.1:$port" GATEWAY_TLS_CERT="$tmp/tls.crt" GATEWAY_TLS_KEY="$tmp/tls.key"
     GATEWAY_UPSTREAM="$upstream" GATEWAY_RATE_LIMIT="$rate" GATEWAY_RATE_BURST="$burst" GATEWAY_CONN_LIMIT=32
     NGINX_ENVSUBST_OUTPUT_DIR="$dir/conf.d" "$@")
@@ -117,10 +107,9 @@ start_gateway() {
   nginx -c "$dir/nginx.conf" -g "$global" >"$dir/access.log" 2>"$dir/stderr.log" &
   pids+=($!)
   echo "$!" >"$dir/master.pid"
-  wait_tls "$port" || fail "$name: nginx listens on $port" "$(cat "$dir/error.log" "$dir/stderr.log" 2>/dev/null | tail -5)"
+  wait_for_port 127.0.0.1 "$port" 10 0.1 || fail "$name: nginx listens on $port" "$(cat "$dir/error.log" "$dir/stderr.log" 2>/dev/null | tail -5)"
   echo "$port" >"$dir/port"
 }
-wait_tls() { local deadline=$((SECONDS + 10)); until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do ((SECONDS < deadline)) || return 1; sleep 0.1; done; }
 
 # req GATEWAY METHOD PATH [BODY_FILE] [CONTENT_TYPE] [HEADER]: prints the status code; the body
 # and headers of the answer are in $tmp/body and $tmp/headers.
@@ -313,6 +302,4 @@ status=$?
 set -e
 expect "ingest exits 0 after SIGTERM" "$status" 0
 
-echo "deploy gateway: $passed passed, $failed failed"
-[[ -n "${DEPLOY_CHECK_COUNTS:-}" ]] && echo "deploy-gateway $passed $failed" >>"$DEPLOY_CHECK_COUNTS"
-((failed == 0))
+finish_checks "deploy gateway"

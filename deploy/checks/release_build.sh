@@ -7,11 +7,8 @@
 set -euo pipefail
 # shellcheck source=../local/lib.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../local" && pwd)/lib.sh"
-repo="$repo_root"
-cd "$repo"
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "  ok    $1"; }
-fail() { failed=$((failed + 1)); echo "  FAIL  $1${2:+: $2}"; }
+cd "$repo_root"
+passed=0 failed=0  # lib.sh's named checks: ok, fail, finish_checks
 
 products="$(sed -n 's/^ARG PRODUCTS="\(.*\)"$/\1/p' deploy/docker/Dockerfile)"
 [[ -n "$products" ]] || { fail "the Dockerfile names its PRODUCTS"; products=""; }
@@ -47,6 +44,4 @@ for product in $products; do
   echo "        needs: $(readelf -d "$bin_dir/$product" 2>/dev/null | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')"
 done
 echo "release build of ${products}: $((SECONDS - start_all)) s"
-echo "deploy release: $passed passed, $failed failed"
-[[ -n "${DEPLOY_CHECK_COUNTS:-}" ]] && echo "deploy-release $passed $failed" >>"$DEPLOY_CHECK_COUNTS"
-((failed == 0))
+finish_checks "deploy release"

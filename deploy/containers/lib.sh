@@ -18,33 +18,21 @@ support_images=(tansu postgres gateway)
 built_by_label="org.appstore-entitlements.built-by=deploy/containers/images"
 
 docker() { "$DOCKER" "$@"; }
+# docker_answers: true when a Docker daemon answers the CLI.
+docker_answers() { "$DOCKER" info >/dev/null 2>&1; }
 
 # ensure_dockerd: starts dockerd when none answers (there is no systemd here) and records that
 # this checkout started it, so that only the daemon we started is ever stopped (stop_dockerd).
 ensure_dockerd() {
   [[ -x "$DOCKER" ]] || die "Debian's docker CLI ($DOCKER) is missing: run deploy/local/setup"
-  if "$DOCKER" info >/dev/null 2>&1; then return; fi
+  if docker_answers; then return; fi
   command -v dockerd >/dev/null || die "dockerd is missing: run deploy/local/setup"
   mkdir -p "$state_dir/logs"
   log "starting dockerd (log: $state_dir/logs/dockerd.log)"
   setsid dockerd >>"$state_dir/logs/dockerd.log" 2>&1 </dev/null &
   echo $! >"$state_dir/dockerd.pid"
-  local deadline=$((SECONDS + 60))
-  until "$DOCKER" info >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || die "dockerd did not answer within 60 s (see $state_dir/logs/dockerd.log)"
-    sleep 0.5
-  done
+  wait_until 60 0.5 docker_answers || die "dockerd did not answer within 60 s (see $state_dir/logs/dockerd.log)"
 }
 
-# stop_dockerd: stops dockerd only when this checkout started it.
-stop_dockerd() {
-  local pidfile="$state_dir/dockerd.pid"
-  [[ -f "$pidfile" ]] || return 0
-  local pid; pid="$(cat "$pidfile")"
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid"
-    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    log "stopped dockerd"
-  fi
-  rm -f "$pidfile"
-}
+# stop_dockerd: stops dockerd only when this checkout started it (SIGTERM, up to 30 s, never SIGKILL).
+stop_dockerd() { stop_pidfile "$state_dir/dockerd.pid" dockerd 300 nokill; }
