@@ -22,6 +22,7 @@ from checklib import (
     Checks,
     appstorectl_subcommands,
     executable_products,
+    read_env_file,
     source_strings,
 )
 
@@ -133,16 +134,6 @@ def check_dockerfile(args, stages, products):
 
 
 # ---- compose.yaml -------------------------------------------------------------------------------
-
-def read_env_file(path):
-    env = {}
-    for line in open(path):
-        line = line.strip()
-        if line and not line.startswith("#"):
-            k, _, v = line.partition("=")
-            env[k] = v
-    return env
-
 
 def made_secret_files():
     with tempfile.TemporaryDirectory() as d:

@@ -34,6 +34,24 @@ class Checks:
 
 PACKAGE_SWIFT = os.path.join(REPO, "Package.swift")
 DOCKERFILE = os.path.join(REPO, "deploy", "docker", "Dockerfile")
+STACK_ENV = os.path.join(REPO, "deploy", "stack.env")
+
+
+def read_env_file(path):
+    """The KEY=value lines of an env file (compose's env_file, kustomize's envs, deploy/stack.env),
+    without comments and blank lines."""
+    env = {}
+    for line in open(path):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            k, _, v = line.partition("=")
+            env[k] = v
+    return env
+
+
+def stack_env():
+    """deploy/stack.env: the local stack's ports, names and shared settings (deploy/README.md)."""
+    return read_env_file(STACK_ENV)
 
 
 def executable_products(package_swift_path=PACKAGE_SWIFT):

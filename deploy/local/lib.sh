@@ -1,20 +1,42 @@
 # shellcheck shell=bash disable=SC2034  # its variables are read by the scripts that source it
 # Shared by the deploy scripts (deploy/local, deploy/containers through its lib.sh, deploy/checks,
-# deploy/compose/make-secrets): paths, ports and every helper more than one of them uses. Sourced,
-# never run. Every value can be overridden from the environment.
+# deploy/compose/make-secrets): paths, the local stack's wiring (deploy/stack.env) and every helper
+# more than one of them uses. Sourced, never run. Every value can be overridden from the environment.
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 state_dir="${APPSTORE_STATE_DIR:-$repo_root/.local}"
 
 log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-export BROKER_PORT="${BROKER_PORT:-19092}"
-export POSTGRES_PORT="${POSTGRES_PORT:-15432}"
-export PROMETHEUS_PORT="${PROMETHEUS_PORT:-19090}"  # deploy/local/up prometheus
+# ---- the local stack's wiring: deploy/stack.env ---------------------------------------------------
+# Its KEY=value lines, read once into stack_env. stack_default VAR [KEY]: VAR keeps the non-empty
+# value it has (from the environment), else takes deploy/stack.env's KEY (by default VAR's name).
+stack_env_file="$repo_root/deploy/stack.env"
+declare -gA stack_env=()
+while IFS= read -r line || [[ -n "$line" ]]; do
+  [[ -z "$line" || "$line" == \#* ]] && continue
+  [[ "$line" =~ ^([A-Z][A-Z0-9_]*)=(.*)$ ]] || die "$stack_env_file: not a KEY=value line: $line"
+  stack_env[${BASH_REMATCH[1]}]="${BASH_REMATCH[2]}"
+done <"$stack_env_file"
+unset line
+stack_default() {
+  local var="$1" key="${2:-$1}"
+  [[ -n "${stack_env[$key]+set}" ]] || die "$stack_env_file has no $key"
+  [[ -n "${!var:-}" ]] || printf -v "$var" '%s' "${stack_env[$key]}"
+}
+
+stack_default BROKER_PORT
+stack_default POSTGRES_PORT
+stack_default PROMETHEUS_PORT  # deploy/local/up prometheus
+stack_default POSTGRES_HOST
+stack_default POSTGRES_USER
+stack_default POSTGRES_DATABASE
+export BROKER_PORT POSTGRES_PORT PROMETHEUS_PORT POSTGRES_HOST POSTGRES_USER POSTGRES_DATABASE
 export KAFKA_BOOTSTRAP_SERVERS="${KAFKA_BOOTSTRAP_SERVERS:-127.0.0.1:$BROKER_PORT}"
-export POSTGRES_HOST="${POSTGRES_HOST:-127.0.0.1}"
-export POSTGRES_USER="${POSTGRES_USER:-postgres}"
-export POSTGRES_DATABASE="${POSTGRES_DATABASE:-entitlements}"
+# The stages' tuning on the local broker (deploy/local/run, the bench's replay).
+stack_default LOCAL_KAFKA_SESSION_TIMEOUT_MS
+stack_default LOCAL_KAFKA_HEARTBEAT_INTERVAL_MS
+stack_default LOCAL_KAFKA_FETCH_WAIT_MAX_MS
 PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
 export PKG_CONFIG_PATH="/usr/local/lib/pkgconfig:${PKG_CONFIG_PATH:-}"
 export LD_LIBRARY_PATH="/usr/local/lib:${LD_LIBRARY_PATH:-}"
