@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""Checks deploy/compose (compose.yaml with compose.demo.yaml merged in) and deploy/docker/Dockerfile
-against the repository: every service's build (context, Dockerfile, target), command or entrypoint
-executable (an executable product of Package.swift, or a tool the image installs), environment
-(env files exist, variables are ones the sources read), secrets, mounts and health checks refer to
-things that exist, and the demo's settings agree with each other.
+"""Checks deploy/compose and deploy/docker/Dockerfile against the repository, on the configuration
+compose itself renders (`docker-compose -f … config`, Debian's docker-compose, every profile; no
+daemon needed): compose.yaml alone as a deployment gives it, compose.yaml with compose.demo.yaml and
+demo.env (the demo), and with compose.local.yaml as deploy/containers/run runs it. Every service's
+build (context, Dockerfile, target), command or entrypoint executable (an executable product of
+Package.swift, or a tool the image installs), environment (env files exist, variables are ones the
+sources read), secrets, mounts and health checks refer to things that exist, and the demo's
+settings agree with each other; what compose.yaml takes from the deployment is seen by rendering it
+with and without those variables.
 
 These are the cheap static checks; deploy/containers/test builds the images and runs the cluster.
 External images are checked for a pinned tag, and the tools their commands use against what those
@@ -24,9 +28,24 @@ from checklib import (
     executable_products,
     read_env_file,
     source_strings,
+    stack_env,
 )
 
 COMPOSE_DIR = os.path.join(REPO, "deploy", "compose")
+# Debian's docker-compose, as deploy/containers/lib.sh runs it (COMPOSE overrides it there too).
+COMPOSE = os.environ.get("COMPOSE", "/usr/bin/docker-compose")
+PROFILES = ("ops", "monitoring", "tracing")
+PRODUCTION_FILES = ("compose.yaml",)
+DEMO_FILES = ("compose.yaml", "compose.demo.yaml")
+LOCAL_FILES = DEMO_FILES + ("compose.local.yaml",)  # deploy/containers/run's
+DEMO_ENV = os.path.join(COMPOSE_DIR, "demo.env")
+# What compose.yaml requires from the deployment (${NAME:?…}), for rendering it alone.
+REQUIRED = {"APPSTORE_APPS": "com.example.check:1234567890:Production",
+            "APPSTORE_API_CREDENTIALS": "com.example.check:issuer:KEYID0001:/run/secrets/appstore-api-key",
+            "INGEST_UPLOAD_AUTH": "jwt"}
+# Settings an operator gives in the environment: each must reach the stages as given.
+PROBE = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector.check.invalid:4318", "OTEL_TRACES_SAMPLER": "check_sampler",
+         "INGEST_UPLOAD_AUTH": "check-mode"}
 # Tools the official images ship (their documentation), for commands that run inside them.
 EXTERNAL_TOOLS = {
     "apache/kafka": {"/opt/kafka/bin/kafka-broker-api-versions.sh", "/opt/kafka/bin/kafka-topics.sh", "/bin/bash"},
@@ -133,6 +152,69 @@ def check_dockerfile(args, stages, products):
         checks.check(f"Dockerfile target {target}: carries the migrations and the topic catalogue", copied is not None)
 
 
+# ---- compose's rendering ------------------------------------------------------------------------
+
+def compose_config(files, env=None, env_file=None):
+    """compose's own rendering of FILES (names in deploy/compose, or paths; relative paths in them
+    are deploy/compose's) with every profile: (configuration, None), or (None, compose's error).
+    Compose interpolates from `env` and `env_file` only: no variable of the checks' shell leaks in."""
+    with tempfile.TemporaryDirectory() as home:
+        if env_file is None:
+            env_file = os.path.join(home, "empty.env")
+            open(env_file, "w").close()
+        cmd = [COMPOSE]
+        for f in files:
+            cmd += ["-f", os.path.join(COMPOSE_DIR, f)]
+        for profile in PROFILES:
+            cmd += ["--profile", profile]
+        cmd += ["--project-directory", COMPOSE_DIR, "--env-file", env_file, "config"]
+        out = subprocess.run(cmd, env=dict(env or {}, PATH=os.environ.get("PATH", "/usr/bin:/bin"), HOME=home),
+                             capture_output=True, text=True, cwd=COMPOSE_DIR)
+    if out.returncode != 0:
+        return None, (out.stderr or out.stdout).strip()
+    return yaml.safe_load(out.stdout), None
+
+
+def rendered(what, files, env=None, env_file=None):
+    config, error = compose_config(files, env, env_file)
+    checks.check(f"docker-compose config renders {what}", config is not None, (error or "")[-500:])
+    return config
+
+
+def containers_run_env():
+    """What deploy/containers/run gives compose besides demo.env (its ports and month from deploy/stack.env)."""
+    stack = stack_env()
+    return {"COMPOSE_PROJECT_NAME": "appstore-entitlements", "IMAGE_TAG": "local",
+            "GATEWAY_PUBLISH": f"127.0.0.1:{stack['CONTAINERS_GATEWAY_PORT']}", "SIM_PUBLISH_PORT": stack["CONTAINERS_SIM_PORT"],
+            "GRANT_EXPIRY_LEEWAY_S": str(int(stack["RUN_MONTH_SECONDS"]) // 20)}
+
+
+def secret_names(svc):
+    """The secrets a rendered service mounts (compose writes each as {source: name})."""
+    return [s["source"] if isinstance(s, dict) else s for s in svc.get("secrets") or []]
+
+
+def mounts(svc):
+    """(source, target) of each volume of a rendered service; a bind mount's source is an absolute path."""
+    out = []
+    for v in svc.get("volumes") or []:
+        if isinstance(v, dict):
+            out.append((str(v.get("source", "")), str(v.get("target", ""))))
+        else:
+            parts = v.split(":")
+            out.append((parts[0], parts[1] if len(parts) > 1 else parts[0]))
+    return out
+
+
+def check_env_files():
+    """Every env_file a compose file names exists (compose's rendering has merged them into each
+    service's environment)."""
+    for f in LOCAL_FILES:
+        for name, svc in (yaml.safe_load(open(os.path.join(COMPOSE_DIR, f))).get("services") or {}).items():
+            for env_file in svc.get("env_file") or []:
+                checks.check(f"{name}: env file {env_file} exists", os.path.isfile(os.path.join(COMPOSE_DIR, env_file)))
+
+
 # ---- compose.yaml -------------------------------------------------------------------------------
 
 def made_secret_files():
@@ -159,7 +241,7 @@ def check_services(compose, stages, products, known_vars):
     services = compose["services"]
     secret_files = made_secret_files()
     for name, s in compose.get("secrets", {}).items():
-        checks.check(f"secret {name}: make-secrets creates {s['file']}", os.path.basename(s["file"]) in secret_files)
+        checks.check(f"secret {name}: make-secrets creates {os.path.relpath(s['file'], REPO)}", os.path.basename(s["file"]) in secret_files)
     missing_vars = set()
     for name, svc in services.items():
         family, exe, tools = service_tools(svc, stages)
@@ -183,12 +265,7 @@ def check_services(compose, stages, products, known_vars):
             checks.check(f"{name}: image {image} is pinned to a version", re.search(r":v?[0-9][\w.-]*$", image) is not None)
             if exe:
                 checks.check(f"{name}: runs {exe}, which {family} ships", exe in tools)
-        env = {}
-        for f in svc.get("env_file", []):
-            path = os.path.join(COMPOSE_DIR, f)
-            if checks.check(f"{name}: env file {f} exists", os.path.isfile(path)):
-                env.update(read_env_file(path))
-        env.update(svc.get("environment") or {})
+        env = dict(svc.get("environment") or {})  # its env files merged in by compose
         if "build" in svc:
             unknown = sorted(k for k in env if k not in known_vars and not k.startswith("KAFKA_PROP_"))
             missing_vars.update(unknown)
@@ -205,12 +282,11 @@ def check_services(compose, stages, products, known_vars):
                 checks.check(f"{name}: {dep} has a health check to wait for", has_health(services[dep], stages))
             if c == "service_completed_successfully" and dep in services:
                 checks.check(f"{name}: {dep} is a one-shot job", services[dep].get("restart") == "no")
-        for sec in svc.get("secrets", []):
+        for sec in secret_names(svc):
             checks.check(f"{name}: secret {sec} is defined", sec in compose.get("secrets", {}))
-        for v in svc.get("volumes", []):
-            src = v.split(":")[0]
-            if src.startswith("."):
-                checks.check(f"{name}: mounted {src} exists", os.path.exists(os.path.join(COMPOSE_DIR, src)))
+        for src, _ in mounts(svc):
+            if os.path.isabs(src):
+                checks.check(f"{name}: mounted {os.path.relpath(src, REPO)} exists", os.path.exists(src))
             else:
                 checks.check(f"{name}: volume {src} is declared", src in (compose.get("volumes") or {}))
         if "stop_grace_period" in svc:
@@ -254,21 +330,21 @@ def check_topics(compose):
         grant, environment=dict(grant.get("environment") or {}, POSTGRES_USER="appstore"))))
     checks.check("self-test: grant logging in as the owner is caught", bool(grant_login_problems(owner_grant)))
     with_owner_secret = dict(compose, services=dict(compose["services"], grant=dict(
-        grant, secrets=list(grant.get("secrets") or []) + ["postgres-password"])))
+        grant, secrets=list(grant.get("secrets") or []) + [{"source": "postgres-password"}])))
     checks.check("self-test: grant holding the owner's password is caught", bool(grant_login_problems(with_owner_secret)))
 
 
 def grant_login_problems(compose):
-    """What lets grant act as the database's owner: its POSTGRES_USER (the environment wins over
-    postgres.env) being the owner Postgres was initialised with, the owner's password mounted in it,
-    or its login not made by db-roles after the migrations."""
+    """What lets grant act as the database's owner: its POSTGRES_USER (as rendered: its environment
+    wins over postgres.env) being the owner Postgres was initialised with, the owner's password
+    mounted in it, or its login not made by db-roles after the migrations."""
     services = compose["services"]
     grant, owner = services["grant"], (services["postgres"].get("environment") or {}).get("POSTGRES_USER")
-    env = dict(read_env_file(os.path.join(COMPOSE_DIR, "postgres.env")), **(grant.get("environment") or {}))
+    env = grant.get("environment") or {}
     problems = []
     if env.get("POSTGRES_USER") in (None, "", owner):
         problems.append(f"grant logs in as {env.get('POSTGRES_USER')!r}, the owner")
-    if "postgres-password" in (grant.get("secrets") or []):
+    if "postgres-password" in secret_names(grant):
         problems.append("grant mounts the owner's password (postgres-password)")
     roles = services.get("db-roles", {})
     if (grant.get("depends_on") or {}).get("db-roles", {}).get("condition") != "service_completed_successfully" or (
@@ -284,13 +360,6 @@ APPLE_NETWORK = ipaddress.ip_network("17.0.0.0/8")
 DOCKER_POOLS = [ipaddress.ip_network("172.16.0.0/12"), ipaddress.ip_network("192.168.0.0/16")]
 
 
-def compose_value(value):
-    """What compose substitutes for VALUE when the variable is not set in the shell or env file:
-    ${NAME:-default} and ${NAME-default} give the default, ${NAME} nothing."""
-    m = re.fullmatch(r"\$\{\w+(?::?-(.*))?\}", str(value))
-    return (m.group(1) or "") if m else str(value)
-
-
 def networks(value):
     """The networks of a space- or comma-separated address list, or None when one is not an address."""
     try:
@@ -300,29 +369,29 @@ def networks(value):
 
 
 def gateway_problems(gw, demo):
-    """What is wrong with the gateway service's address settings: production (demo False) accepts
-    notifications from Apple's 17.0.0.0/8 only and trusts no proxy by default; the demo accepts
-    them from the compose network, where the simulator delivers from; both mount the script that
-    renders the lists."""
+    """What is wrong with the gateway service's address settings, as rendered without the operator
+    setting them: production (demo False) accepts notifications from Apple's 17.0.0.0/8 only and
+    trusts no proxy by default; the demo accepts them from the compose network, where the simulator
+    delivers from; both mount the script that renders the lists."""
     env = gw.get("environment") or {}
     problems = []
-    allow = networks(compose_value(env.get("GATEWAY_NOTIFICATION_ALLOW", "")))
-    proxies = networks(compose_value(env.get("GATEWAY_TRUSTED_PROXIES", "")))
+    allow = networks(str(env.get("GATEWAY_NOTIFICATION_ALLOW", "")))
+    proxies = networks(str(env.get("GATEWAY_TRUSTED_PROXIES", "")))
     if not allow:
         problems.append(f"GATEWAY_NOTIFICATION_ALLOW {env.get('GATEWAY_NOTIFICATION_ALLOW')!r} is not a list of addresses")
     elif not demo and not all(n.version == 4 and n.subnet_of(APPLE_NETWORK) for n in allow):
-        problems.append(f"GATEWAY_NOTIFICATION_ALLOW {compose_value(env['GATEWAY_NOTIFICATION_ALLOW'])!r} admits more than Apple's 17.0.0.0/8")
+        problems.append(f"GATEWAY_NOTIFICATION_ALLOW {env['GATEWAY_NOTIFICATION_ALLOW']!r} admits more than Apple's 17.0.0.0/8")
     elif demo and not all(any(p.version == n.version and p.subnet_of(n) for n in allow) for p in DOCKER_POOLS):
-        problems.append(f"GATEWAY_NOTIFICATION_ALLOW {compose_value(env['GATEWAY_NOTIFICATION_ALLOW'])!r} does not cover the compose network "
+        problems.append(f"GATEWAY_NOTIFICATION_ALLOW {env['GATEWAY_NOTIFICATION_ALLOW']!r} does not cover the compose network "
                         f"(Docker's pools {', '.join(map(str, DOCKER_POOLS))}): the simulator's deliveries would get 403")
     if proxies is None:
         problems.append(f"GATEWAY_TRUSTED_PROXIES {env.get('GATEWAY_TRUSTED_PROXIES')!r} is not a list of addresses")
     elif any(n.prefixlen == 0 for n in proxies):
         problems.append("GATEWAY_TRUSTED_PROXIES trusts every address: any client could name its own")
     elif not demo and proxies:
-        problems.append(f"GATEWAY_TRUSTED_PROXIES defaults to {compose_value(env['GATEWAY_TRUSTED_PROXIES'])!r}: trust no proxy unless one is there")
-    mounts = {v.split(":")[1]: v.split(":")[0] for v in gw.get("volumes", []) if v.count(":") >= 1}
-    script = mounts.get("/docker-entrypoint.d/" + os.path.basename(GATEWAY_LISTS))
+        problems.append(f"GATEWAY_TRUSTED_PROXIES defaults to {env['GATEWAY_TRUSTED_PROXIES']!r}: trust no proxy unless one is there")
+    sources = {target: src for src, target in mounts(gw)}
+    script = sources.get("/docker-entrypoint.d/" + os.path.basename(GATEWAY_LISTS))
     if not script or os.path.normpath(os.path.join(COMPOSE_DIR, script)) != GATEWAY_LISTS:
         problems.append("the address lists script is not mounted in /docker-entrypoint.d: nginx cannot start without its include files")
     return problems
@@ -341,7 +410,7 @@ def check_gateway(compose, production):
                  str((ingest.get("environment") or {}).get("HTTP_PORT")) == port)
     for var in ("GATEWAY_TLS_CERT", "GATEWAY_TLS_KEY"):
         sec = env.get(var, "").removeprefix("/run/secrets/")
-        checks.check(f"gateway: {var} is a mounted secret", sec in gw.get("secrets", []))
+        checks.check(f"gateway: {var} is a mounted secret", sec in secret_names(gw))
     checks.check("gateway: the address lists script is executable (the image runs only executable scripts)", os.access(GATEWAY_LISTS, os.X_OK))
     prod_gw = production["services"]["gateway"]
     problems = gateway_problems(prod_gw, demo=False)
@@ -355,11 +424,11 @@ def check_gateway(compose, production):
         g = dict(g, environment=dict(g.get("environment") or {}, **env))
         return g
     checks.check("self-test: the gateway check refuses a production allow-list opened to every address",
-                 bool(gateway_problems(with_env(prod_gw, GATEWAY_NOTIFICATION_ALLOW="${GATEWAY_NOTIFICATION_ALLOW:-0.0.0.0/0 ::/0}"), demo=False)))
+                 bool(gateway_problems(with_env(prod_gw, GATEWAY_NOTIFICATION_ALLOW="0.0.0.0/0 ::/0"), demo=False)))
     checks.check("self-test: the gateway check refuses a production allow-list beyond 17.0.0.0/8",
                  bool(gateway_problems(with_env(prod_gw, GATEWAY_NOTIFICATION_ALLOW="17.0.0.0/8 10.0.0.0/8"), demo=False)))
     checks.check("self-test: the gateway check refuses a trusted proxy by default in production",
-                 bool(gateway_problems(with_env(prod_gw, GATEWAY_TRUSTED_PROXIES="${GATEWAY_TRUSTED_PROXIES:-10.0.0.0/8}"), demo=False)))
+                 bool(gateway_problems(with_env(prod_gw, GATEWAY_TRUSTED_PROXIES="10.0.0.0/8"), demo=False)))
     checks.check("self-test: the gateway check refuses every address trusted as a proxy",
                  bool(gateway_problems(with_env(gw, GATEWAY_TRUSTED_PROXIES="0.0.0.0/0"), demo=True)))
     checks.check("self-test: the gateway check refuses a demo that keeps Apple's allow-list (the simulator would get 403)",
@@ -386,72 +455,84 @@ def check_demo(compose, production):
     checks.check("demo.env: enrich's credentials name the key, issuer and key ID the simulator accepts",
                  len(cred) == 4 and cred[1] == demo.get("SIM_API_ISSUER_ID") and cred[2] == demo.get("SIM_API_KEY_ID")
                  and sim_env.get("SIM_API_KEY_FILE") == "/run/secrets/appstore-api-key"
-                 and "appstore-api-key" in services["appstore-sim"].get("secrets", []))
+                 and "appstore-api-key" in secret_names(services["appstore-sim"]))
     products = demo.get("ENTITLEMENTS_PRODUCTS_FILE", "")
-    mount = next((v for v in services["grant"].get("volumes", []) if v.split(":")[1] == "/config"), "")
+    config = next((src for src, target in mounts(services["grant"]) if target == "/config"), "")
     checks.check(f"demo.env: the products file {products} is in the directory mounted at /config",
-                 products.startswith("/config/") and mount != "" and os.path.isfile(
-                     os.path.join(COMPOSE_DIR, mount.split(":")[0], products.removeprefix("/config/"))))
-    ops_env = services["ops"].get("environment", {})
-    ops_files = {k for f in services["ops"].get("env_file", []) for k in read_env_file(os.path.join(COMPOSE_DIR, f))}
+                 products.startswith("/config/") and os.path.isabs(config) and os.path.isfile(
+                     os.path.join(config, products.removeprefix("/config/"))))
+    ops_env = services["ops"].get("environment", {})  # its env files merged in by compose
     needed = {"KAFKA_BOOTSTRAP_SERVERS", "POSTGRES_HOST", "POSTGRES_PASSWORD_FILE", "APPSTORE_APPS", "APPSTORE_API_CREDENTIALS"}
     checks.check("ops: has the broker, database and App Store settings the recovery commands need",
-                 needed <= set(ops_env) | ops_files and {"postgres-password", "appstore-api-key"} <= set(services["ops"].get("secrets", [])),
-                 str(sorted(needed - set(ops_env) - ops_files)))
+                 needed <= set(ops_env) and {"postgres-password", "appstore-api-key"} <= set(secret_names(services["ops"])),
+                 str(sorted(needed - set(ops_env))))
     trust = " ".join(services.get("sim-trust", {}).get("entrypoint", []))
     checks.check("demo.env: trusts the root file sim-trust writes", demo.get("APPSTORE_TRUSTED_ROOTS", "?") in trust)
     apps = demo.get("APPSTORE_APPS", "")
     checks.check("demo.env: APPSTORE_APPS is Sandbox only (the test root is never for Production)",
                  bool(apps) and "Production" not in apps and all(re.fullmatch(r"[^\s:,]+:\d*:Sandbox", e) for e in apps.split(",")))
-    cred = demo.get("APPSTORE_API_CREDENTIALS", "")
-    secret = next((s for s in services["enrich"].get("secrets", [])), "")
-    checks.check("demo.env: the API key path is enrich's mounted secret", cred.split(":")[-1] == f"/run/secrets/{secret}")
+    key = demo.get("APPSTORE_API_CREDENTIALS", "").split(":")[-1]
+    checks.check("demo.env: the API key path is enrich's mounted secret",
+                 key.startswith("/run/secrets/") and key.removeprefix("/run/secrets/") in secret_names(services["enrich"]), key)
 
 
-def upload_auth_problems(ingest, demo):
-    """What is wrong with how ingest authenticates app uploads: compose.yaml must take
-    INGEST_UPLOAD_AUTH from the deployment with no default (${INGEST_UPLOAD_AUTH:?…}), so no
-    production falls back to open uploads, and give ingest APPSTORE_APPS, which none is checked
-    against; the demo (demo.env) may open uploads only for Sandbox-only apps."""
-    env = ingest.get("environment") or {}
+def upload_auth_problems(unset_error, given, demo):
+    """What is wrong with how ingest authenticates app uploads. compose.yaml must take
+    INGEST_UPLOAD_AUTH from the deployment with no default, so no production falls back to open
+    uploads: rendered without it, compose refuses (`unset_error`, its message naming the variable);
+    rendered with it (`given`: PROBE's value), ingest gets that value, and APPSTORE_APPS, which none
+    is checked against. The demo (`demo`, its rendering) may open uploads only for Sandbox-only apps."""
     problems = []
-    value = str(env.get("INGEST_UPLOAD_AUTH", ""))
-    if not re.fullmatch(r"\$\{INGEST_UPLOAD_AUTH:\?[^}]*\}", value):
-        problems.append(f"ingest's INGEST_UPLOAD_AUTH is {value!r}, not required from the deployment (${{INGEST_UPLOAD_AUTH:?...}})")
+    if unset_error is None:
+        problems.append("compose.yaml renders without INGEST_UPLOAD_AUTH: it has a default instead of being required "
+                        "from the deployment (${INGEST_UPLOAD_AUTH:?...})")
+    elif "INGEST_UPLOAD_AUTH" not in unset_error:
+        problems.append(f"compose.yaml without INGEST_UPLOAD_AUTH fails for another reason: {unset_error[-200:]}")
+    env = given["services"]["ingest"].get("environment") or {}
+    if env.get("INGEST_UPLOAD_AUTH") != PROBE["INGEST_UPLOAD_AUTH"]:
+        problems.append(f"ingest's INGEST_UPLOAD_AUTH is {env.get('INGEST_UPLOAD_AUTH')!r} when the deployment gives "
+                        f"{PROBE['INGEST_UPLOAD_AUTH']!r}: not taken from the deployment")
     if "APPSTORE_APPS" not in env:
         problems.append("ingest is not given APPSTORE_APPS, which INGEST_UPLOAD_AUTH=none is checked against")
-    mode = demo.get("INGEST_UPLOAD_AUTH")
-    apps = [e for e in demo.get("APPSTORE_APPS", "").split(",") if e]
+    demo_env = demo["services"]["ingest"].get("environment") or {}
+    mode = demo_env.get("INGEST_UPLOAD_AUTH")
+    apps = [e for e in str(demo_env.get("APPSTORE_APPS", "")).split(",") if e]
     if mode not in ("jwt", "hmac", "none"):
-        problems.append(f"demo.env sets INGEST_UPLOAD_AUTH {mode!r}, not jwt, hmac or none: ingest would not start")
+        problems.append(f"the demo's ingest has INGEST_UPLOAD_AUTH {mode!r}, not jwt, hmac or none: it would not start")
     elif mode == "none" and (not apps or not all(re.fullmatch(r"[^\s:,]+:\d*:Sandbox", e) for e in apps)):
-        problems.append(f"demo.env opens uploads (none) for apps that are not Sandbox-only ({demo.get('APPSTORE_APPS')!r}): ingest would refuse to start")
+        problems.append(f"the demo opens uploads (none) for apps that are not Sandbox-only ({demo_env.get('APPSTORE_APPS')!r}): "
+                        "ingest would refuse to start")
     return problems
 
 
-def check_uploads(production):
-    ingest = production["services"]["ingest"]
-    demo = read_env_file(os.path.join(COMPOSE_DIR, "demo.env"))
-    problems = upload_auth_problems(ingest, demo)
-    checks.check("ingest: INGEST_UPLOAD_AUTH required from the deployment (no default), APPSTORE_APPS given; the demo opens "
-                 "uploads only for Sandbox-only apps", not problems, "; ".join(problems))
-    def with_auth(value):
-        return dict(ingest, environment=dict(ingest.get("environment") or {}, INGEST_UPLOAD_AUTH=value))
+def check_uploads(given, compose):
+    without = {k: v for k, v in REQUIRED.items() if k != "INGEST_UPLOAD_AUTH"}
+    _, unset_error = compose_config(PRODUCTION_FILES, without)
+    problems = upload_auth_problems(unset_error, given, compose)
+    checks.check("ingest: INGEST_UPLOAD_AUTH required from the deployment (compose.yaml does not render without it, no default), "
+                 "APPSTORE_APPS given; the demo opens uploads only for Sandbox-only apps", not problems, "; ".join(problems))
+    # Self-tests: each mistake put back is caught; the first is compose.yaml itself with a default
+    # for INGEST_UPLOAD_AUTH, rendered by compose.
+    with tempfile.TemporaryDirectory() as d:
+        text = open(os.path.join(COMPOSE_DIR, "compose.yaml")).read()
+        text, replaced = re.subn(r"\$\{INGEST_UPLOAD_AUTH:\?[^}]*\}", "${INGEST_UPLOAD_AUTH:-none}", text)
+        with open(os.path.join(d, "compose.yaml"), "w") as f:
+            f.write(text)
+        _, defaulted = compose_config((os.path.join(d, "compose.yaml"),), without)
     checks.check("self-test: the upload check refuses INGEST_UPLOAD_AUTH defaulting to none",
-                 bool(upload_auth_problems(with_auth("${INGEST_UPLOAD_AUTH:-none}"), demo)))
+                 replaced == 1 and bool(upload_auth_problems(defaulted, given, compose)))
+    def with_ingest(config, **env):
+        ingest = config["services"]["ingest"]
+        return dict(config, services=dict(config["services"], ingest=dict(ingest, environment=dict(ingest.get("environment") or {}, **env))))
     checks.check("self-test: the upload check refuses INGEST_UPLOAD_AUTH fixed to none in compose.yaml",
-                 bool(upload_auth_problems(with_auth("none"), demo)))
+                 bool(upload_auth_problems(unset_error, with_ingest(given, INGEST_UPLOAD_AUTH="none"), compose)))
     checks.check("self-test: the upload check refuses a demo with open uploads for a Production app",
-                 bool(upload_auth_problems(ingest, dict(demo, APPSTORE_APPS="com.example.demo:123:Sandbox+Production"))))
+                 bool(upload_auth_problems(unset_error, given, with_ingest(compose, APPSTORE_APPS="com.example.demo:123:Sandbox+Production"))))
 
 
 def mount_source(svc, target):
-    """The host path (relative to deploy/compose) mounted at `target`, or None."""
-    for v in svc.get("volumes", []):
-        parts = v.split(":")
-        if len(parts) >= 2 and parts[1] == target and parts[0].startswith("."):
-            return os.path.normpath(os.path.join(COMPOSE_DIR, parts[0]))
-    return None
+    """The host path mounted at `target` (a bind mount), or None."""
+    return next((src for src, t in mounts(svc) if t == target and os.path.isabs(src)), None)
 
 
 def check_monitoring(compose):
@@ -523,7 +604,7 @@ def collector_config_problems(compose):
     path = collector_config_path(svc)
     if not (path and os.path.isfile(path)):
         return [f"the configuration its --config names is not a mounted file of the repository ({path})"]
-    env = {k: compose_value(v) for k, v in (svc.get("environment") or {}).items()}
+    env = {k: str(v) for k, v in (svc.get("environment") or {}).items()}
     text = open(path).read()
     unset = sorted(set(re.findall(r"\$\{env:(\w+)\}", text)) - set(env))
     if unset:
@@ -555,30 +636,35 @@ def collector_config_problems(compose):
     return problems
 
 
-def stage_tracing_problems(compose):
+def stage_tracing_problems(defaults, given):
     """Each stage takes OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_TRACES_SAMPLER from the operator's
-    environment (${NAME:-default}), the endpoint blank by default so that tracing stays off."""
+    environment: rendered with PROBE's values (`given`) every stage has them; rendered without
+    (each configuration of `defaults`, by name) every stage has the endpoint blank, tracing off."""
     problems = []
     for stage in STAGES:
-        env = compose["services"][stage].get("environment") or {}
+        env = given["services"][stage].get("environment") or {}
         for var in TRACING_VARIABLES:
-            value = str(env.get(var, ""))
-            if not re.fullmatch(r"\$\{" + var + r"(:-[^}]*)?\}", value):
-                problems.append(f"{stage}: {var} is {env.get(var)!r}, not taken from the operator's environment (${{{var}:-…}})")
-        if compose_value(env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")) != "":
-            problems.append(f"{stage}: tracing is on by default (OTEL_EXPORTER_OTLP_ENDPOINT defaults to "
-                            f"{compose_value(env['OTEL_EXPORTER_OTLP_ENDPOINT'])!r})")
+            if env.get(var) != PROBE[var]:
+                problems.append(f"{stage}: {var} is {env.get(var)!r} when the operator's environment sets {PROBE[var]!r}: "
+                                "not passed through")
+        for label, config in defaults.items():
+            env = config["services"][stage].get("environment") or {}
+            if "OTEL_EXPORTER_OTLP_ENDPOINT" not in env:
+                problems.append(f"{label}: {stage} has no OTEL_EXPORTER_OTLP_ENDPOINT")
+            elif env["OTEL_EXPORTER_OTLP_ENDPOINT"] != "":
+                problems.append(f"{label}: {stage} has tracing on by default (OTEL_EXPORTER_OTLP_ENDPOINT {env['OTEL_EXPORTER_OTLP_ENDPOINT']!r})")
     return problems
 
 
-def check_tracing(compose, production):
+def check_tracing(compose, production, given):
     problems = collector_placement_problems(production)
     checks.check(f"tracing: {TRACING} only in the profile tracing (nothing else waits for it), {COLLECTOR_IMAGE} pinned to a version",
                  not problems, "; ".join(problems))
     problems = collector_config_problems(production)
     checks.check(f"tracing: {TRACING} reads otel-collector.yaml: OTLP on HTTP 4318 and gRPC 4317, batched, to exporters it configures "
                  "(default [debug]), every ${env:…} set by the service", not problems, "; ".join(problems))
-    problems = stage_tracing_problems(compose)
+    defaults = {"compose.yaml": production, "the demo": compose}
+    problems = stage_tracing_problems(defaults, given)
     checks.check(f"tracing: {', '.join(STAGES)} pass {' and '.join(TRACING_VARIABLES)} through from the operator's environment, "
                  "tracing off by default", not problems, "; ".join(problems))
     port = str(((((yaml.safe_load(open(collector_config_path(production["services"][TRACING]))) or {}).get("receivers") or {})
@@ -600,60 +686,66 @@ def check_tracing(compose, production):
                  bool(collector_placement_problems(with_service(TRACING, image=f"{COLLECTOR_IMAGE}:latest"))))
     env = production["services"][TRACING]["environment"]
     checks.check("self-test: the tracing check refuses a default pipeline naming an exporter it does not configure",
-                 bool(collector_config_problems(with_service(TRACING, environment=dict(env, TRACES_EXPORTERS="${TRACES_EXPORTERS:-[jaeger]}")))))
+                 bool(collector_config_problems(with_service(TRACING, environment=dict(env, TRACES_EXPORTERS="[jaeger]")))))
     checks.check("self-test: the tracing check refuses an otlphttp exporter without a default endpoint",
-                 bool(collector_config_problems(with_service(TRACING, environment=dict(env, TRACES_BACKEND_ENDPOINT="${TRACES_BACKEND_ENDPOINT:-}")))))
-    ingest_env = production["services"]["ingest"]["environment"]
+                 bool(collector_config_problems(with_service(TRACING, environment=dict(env, TRACES_BACKEND_ENDPOINT="")))))
+    def with_ingest_env(config, env):
+        return dict(config, services=dict(config["services"], ingest=dict(config["services"]["ingest"], environment=env)))
+    ingest_env, given_env = production["services"]["ingest"]["environment"], given["services"]["ingest"]["environment"]
+    no_endpoint = {k: v for k, v in ingest_env.items() if k != "OTEL_EXPORTER_OTLP_ENDPOINT"}
     checks.check("self-test: the tracing check refuses a stage without OTEL_EXPORTER_OTLP_ENDPOINT",
-                 bool(stage_tracing_problems(with_service("ingest", environment={k: v for k, v in ingest_env.items()
-                                                                                 if k != "OTEL_EXPORTER_OTLP_ENDPOINT"}))))
+                 bool(stage_tracing_problems({"compose.yaml": with_ingest_env(production, no_endpoint)},
+                                             with_ingest_env(given, {k: v for k, v in given_env.items() if k != "OTEL_EXPORTER_OTLP_ENDPOINT"}))))
     checks.check("self-test: the tracing check refuses tracing on by default",
-                 bool(stage_tracing_problems(with_service("ingest", environment=dict(
-                     ingest_env, OTEL_EXPORTER_OTLP_ENDPOINT="${OTEL_EXPORTER_OTLP_ENDPOINT:-http://otel-collector:4318}")))))
+                 bool(stage_tracing_problems({"compose.yaml": with_ingest_env(production, dict(
+                     ingest_env, OTEL_EXPORTER_OTLP_ENDPOINT="http://otel-collector:4318"))}, given)))
+    checks.check("self-test: the tracing check refuses a stage whose endpoint is fixed instead of taken from the operator's environment",
+                 bool(stage_tracing_problems(defaults, with_ingest_env(given, dict(given_env, OTEL_EXPORTER_OTLP_ENDPOINT="")))))
 
 
-def merged(base, override):
-    """compose's merge of an override file: mappings merged key by key, anything else replaced."""
-    if isinstance(base, dict) and isinstance(override, dict):
-        out = dict(base)
-        for k, v in override.items():
-            out[k] = merged(base[k], v) if k in base else v
-        return out
-    return override
+def upstream_without_stand_in(config):
+    """Services (outside optional profiles) of a rendered configuration that would pull an upstream
+    image: on this machine, with no registry, each must run an image deploy/containers/images builds."""
+    return sorted(name for name, svc in config["services"].items()
+                  if "build" not in svc and not svc.get("profiles") and not str(svc.get("image", "")).startswith("appstore-entitlements/"))
 
 
-def upstream_without_stand_in(compose, local):
-    """Services (outside optional profiles) that would pull an upstream image: on this machine, with
-    no registry, compose.local.yaml must replace each with a stand-in deploy/containers/images builds."""
-    replaced = {name for name, svc in (local.get("services") or {}).items() if str(svc.get("image", "")).startswith("appstore-entitlements/")}
-    return sorted(name for name, svc in compose["services"].items()
-                  if "image" in svc and "build" not in svc and not svc.get("profiles") and name not in replaced)
-
-
-def check_local_stand_ins(compose):
-    local = yaml.safe_load(open(os.path.join(COMPOSE_DIR, "compose.local.yaml")))
-    missing = upstream_without_stand_in(compose, local)
+def check_local_stand_ins(local, compose):
+    missing = upstream_without_stand_in(local)
     checks.check("compose.local.yaml gives every upstream image a local stand-in (no registry here)", not missing,
                  f"would pull: {', '.join(missing)}")
-    without = dict(local, services={k: v for k, v in local["services"].items() if k != "postgres"})
-    checks.check("self-test: a service left on its upstream image is caught", "postgres" in upstream_without_stand_in(compose, without))
+    services = dict(local["services"], postgres=dict(local["services"]["postgres"], image=compose["services"]["postgres"]["image"]))
+    checks.check("self-test: a service left on its upstream image is caught",
+                 "postgres" in upstream_without_stand_in(dict(local, services=services)))
 
 
 def main():
-    production = yaml.safe_load(open(os.path.join(COMPOSE_DIR, "compose.yaml")))
-    compose = merged(production, yaml.safe_load(open(os.path.join(COMPOSE_DIR, "compose.demo.yaml"))))
+    if not os.access(COMPOSE, os.X_OK):
+        checks.check(f"docker-compose is installed ({COMPOSE})", False,
+                     "these checks read compose's own rendering (docker-compose config): run deploy/local/setup, "
+                     "which installs Debian's docker-compose")
+        checks.finish()
     products = executable_products()
     args, stages = parse_dockerfile(DOCKERFILE)
     print(f"Package.swift executable products: {', '.join(sorted(products))}")
     check_dockerfile(args, stages, products)
+    production = rendered("compose.yaml alone, given the variables a deployment must set", PRODUCTION_FILES, REQUIRED)
+    given = rendered("compose.yaml alone with the operator's tracing and upload settings in the environment",
+                     PRODUCTION_FILES, dict(REQUIRED, **PROBE))
+    compose = rendered("compose.yaml with compose.demo.yaml and demo.env (the demo)", DEMO_FILES, env_file=DEMO_ENV)
+    local = rendered("compose.yaml, compose.demo.yaml and compose.local.yaml with demo.env, as deploy/containers/run runs it",
+                     LOCAL_FILES, containers_run_env(), DEMO_ENV)
+    if None in (production, given, compose, local):
+        checks.finish()
+    check_env_files()
     missing_vars = check_services(compose, stages, products, source_strings())
     check_topics(compose)
-    check_local_stand_ins(compose)
+    check_local_stand_ins(local, compose)
     check_gateway(compose, production)
     check_demo(compose, production)
-    check_uploads(production)
+    check_uploads(given, compose)
     check_monitoring(compose)
-    check_tracing(compose, production)
+    check_tracing(compose, production, given)
     missing = [p for p in args.get("PRODUCTS", "").split() if p not in products]
     if missing:
         print(f"missing executable products (Package.swift): {', '.join(missing)}")
