@@ -93,7 +93,7 @@ let package = Package(
         // trace context.
         .target(
             name: "KafkaClient",
-            dependencies: ["CRdKafka", "EnvironmentSettings", "EventLoopTimers", instrumentation, logging, serviceLifecycle]
+            dependencies: ["LogKeys", "CRdKafka", "EventLoopTimers", instrumentation, logging, serviceLifecycle]
         ),
         // Distributed tracing for every process: W3C trace context checked strictly, swift-otel's
         // tracer and exporter installed when OpenTelemetry's variables ask for it, span names and
@@ -102,9 +102,14 @@ let package = Package(
             name: "PipelineTracing",
             dependencies: [instrumentation, logging, otel, serviceLifecycle, tracing, w3cTraceContext]
         ),
+        // The metadata keys every process logs with, named once (`<area>.<name>`).
+        .target(name: "LogKeys"),
+        // How an error tells the stage runtime what to do with its record (ClassifiedError, StageError):
+        // below the runtime, so the store and the API client classify their errors without importing it.
+        .target(name: "ErrorClassification"),
         // Settings declared once (name, default, meaning, secrecy) and read through swift-configuration
-        // from the environment, and ClassifiedError: none of our modules below it, so every layer (the
-        // store, the API client, the stages) reads its settings the same way.
+        // from the environment: none of our modules below it, so every layer (the store, the API
+        // client, the stages) reads its settings the same way.
         .target(
             name: "EnvironmentSettings",
             dependencies: [configuration]
@@ -114,7 +119,8 @@ let package = Package(
         .target(
             name: "StageRuntime",
             dependencies: [
-                "CTaskExecutorHook", "EnvironmentSettings", "KafkaClient", "PipelineRecords", "PipelineTracing", dequeModule, logging,
+                "LogKeys", "ErrorClassification", "CTaskExecutorHook", "EnvironmentSettings", "KafkaClient", "PipelineRecords", "PipelineTracing",
+                dequeModule, logging,
                 metrics, prometheus, serviceLifecycle, tracing, unixSignals, hummingbird, nioCore, nioPosix,
             ]
         ),
@@ -166,14 +172,14 @@ let package = Package(
         .target(
             name: "IngestService",
             dependencies: [
-                "PipelineMessages", "PipelineRecords", "OfferSigning",
+                "LogKeys", "PipelineMessages", "PipelineRecords", "OfferSigning",
                 "EnvironmentSettings", "AppStore", "JSONCoding", "KafkaClient", "PipelineTracing", "StageRuntime", hummingbird, crypto, jwtKit,
                 asyncHTTPClient, nioHTTP1, logging, tracing, x509, swiftASN1,
             ]
         ),
         .executableTarget(
             name: "ingest",
-            dependencies: ["EnvironmentSettings", "IngestService", asyncHTTPClient],
+            dependencies: ["LogKeys", "EnvironmentSettings", "IngestService", asyncHTTPClient],
             path: "Sources/Executables/ingest"
         ),
         // A stage that copies its input to its output through the runtime: used by the crash and
@@ -213,7 +219,7 @@ let package = Package(
         .testTarget(
             name: "StageRuntimeTests",
             dependencies: [
-                "PipelineRecords",
+                "LogKeys", "ErrorClassification", "PipelineRecords",
                 "EnvironmentSettings", "EventLoopTimers", "StageRuntime", "KafkaClient", "TestSupport", hummingbirdTesting, serviceLifecycle,
                 prometheus, metrics, inMemoryTracing, otel, "PipelineTracing", tracing,
             ]
@@ -221,7 +227,7 @@ let package = Package(
         .testTarget(
             name: "IngestTests",
             dependencies: [
-                "PipelineRecords", "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", "AppStore",
+                "LogKeys", "PipelineRecords", "EnvironmentSettings", "IngestService", "StageRuntime", "KafkaClient", "TestSupport", "AppStore",
                 "AppStoreSigning", "AppStoreSimulator", "OfferSigning", "PipelineTracing", hummingbirdTesting,
                 asyncHTTPClient, nioCore, nioHTTP1, hummingbird, jwtKit, crypto, logging, metrics, prometheus,
             ]
@@ -244,7 +250,7 @@ let package = Package(
         .target(
             name: "VerifyService",
             dependencies: [
-                "PipelineMessages",
+                "LogKeys", "ErrorClassification", "PipelineMessages",
                 "EnvironmentSettings", "AppStore", "PipelineRecords", "StageRuntime", "KafkaClient", logging, metrics, x509, swiftASN1,
                 asyncHTTPClient, nioCore, nioHTTP1,
             ]
@@ -291,7 +297,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PipelineOperationsTests",
-            dependencies: ["PipelineRecords", "EnvironmentSettings", "PipelineOperations", "KafkaClient", "StageRuntime", "TestSupport"]
+            dependencies: ["ErrorClassification", "PipelineRecords", "PipelineOperations", "KafkaClient", "StageRuntime", "TestSupport"]
         ),
         // The operator jobs behind appstorectl that need Apple's API or the entitlements database:
         // backfill from notification history, reconcile overdue subscriptions, look up an order,
@@ -306,7 +312,7 @@ let package = Package(
         .testTarget(
             name: "RecoveryJobsTests",
             dependencies: [
-                "RecoveryJobs", "ConsumptionResponder", "TokenStamping", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
+                "EnvironmentSettings", "RecoveryJobs", "ConsumptionResponder", "TokenStamping", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
                 "AppStoreSigning", "PipelineRecords", "KafkaClient", "StageRuntime", "TestSupport", "GrantTestSupport",
                 "GrantWorkload", "EntitlementStore", asyncHTTPClient, crypto, postgresNIO, serviceLifecycle, logging,
             ]
@@ -335,7 +341,8 @@ let package = Package(
         .target(
             name: "AppStoreServerAPI",
             dependencies: [
-                "AppStore", "EnvironmentSettings", "JSONCoding", asyncHTTPClient, nioCore, nioHTTP1, crypto, logging, metrics,
+                "LogKeys", "ErrorClassification", "AppStore", "EnvironmentSettings", "JSONCoding", asyncHTTPClient, nioCore, nioHTTP1, crypto,
+                logging, metrics,
             ]
         ),
         // A simulated Apple (Sandbox only): the API's endpoints over an in-memory model of customers
@@ -349,7 +356,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "appstore-sim",
-            dependencies: ["EnvironmentSettings", "AppStoreSimulator", "SimulatorLifecycleRoutes", "StageRuntime", asyncHTTPClient, nioSSL],
+            dependencies: [
+                "LogKeys", "EnvironmentSettings", "AppStoreSimulator", "SimulatorLifecycleRoutes", "StageRuntime", asyncHTTPClient, nioSSL,
+            ],
             path: "Sources/Executables/appstore-sim"
         ),
         // The enrich stage: verified records in, each purchase's history and subscription status from
@@ -357,7 +366,8 @@ let package = Package(
         .target(
             name: "EnrichService",
             dependencies: [
-                "PipelineMessages", "EnvironmentSettings", "AppStore", "AppStoreServerAPI", "PipelineRecords", "StageRuntime", "KafkaClient",
+                "LogKeys", "ErrorClassification", "PipelineMessages", "EnvironmentSettings", "AppStore", "AppStoreServerAPI", "PipelineRecords",
+                "StageRuntime", "KafkaClient",
                 asyncHTTPClient, nioCore, logging, metrics, serviceLifecycle,
             ]
         ),
@@ -396,7 +406,8 @@ let package = Package(
         .target(
             name: "EntitlementStore",
             dependencies: [
-                "EnvironmentSettings", "EventLoopTimers", "GrantDecision", "AppStore", "JSONCoding", "PipelineRecords", "PipelineTracing",
+                "LogKeys", "ErrorClassification", "EnvironmentSettings", "EventLoopTimers", "GrantDecision", "AppStore", "JSONCoding",
+                "PipelineRecords", "PipelineTracing",
                 postgresNIO, nioSSL, crypto, logging, metrics, tracing,
             ]
         ),
@@ -404,7 +415,8 @@ let package = Package(
         .target(
             name: "GrantService",
             dependencies: [
-                "EnvironmentSettings", "EntitlementStore", "EventLoopTimers", "GrantDecision", "PipelineMessages", "PipelineRecords", "StageRuntime",
+                "LogKeys", "ErrorClassification", "EnvironmentSettings", "EntitlementStore", "EventLoopTimers", "GrantDecision", "PipelineMessages",
+                "PipelineRecords", "StageRuntime",
                 "KafkaClient", "PipelineTracing", postgresNIO, logging, serviceLifecycle, tracing,
             ]
         ),
@@ -412,7 +424,7 @@ let package = Package(
         .target(
             name: "ConsumptionResponder",
             dependencies: [
-                "EnvironmentSettings", "EntitlementStore", "AppStore", "AppStoreServerAPI", "StageRuntime",
+                "LogKeys", "EnvironmentSettings", "EntitlementStore", "AppStore", "AppStoreServerAPI", "StageRuntime",
                 asyncHTTPClient, logging, metrics, serviceLifecycle,
             ]
         ),
@@ -421,7 +433,7 @@ let package = Package(
         .target(
             name: "TokenStamping",
             dependencies: [
-                "EnvironmentSettings", "EntitlementStore", "AppStore", "AppStoreServerAPI", asyncHTTPClient, logging, metrics,
+                "LogKeys", "EnvironmentSettings", "EntitlementStore", "AppStore", "AppStoreServerAPI", asyncHTTPClient, logging, metrics,
                 serviceLifecycle,
             ]
         ),

@@ -1,4 +1,5 @@
 import AppStore
+import ErrorClassification
 import Foundation
 
 /// A failed App Store Server API call, classified the way a caller must react to it.

@@ -1,7 +1,7 @@
 import AppStore
 import AsyncHTTPClient
-import EnvironmentSettings
 import Foundation
+import LogKeys
 import Logging
 import Metrics
 import NIOCore

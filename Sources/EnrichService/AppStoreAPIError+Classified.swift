@@ -1,5 +1,5 @@
 import AppStoreServerAPI
-import EnvironmentSettings
+import ErrorClassification
 import StageRuntime
 
 /// The API client's errors already carry the runtime's classification (code, message, transient,

@@ -1,7 +1,7 @@
 import AppStore
 import AppStoreServerAPI
 import AsyncHTTPClient
-import EnvironmentSettings
+import LogKeys
 import Logging
 import NIOCore
 import PipelineMessages

@@ -1,8 +1,10 @@
 import AppStore
 import AppStoreServerAPI
 import EnvironmentSettings
+import ErrorClassification
 import Foundation
 import KafkaClient
+import LogKeys
 import Logging
 import Metrics
 import PipelineMessages

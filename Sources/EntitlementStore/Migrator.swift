@@ -1,5 +1,5 @@
-import EnvironmentSettings
 import Foundation
+import LogKeys
 import Logging
 import PostgresNIO
 

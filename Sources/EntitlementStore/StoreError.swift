@@ -1,4 +1,4 @@
-import EnvironmentSettings
+import ErrorClassification
 import PostgresNIO
 
 /// A database failure, classified for the stage runtime: transient ones (the database is down,

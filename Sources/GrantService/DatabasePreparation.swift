@@ -1,7 +1,7 @@
 import EntitlementStore
-import EnvironmentSettings
 import Foundation
 import GrantDecision
+import LogKeys
 import Logging
 import PostgresNIO
 

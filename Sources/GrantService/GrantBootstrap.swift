@@ -1,6 +1,6 @@
 import EntitlementStore
-import EnvironmentSettings
 import KafkaClient
+import LogKeys
 import Logging
 import PostgresNIO
 import ServiceLifecycle

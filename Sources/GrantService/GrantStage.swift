@@ -1,9 +1,11 @@
 import AppStore
 import EntitlementStore
 import EnvironmentSettings
+import ErrorClassification
 import Foundation
 import GrantDecision
 import KafkaClient
+import LogKeys
 import Logging
 import PipelineMessages
 import PipelineRecords

@@ -3,6 +3,7 @@ import EnvironmentSettings
 import EventLoopTimers
 import Foundation
 import KafkaClient
+import LogKeys
 import Logging
 import PipelineRecords
 import PipelineTracing

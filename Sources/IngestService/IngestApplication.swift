@@ -1,9 +1,9 @@
-import EnvironmentSettings
 import Foundation
 import HTTPTypes
 import Hummingbird
 import JSONCoding
 import KafkaClient
+import LogKeys
 import Logging
 import NIOCore
 import PipelineMessages

@@ -1,8 +1,8 @@
-import EnvironmentSettings
 import Foundation
 import HTTPTypes
 import Hummingbird
 import JSONCoding
+import LogKeys
 import Logging
 import NIOCore
 import OfferSigning

@@ -1,7 +1,7 @@
 import AsyncHTTPClient
-import EnvironmentSettings
 import Foundation
 import JWTKit
+import LogKeys
 import Logging
 import NIOCore
 import NIOHTTP1

@@ -1,6 +1,6 @@
 import CRdKafka
-import EnvironmentSettings
 import Foundation
+import LogKeys
 import Logging
 import ServiceLifecycle
 import Synchronization

@@ -1,7 +1,7 @@
 import CRdKafka
-import EnvironmentSettings
 import EventLoopTimers
 import Foundation
+import LogKeys
 import Logging
 import ServiceLifecycle
 import Synchronization

@@ -1,7 +1,8 @@
 import DequeModule
-import EnvironmentSettings
+import ErrorClassification
 import Foundation
 import KafkaClient
+import LogKeys
 import Logging
 import Metrics
 import PipelineRecords

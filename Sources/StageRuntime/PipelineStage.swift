@@ -1,3 +1,4 @@
+import ErrorClassification
 import KafkaClient
 
 /// One stage of the pipeline: turns a record of its input topic into records for its output

@@ -1,6 +1,7 @@
 import EnvironmentSettings
 import Foundation
 import KafkaClient
+import LogKeys
 import Logging
 import ServiceLifecycle
 

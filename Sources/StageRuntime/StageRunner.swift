@@ -1,5 +1,5 @@
-import EnvironmentSettings
 import KafkaClient
+import LogKeys
 import Logging
 import Metrics
 import ServiceLifecycle

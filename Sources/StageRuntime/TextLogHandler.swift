@@ -1,5 +1,5 @@
-import EnvironmentSettings
 import Foundation
+import LogKeys
 import Logging
 
 /// `LOG_FORMAT=text`: swift-log's stream layout (`time level label: key=value … [source] message`,

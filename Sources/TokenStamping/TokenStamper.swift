@@ -2,8 +2,8 @@ import AppStore
 import AppStoreServerAPI
 import AsyncHTTPClient
 import EntitlementStore
-import EnvironmentSettings
 import Foundation
+import LogKeys
 import Logging
 import Metrics
 import ServiceLifecycle

@@ -1,4 +1,4 @@
-import EnvironmentSettings
+import ErrorClassification
 import StageRuntime
 
 /// The dead-letter code for a raw record that is no notification envelope or app upload at all.

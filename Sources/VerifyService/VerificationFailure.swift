@@ -1,5 +1,5 @@
 import AppStore
-import EnvironmentSettings
+import ErrorClassification
 import StageRuntime
 
 /// A verifier rejection as the stage runtime sees it: the verifier's stable code becomes the

@@ -1,7 +1,9 @@
 import AppStore
 import EnvironmentSettings
+import ErrorClassification
 import Foundation
 import KafkaClient
+import LogKeys
 import Logging
 import Metrics
 import PipelineMessages

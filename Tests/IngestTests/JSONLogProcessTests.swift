@@ -1,7 +1,7 @@
 import AsyncHTTPClient
-import EnvironmentSettings
 import Foundation
 import KafkaClient
+import LogKeys
 import NIOCore
 import NIOHTTP1
 import StageRuntime

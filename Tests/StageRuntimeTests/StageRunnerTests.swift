@@ -1,4 +1,4 @@
-import EnvironmentSettings
+import ErrorClassification
 import Foundation
 import KafkaClient
 import Metrics

@@ -1,4 +1,3 @@
-import EnvironmentSettings
 import Foundation
 import Logging
 import StageRuntime

@@ -13,7 +13,7 @@ from checklib import REPO, Checks
 LAYERS = [
     # The JSON reader and writer and strict base64, which Apple's models are read and written with;
     # reading configuration.
-    {"JSONCoding", "EnvironmentSettings"},
+    {"JSONCoding", "EnvironmentSettings", "LogKeys", "ErrorClassification"},
     # Foundations: librdkafka's C API; the Swift runtime's enqueue hook; timers on the event loops;
     # Apple's signed data (and the settings that say which apps); distributed tracing.
     {"CRdKafka", "CTaskExecutorHook", "EventLoopTimers", "AppStore", "PipelineTracing"},

@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import EnvironmentSettings
 import Foundation
 import Hummingbird
+import LogKeys
 import Logging
 import NIOSSL
 import SimulatorLifecycleRoutes

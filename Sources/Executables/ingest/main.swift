@@ -3,6 +3,7 @@ import EnvironmentSettings
 import Foundation
 import IngestService
 import KafkaClient
+import LogKeys
 import Logging
 import StageRuntime
 

@@ -1,6 +1,6 @@
 import CRdKafka
-import EnvironmentSettings
 import Foundation
+import LogKeys
 import Logging
 
 /// Turns librdkafka's LOG and ERROR events into swift-log records, and reads consumed messages.
