@@ -1,6 +1,19 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
+// The layer map, stated once: every library target lives in `Sources/<n>-<Layer>/<Module>` and may
+// import only targets of a lower layer (deploy/checks/check_layers.py reads the folders from
+// `swift package dump-package`); the targets below are listed by layer, lowest first:
+//   0 Base         JSONCoding, EnvironmentSettings, LogKeys, ErrorClassification: no module of ours below them
+//   1 Foundations  librdkafka's C API, the enqueue hook, event-loop timers, Apple's signed data (AppStore), tracing
+//   2 Clients      the Kafka client, signing, the App Store Server API client, the records between stages, simulated customers
+//   3 Runtime      the stage runtime, the record builders, the pure grant decision, the simulated Apple
+//   4 Store        the entitlement store (Postgres), operations on topics and groups, the simulator's lifecycle routes
+//   5 Stages       ingest, verify, enrich, grant and their helpers, the recovery jobs: none imports another
+//   6 Tools        the operator tool's commands, the grant workload (tests and benchmarks): no stage imports them
+// Besides the layers, the store never imports the stage runtime. Executables (Sources/Executables) and
+// tests (Tests/) sit above everything.
+
 // Every Swift target is built with these (set once, after the targets, at the end).
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
@@ -74,46 +87,109 @@ let package = Package(
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
+        // ─── Layer 0, Sources/0-Base: the JSON reader and writer, configuration, log keys, error classification.
+        // The project's JSON reader (strict parser, tree decoder, direct readers for hot models) and
+        // writer (one-pass streaming encoder), and strict base64: no dependencies, below every model.
+        .target(
+            name: "JSONCoding",
+            path: "Sources/0-Base/JSONCoding"
+        ),
+        // Settings declared once (name, default, meaning, secrecy) and read through swift-configuration
+        // from the environment: none of our modules below it, so every layer (the store, the API
+        // client, the stages) reads its settings the same way.
+        .target(
+            name: "EnvironmentSettings",
+            dependencies: [configuration],
+            path: "Sources/0-Base/EnvironmentSettings"
+        ),
+        // The metadata keys every process logs with, named once (`<area>.<name>`).
+        .target(name: "LogKeys", path: "Sources/0-Base/LogKeys"),
+        // How an error tells the stage runtime what to do with its record (ClassifiedError, StageError):
+        // below the runtime, so the store and the API client classify their errors without importing it.
+        .target(name: "ErrorClassification", path: "Sources/0-Base/ErrorClassification"),
+        // ─── Layer 1, Sources/1-Foundations: librdkafka's C API, the enqueue hook, event-loop timers, Apple's signed data, tracing.
         // librdkafka, found through pkg-config; the only place its C API is visible.
         .systemLibrary(
             name: "CRdKafka",
+            path: "Sources/1-Foundations/CRdKafka",
             pkgConfig: "rdkafka",
             providers: [.apt(["librdkafka-dev"])]
         ),
         // The Swift runtime's global-enqueue hook, so the stage runtime can run tasks on NIO's event
         // loops; the only place that hook is visible.
-        .target(name: "CTaskExecutorHook"),
+        .target(name: "CTaskExecutorHook", path: "Sources/1-Foundations/CTaskExecutorHook"),
         // Timers on NIO's event loops, for the hot path's deadlines and gather windows (Task.sleep's
         // are Dispatch's, and wake a thread of their own).
         .target(
             name: "EventLoopTimers",
-            dependencies: [nioCore, nioPosix]
+            dependencies: [nioCore, nioPosix],
+            path: "Sources/1-Foundations/EventLoopTimers"
         ),
-        // Swift wrapper over librdkafka: producer, consumer, admin; records' headers as a carrier of
-        // trace context.
+        // Apple's signed data: typed models, the JWS / X.509 verifier, and the inspection behind
+        // `appstorectl inspect`.
         .target(
-            name: "KafkaClient",
-            dependencies: ["LogKeys", "CRdKafka", "EventLoopTimers", instrumentation, logging, serviceLifecycle]
+            name: "AppStore",
+            dependencies: ["JSONCoding", "EnvironmentSettings", x509, swiftASN1, crypto, cryptoExtras],
+            path: "Sources/1-Foundations/AppStore"
         ),
         // Distributed tracing for every process: W3C trace context checked strictly, swift-otel's
         // tracer and exporter installed when OpenTelemetry's variables ask for it, span names and
         // attributes after OpenTelemetry's semantic conventions.
         .target(
             name: "PipelineTracing",
-            dependencies: [instrumentation, logging, otel, serviceLifecycle, tracing, w3cTraceContext]
+            dependencies: [instrumentation, logging, otel, serviceLifecycle, tracing, w3cTraceContext],
+            path: "Sources/1-Foundations/PipelineTracing"
         ),
-        // The metadata keys every process logs with, named once (`<area>.<name>`).
-        .target(name: "LogKeys"),
-        // How an error tells the stage runtime what to do with its record (ClassifiedError, StageError):
-        // below the runtime, so the store and the API client classify their errors without importing it.
-        .target(name: "ErrorClassification"),
-        // Settings declared once (name, default, meaning, secrecy) and read through swift-configuration
-        // from the environment: none of our modules below it, so every layer (the store, the API
-        // client, the stages) reads its settings the same way.
+        // ─── Layer 2, Sources/2-Clients: the Kafka client, signing, the App Store Server API client, the records, simulated customers.
+        // Swift wrapper over librdkafka: producer, consumer, admin; records' headers as a carrier of
+        // trace context.
         .target(
-            name: "EnvironmentSettings",
-            dependencies: [configuration]
+            name: "KafkaClient",
+            dependencies: ["LogKeys", "CRdKafka", "EventLoopTimers", instrumentation, logging, serviceLifecycle],
+            path: "Sources/2-Clients/KafkaClient"
         ),
+        // A local App Store signing authority: creates a test CA (root and intermediate P-384, leaf
+        // P-256, Apple's marker extensions) and signs JWS with it. Used by tests and the simulator.
+        .target(
+            name: "AppStoreSigning",
+            dependencies: ["AppStore", "JSONCoding", x509, swiftASN1, crypto],
+            path: "Sources/2-Clients/AppStoreSigning"
+        ),
+        // Offer signatures for StoreKit with the app's In-App Purchase key: promotional offers the
+        // original way (ECDSA over Apple's separator-joined message) and the JWS of promotional
+        // offers and introductory-offer eligibility; their settings. Used by ingest and appstorectl.
+        .target(
+            name: "OfferSigning",
+            dependencies: ["EnvironmentSettings", "JSONCoding", crypto],
+            path: "Sources/2-Clients/OfferSigning"
+        ),
+        // The App Store Server API client: ES256 request tokens from the .p8 key, every endpoint the
+        // pipeline and the operator tool need, every returned JWS verified, Apple's error codes as
+        // typed errors, a per-key rate limiter. Free of the stage runtime so the operator tool reuses it.
+        .target(
+            name: "AppStoreServerAPI",
+            dependencies: [
+                "LogKeys", "ErrorClassification", "AppStore", "EnvironmentSettings", "JSONCoding", asyncHTTPClient, nioCore, nioHTTP1, crypto,
+                logging, metrics,
+            ],
+            path: "Sources/2-Clients/AppStoreServerAPI"
+        ),
+        // The bodies that travel between stages (verified, enriched), shared by their producers and
+        // consumers so a stage never depends on another stage's code.
+        .target(
+            name: "PipelineRecords",
+            dependencies: ["AppStore", "JSONCoding", crypto],
+            path: "Sources/2-Clients/PipelineRecords"
+        ),
+        // Customers' purchase lifecycles as Apple records them (renewals, plan changes, billing
+        // retry, refunds, …) on a compressed clock, with the entitlements each customer should end
+        // with: what the simulated Apple plays, and the ground truth end-to-end runs compare against.
+        .target(
+            name: "SimulatedCustomers",
+            dependencies: ["AppStore"],
+            path: "Sources/2-Clients/SimulatedCustomers"
+        ),
+        // ─── Layer 3, Sources/3-Runtime: the stage runtime, the record builders, the pure grant decision, the simulated Apple.
         // The consume → process → produce → commit loop shared by every stage, with retries,
         // dead-lettering, metrics, probes and typed configuration.
         .target(
@@ -122,52 +198,70 @@ let package = Package(
                 "LogKeys", "ErrorClassification", "CTaskExecutorHook", "EnvironmentSettings", "KafkaClient", "PipelineRecords", "PipelineTracing",
                 dequeModule, logging,
                 metrics, prometheus, serviceLifecycle, tracing, unixSignals, hummingbird, nioCore, nioPosix,
-            ]
-        ),
-        // The project's JSON reader (strict parser, tree decoder, direct readers for hot models) and
-        // writer (one-pass streaming encoder), and strict base64: no dependencies, below every model.
-        .target(
-            name: "JSONCoding"
-        ),
-        .testTarget(
-            name: "JSONCodingTests",
-            dependencies: ["JSONCoding", "TestSupport"]
-        ),
-        // Apple's signed data: typed models, the JWS / X.509 verifier, and the inspection behind
-        // `appstorectl inspect`.
-        .target(
-            name: "AppStore",
-            dependencies: ["JSONCoding", "EnvironmentSettings", x509, swiftASN1, crypto, cryptoExtras]
-        ),
-        // A local App Store signing authority: creates a test CA (root and intermediate P-384, leaf
-        // P-256, Apple's marker extensions) and signs JWS with it. Used by tests and the simulator.
-        .target(
-            name: "AppStoreSigning",
-            dependencies: ["AppStore", "JSONCoding", x509, swiftASN1, crypto]
-        ),
-        // Offer signatures for StoreKit with the app's In-App Purchase key: promotional offers the
-        // original way (ECDSA over Apple's separator-joined message) and the JWS of promotional
-        // offers and introductory-offer eligibility; their settings. Used by ingest and appstorectl.
-        .target(
-            name: "OfferSigning",
-            dependencies: ["EnvironmentSettings", "JSONCoding", crypto]
-        ),
-        .testTarget(
-            name: "OfferSigningTests",
-            dependencies: ["OfferSigning", "EnvironmentSettings", "JSONCoding", "TestSupport", crypto]
-        ),
-        // The bodies that travel between stages (verified, enriched), shared by their producers and
-        // consumers so a stage never depends on another stage's code.
-        .target(
-            name: "PipelineRecords",
-            dependencies: ["AppStore", "JSONCoding", crypto]
+            ],
+            path: "Sources/3-Runtime/StageRuntime"
         ),
         // One builder per record kind (raw, verified, enriched: key, headers, body), used by every
         // producer of it: the stages, the operator jobs, the benchmarks.
         .target(
             name: "PipelineMessages",
-            dependencies: ["PipelineRecords", "KafkaClient", "EnvironmentSettings", crypto]
+            dependencies: ["PipelineRecords", "KafkaClient", "EnvironmentSettings", crypto],
+            path: "Sources/3-Runtime/PipelineMessages"
         ),
+        // Grant's pure decision: (purchase state, enriched event) → (new state, entitlement changes).
+        // No I/O, no Postgres: table-tested for every notification type × subtype × product type.
+        .target(
+            name: "GrantDecision",
+            dependencies: ["AppStore", "PipelineRecords"],
+            path: "Sources/3-Runtime/GrantDecision"
+        ),
+        // A simulated Apple (Sandbox only): the API's endpoints over an in-memory model of customers
+        // and purchases, JWS signed by a local test CA, bearer tokens checked like Apple, fault injection.
+        .target(
+            name: "AppStoreSimulator",
+            dependencies: [
+                "AppStore", "AppStoreSigning", "AppStoreServerAPI", "JSONCoding", asyncHTTPClient, nioHTTP1, hummingbird,
+                x509, swiftASN1, crypto, logging, nioCore,
+            ],
+            path: "Sources/3-Runtime/AppStoreSimulator"
+        ),
+        // Delivers simulated lifecycles like Apple: records changed in time order, each notification
+        // signed and POSTed to the webhook with Apple's retries, duplicates, delays, reordering, losses.
+        .target(
+            name: "SimulatedDelivery",
+            dependencies: ["AppStore", "JSONCoding", "SimulatedCustomers", asyncHTTPClient, nioCore, nioHTTP1],
+            path: "Sources/3-Runtime/SimulatedDelivery"
+        ),
+        // ─── Layer 4, Sources/4-Store: the entitlement store (Postgres), operations on topics and groups, the simulator's routes.
+        // Grant's Postgres side: migrations runner, batch apply in one transaction (idempotent,
+        // order-safe), change history and outbox with gap-free per-customer sequence numbers.
+        .target(
+            name: "EntitlementStore",
+            dependencies: [
+                "LogKeys", "ErrorClassification", "EnvironmentSettings", "EventLoopTimers", "GrantDecision", "AppStore", "JSONCoding",
+                "PipelineRecords", "PipelineTracing",
+                postgresNIO, nioSSL, crypto, logging, metrics, tracing,
+            ],
+            path: "Sources/4-Store/EntitlementStore"
+        ),
+        // The operator jobs behind appstorectl that only need the broker: replaying a stage from a
+        // point, and listing, showing and re-injecting dead letters.
+        .target(
+            name: "PipelineOperations",
+            dependencies: ["PipelineRecords", "KafkaClient"],
+            path: "Sources/4-Store/PipelineOperations"
+        ),
+        // The simulated Apple plays lifecycles: the player's records over the simulator's store, and
+        // POST/GET /sim/lifecycle (start a run to a webhook; progress and ground truth).
+        .target(
+            name: "SimulatorLifecycleRoutes",
+            dependencies: [
+                "AppStore", "AppStoreSimulator", "SimulatedDelivery", "SimulatedCustomers", asyncHTTPClient,
+                hummingbird, nioCore,
+            ],
+            path: "Sources/4-Store/SimulatorLifecycleRoutes"
+        ),
+        // ─── Layer 5, Sources/5-Stages: the stages and the recovery jobs, side by side (none imports another).
         // The webhook front door: HTTP in, raw topic out; app uploads authenticated (JWT or HMAC).
         .target(
             name: "IngestService",
@@ -175,8 +269,81 @@ let package = Package(
                 "LogKeys", "PipelineMessages", "PipelineRecords", "OfferSigning",
                 "EnvironmentSettings", "AppStore", "JSONCoding", "KafkaClient", "PipelineTracing", "StageRuntime", hummingbird, crypto, jwtKit,
                 asyncHTTPClient, nioHTTP1, logging, tracing, x509, swiftASN1,
-            ]
+            ],
+            path: "Sources/5-Stages/IngestService"
         ),
+        // The verify stage: raw records in, verified notifications out (JWS and X.509 checks, decoding,
+        // re-keying by originalTransactionId).
+        .target(
+            name: "VerifyService",
+            dependencies: [
+                "LogKeys", "ErrorClassification", "PipelineMessages",
+                "EnvironmentSettings", "AppStore", "PipelineRecords", "StageRuntime", "KafkaClient", logging, metrics, x509, swiftASN1,
+                asyncHTTPClient, nioCore, nioHTTP1,
+            ],
+            path: "Sources/5-Stages/VerifyService"
+        ),
+        // The enrich stage: verified records in, each purchase's history and subscription status from
+        // the API out (coalesced per originalTransactionId within a batch), API failures classified.
+        .target(
+            name: "EnrichService",
+            dependencies: [
+                "LogKeys", "ErrorClassification", "PipelineMessages", "EnvironmentSettings", "AppStore", "AppStoreServerAPI", "PipelineRecords",
+                "StageRuntime", "KafkaClient",
+                asyncHTTPClient, nioCore, logging, metrics, serviceLifecycle,
+            ],
+            path: "Sources/5-Stages/EnrichService"
+        ),
+        // The grant stage: enriched records → EntitlementStore; the outbox publisher; configuration.
+        .target(
+            name: "GrantService",
+            dependencies: [
+                "LogKeys", "ErrorClassification", "EnvironmentSettings", "EntitlementStore", "EventLoopTimers", "GrantDecision", "PipelineMessages",
+                "PipelineRecords", "StageRuntime",
+                "KafkaClient", "PipelineTracing", postgresNIO, logging, serviceLifecycle, tracing,
+            ],
+            path: "Sources/5-Stages/GrantService"
+        ),
+        // Answers Apple's CONSUMPTION_REQUESTs from grant's records for the apps that opted in.
+        .target(
+            name: "ConsumptionResponder",
+            dependencies: [
+                "LogKeys", "EnvironmentSettings", "EntitlementStore", "AppStore", "AppStoreServerAPI", "StageRuntime",
+                asyncHTTPClient, logging, metrics, serviceLifecycle,
+            ],
+            path: "Sources/5-Stages/ConsumptionResponder"
+        ),
+        // Stamps Apple's appAccountToken on purchases only an upload or receipt tied to a customer,
+        // for the apps that opted in (TOKEN_STAMP_APPS).
+        .target(
+            name: "TokenStamping",
+            dependencies: [
+                "LogKeys", "EnvironmentSettings", "EntitlementStore", "AppStore", "AppStoreServerAPI", asyncHTTPClient, logging, metrics,
+                serviceLifecycle,
+            ],
+            path: "Sources/5-Stages/TokenStamping"
+        ),
+        // The operator jobs behind appstorectl that need Apple's API or the entitlements database:
+        // backfill from notification history, reconcile overdue subscriptions, look up an order,
+        // follow a test notification, and the read-only customer report.
+        .target(
+            name: "RecoveryJobs",
+            dependencies: [
+                "PipelineMessages", "AppStore", "AppStoreServerAPI", "PipelineOperations", "PipelineRecords", "KafkaClient", postgresNIO, crypto,
+                logging,
+            ],
+            path: "Sources/5-Stages/RecoveryJobs"
+        ),
+        // ─── Layer 6, Sources/6-Tools: the operator tool's commands, the grant workload; above every stage, so no stage imports them.
+        // The enriched events grant is measured and tested with: simulated Apple purchases and
+        // deterministic customer lifecycles. Under Sources so grant-bench may import it; above every
+        // stage (check_layers.py) so no stage can.
+        .target(
+            name: "GrantWorkload",
+            dependencies: ["AppStore", "GrantDecision", "EntitlementStore", "PipelineRecords", "SimulatedCustomers", postgresNIO, logging],
+            path: "Sources/6-Tools/GrantWorkload"
+        ),
+        // ─── Sources/Executables: thin mains over the layers (each may import any layer).
         .executableTarget(
             name: "ingest",
             dependencies: ["LogKeys", "EnvironmentSettings", "IngestService", asyncHTTPClient],
@@ -194,6 +361,74 @@ let package = Package(
             name: "loadgen",
             dependencies: [asyncHTTPClient, argumentParser, nioCore, nioHTTP1],
             path: "Sources/Executables/loadgen"
+        ),
+        .executableTarget(
+            name: "verify",
+            dependencies: ["PipelineRecords", "VerifyService", "StageRuntime"],
+            path: "Sources/Executables/verify"
+        ),
+        // The operator tool: inspect, migrate, replay, dlq, backfill, reconcile, lookup-order,
+        // test-notification, customer.
+        .executableTarget(
+            name: "appstorectl",
+            dependencies: [
+                "PipelineRecords", "EnvironmentSettings", "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
+                "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
+                "EntitlementStore", "StageRuntime", "OfferSigning", "VerifyService", argumentParser, logging,
+            ],
+            path: "Sources/Executables/appstorectl"
+        ),
+        // Verification throughput on one core, warm and cold chain cache (deploy/local/bench verify).
+        .executableTarget(
+            name: "verify-bench",
+            dependencies: ["AppStore", "AppStoreSigning", "JSONCoding", x509, crypto],
+            path: "Sources/Executables/verify-bench"
+        ),
+        .executableTarget(
+            name: "appstore-sim",
+            dependencies: [
+                "LogKeys", "EnvironmentSettings", "AppStoreSimulator", "SimulatorLifecycleRoutes", "StageRuntime", asyncHTTPClient, nioSSL,
+            ],
+            path: "Sources/Executables/appstore-sim"
+        ),
+        .executableTarget(
+            name: "enrich",
+            dependencies: ["PipelineRecords", "EnrichService", "StageRuntime"],
+            path: "Sources/Executables/enrich"
+        ),
+        // Enrich throughput against the simulator on loopback, coalescing on and off
+        // (deploy/local/bench enrich): the real stage on the real broker.
+        .executableTarget(
+            name: "enrich-bench",
+            dependencies: [
+                "EnrichService", "AppStoreSimulator", "AppStoreServerAPI", "AppStoreSigning", "AppStore",
+                "PipelineRecords", "StageRuntime", "KafkaClient", asyncHTTPClient, crypto, serviceLifecycle, logging,
+            ],
+            path: "Sources/Executables/enrich-bench"
+        ),
+        .executableTarget(
+            name: "grant",
+            dependencies: ["PipelineRecords", "GrantService", "ConsumptionResponder", "TokenStamping", "StageRuntime"],
+            path: "Sources/Executables/grant"
+        ),
+        // Grant's database throughput with batching on and off (deploy/local/bench grant), and the
+        // enriched events bench e2e replays through the grant process.
+        .executableTarget(
+            name: "grant-bench",
+            dependencies: [
+                "PipelineMessages", "EnvironmentSettings", "EntitlementStore", "GrantDecision", "GrantWorkload", "PipelineRecords", "StageRuntime",
+                "KafkaClient", "AppStore", postgresNIO, logging,
+            ],
+            path: "Sources/Executables/grant-bench"
+        ),
+        // ─── Tests/: the test targets and their support.
+        .testTarget(
+            name: "JSONCodingTests",
+            dependencies: ["JSONCoding", "TestSupport"]
+        ),
+        .testTarget(
+            name: "OfferSigningTests",
+            dependencies: ["OfferSigning", "EnvironmentSettings", "JSONCoding", "TestSupport", crypto]
         ),
         // What the test targets share, each defined once: the local stack and built executables,
         // test PKI and sample App Store data, a simulated Apple on loopback, seeded randomness.
@@ -245,43 +480,6 @@ let package = Package(
             name: "AppStoreTests",
             dependencies: ["AppStore", "AppStoreSigning", "AppStoreSimulator", "JSONCoding", "TestSupport", swiftASN1]
         ),
-        // The verify stage: raw records in, verified notifications out (JWS and X.509 checks, decoding,
-        // re-keying by originalTransactionId).
-        .target(
-            name: "VerifyService",
-            dependencies: [
-                "LogKeys", "ErrorClassification", "PipelineMessages",
-                "EnvironmentSettings", "AppStore", "PipelineRecords", "StageRuntime", "KafkaClient", logging, metrics, x509, swiftASN1,
-                asyncHTTPClient, nioCore, nioHTTP1,
-            ]
-        ),
-        .executableTarget(
-            name: "verify",
-            dependencies: ["PipelineRecords", "VerifyService", "StageRuntime"],
-            path: "Sources/Executables/verify"
-        ),
-        // Customers' purchase lifecycles as Apple records them (renewals, plan changes, billing
-        // retry, refunds, …) on a compressed clock, with the entitlements each customer should end
-        // with: what the simulated Apple plays, and the ground truth end-to-end runs compare against.
-        .target(
-            name: "SimulatedCustomers",
-            dependencies: ["AppStore"]
-        ),
-        // Delivers simulated lifecycles like Apple: records changed in time order, each notification
-        // signed and POSTed to the webhook with Apple's retries, duplicates, delays, reordering, losses.
-        .target(
-            name: "SimulatedDelivery",
-            dependencies: ["AppStore", "JSONCoding", "SimulatedCustomers", asyncHTTPClient, nioCore, nioHTTP1]
-        ),
-        // The simulated Apple plays lifecycles: the player's records over the simulator's store, and
-        // POST/GET /sim/lifecycle (start a run to a webhook; progress and ground truth).
-        .target(
-            name: "SimulatorLifecycleRoutes",
-            dependencies: [
-                "AppStore", "AppStoreSimulator", "SimulatedDelivery", "SimulatedCustomers", asyncHTTPClient,
-                hummingbird, nioCore,
-            ]
-        ),
         .testTarget(
             name: "SimulatedCustomerTests",
             dependencies: [
@@ -289,25 +487,9 @@ let package = Package(
                 "SimulatorLifecycleRoutes", "AppStoreServerAPI", "TestSupport", asyncHTTPClient, crypto, hummingbird, hummingbirdTesting, nioCore,
             ]
         ),
-        // The operator jobs behind appstorectl that only need the broker: replaying a stage from a
-        // point, and listing, showing and re-injecting dead letters.
-        .target(
-            name: "PipelineOperations",
-            dependencies: ["PipelineRecords", "KafkaClient"]
-        ),
         .testTarget(
             name: "PipelineOperationsTests",
             dependencies: ["ErrorClassification", "PipelineRecords", "PipelineOperations", "KafkaClient", "StageRuntime", "TestSupport"]
-        ),
-        // The operator jobs behind appstorectl that need Apple's API or the entitlements database:
-        // backfill from notification history, reconcile overdue subscriptions, look up an order,
-        // follow a test notification, and the read-only customer report.
-        .target(
-            name: "RecoveryJobs",
-            dependencies: [
-                "PipelineMessages", "AppStore", "AppStoreServerAPI", "PipelineOperations", "PipelineRecords", "KafkaClient", postgresNIO, crypto,
-                logging,
-            ]
         ),
         .testTarget(
             name: "RecoveryJobsTests",
@@ -316,75 +498,6 @@ let package = Package(
                 "AppStoreSigning", "PipelineRecords", "KafkaClient", "StageRuntime", "TestSupport", "GrantTestSupport",
                 "GrantWorkload", "EntitlementStore", asyncHTTPClient, crypto, postgresNIO, serviceLifecycle, logging,
             ]
-        ),
-        // The operator tool: inspect, migrate, replay, dlq, backfill, reconcile, lookup-order,
-        // test-notification, customer.
-        .executableTarget(
-            name: "appstorectl",
-            dependencies: [
-                "PipelineRecords", "EnvironmentSettings", "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
-                "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
-                "EntitlementStore", "StageRuntime", "OfferSigning", "VerifyService", argumentParser, logging,
-            ],
-            path: "Sources/Executables/appstorectl"
-        ),
-        // Verification throughput on one core, warm and cold chain cache (deploy/local/bench verify).
-        .executableTarget(
-            name: "verify-bench",
-            dependencies: ["AppStore", "AppStoreSigning", "JSONCoding", x509, crypto],
-            path: "Sources/Executables/verify-bench"
-        ),
-        // ── enrich: the App Store Server API client, a simulated Apple, and the enrich stage ──
-        // The App Store Server API client: ES256 request tokens from the .p8 key, every endpoint the
-        // pipeline and the operator tool need, every returned JWS verified, Apple's error codes as
-        // typed errors, a per-key rate limiter. Free of the stage runtime so the operator tool reuses it.
-        .target(
-            name: "AppStoreServerAPI",
-            dependencies: [
-                "LogKeys", "ErrorClassification", "AppStore", "EnvironmentSettings", "JSONCoding", asyncHTTPClient, nioCore, nioHTTP1, crypto,
-                logging, metrics,
-            ]
-        ),
-        // A simulated Apple (Sandbox only): the API's endpoints over an in-memory model of customers
-        // and purchases, JWS signed by a local test CA, bearer tokens checked like Apple, fault injection.
-        .target(
-            name: "AppStoreSimulator",
-            dependencies: [
-                "AppStore", "AppStoreSigning", "AppStoreServerAPI", "JSONCoding", asyncHTTPClient, nioHTTP1, hummingbird,
-                x509, swiftASN1, crypto, logging, nioCore,
-            ]
-        ),
-        .executableTarget(
-            name: "appstore-sim",
-            dependencies: [
-                "LogKeys", "EnvironmentSettings", "AppStoreSimulator", "SimulatorLifecycleRoutes", "StageRuntime", asyncHTTPClient, nioSSL,
-            ],
-            path: "Sources/Executables/appstore-sim"
-        ),
-        // The enrich stage: verified records in, each purchase's history and subscription status from
-        // the API out (coalesced per originalTransactionId within a batch), API failures classified.
-        .target(
-            name: "EnrichService",
-            dependencies: [
-                "LogKeys", "ErrorClassification", "PipelineMessages", "EnvironmentSettings", "AppStore", "AppStoreServerAPI", "PipelineRecords",
-                "StageRuntime", "KafkaClient",
-                asyncHTTPClient, nioCore, logging, metrics, serviceLifecycle,
-            ]
-        ),
-        .executableTarget(
-            name: "enrich",
-            dependencies: ["PipelineRecords", "EnrichService", "StageRuntime"],
-            path: "Sources/Executables/enrich"
-        ),
-        // Enrich throughput against the simulator on loopback, coalescing on and off
-        // (deploy/local/bench enrich): the real stage on the real broker.
-        .executableTarget(
-            name: "enrich-bench",
-            dependencies: [
-                "EnrichService", "AppStoreSimulator", "AppStoreServerAPI", "AppStoreSigning", "AppStore",
-                "PipelineRecords", "StageRuntime", "KafkaClient", asyncHTTPClient, crypto, serviceLifecycle, logging,
-            ],
-            path: "Sources/Executables/enrich-bench"
         ),
         .testTarget(
             name: "EnrichTests",
@@ -395,60 +508,6 @@ let package = Package(
                 nioCore, nioHTTP1, crypto, logging, serviceLifecycle,
             ]
         ),
-        // Grant's pure decision: (purchase state, enriched event) → (new state, entitlement changes).
-        // No I/O, no Postgres: table-tested for every notification type × subtype × product type.
-        .target(
-            name: "GrantDecision",
-            dependencies: ["AppStore", "PipelineRecords"]
-        ),
-        // Grant's Postgres side: migrations runner, batch apply in one transaction (idempotent,
-        // order-safe), change history and outbox with gap-free per-customer sequence numbers.
-        .target(
-            name: "EntitlementStore",
-            dependencies: [
-                "LogKeys", "ErrorClassification", "EnvironmentSettings", "EventLoopTimers", "GrantDecision", "AppStore", "JSONCoding",
-                "PipelineRecords", "PipelineTracing",
-                postgresNIO, nioSSL, crypto, logging, metrics, tracing,
-            ]
-        ),
-        // The grant stage: enriched records → EntitlementStore; the outbox publisher; configuration.
-        .target(
-            name: "GrantService",
-            dependencies: [
-                "LogKeys", "ErrorClassification", "EnvironmentSettings", "EntitlementStore", "EventLoopTimers", "GrantDecision", "PipelineMessages",
-                "PipelineRecords", "StageRuntime",
-                "KafkaClient", "PipelineTracing", postgresNIO, logging, serviceLifecycle, tracing,
-            ]
-        ),
-        // Answers Apple's CONSUMPTION_REQUESTs from grant's records for the apps that opted in.
-        .target(
-            name: "ConsumptionResponder",
-            dependencies: [
-                "LogKeys", "EnvironmentSettings", "EntitlementStore", "AppStore", "AppStoreServerAPI", "StageRuntime",
-                asyncHTTPClient, logging, metrics, serviceLifecycle,
-            ]
-        ),
-        // Stamps Apple's appAccountToken on purchases only an upload or receipt tied to a customer,
-        // for the apps that opted in (TOKEN_STAMP_APPS).
-        .target(
-            name: "TokenStamping",
-            dependencies: [
-                "LogKeys", "EnvironmentSettings", "EntitlementStore", "AppStore", "AppStoreServerAPI", asyncHTTPClient, logging, metrics,
-                serviceLifecycle,
-            ]
-        ),
-        .executableTarget(
-            name: "grant",
-            dependencies: ["PipelineRecords", "GrantService", "ConsumptionResponder", "TokenStamping", "StageRuntime"],
-            path: "Sources/Executables/grant"
-        ),
-        // The enriched events grant is measured and tested with: simulated Apple purchases and
-        // deterministic customer lifecycles. Under Sources so grant-bench may import it; above every
-        // stage (check_layers.py) so no stage can.
-        .target(
-            name: "GrantWorkload",
-            dependencies: ["AppStore", "GrantDecision", "EntitlementStore", "PipelineRecords", "SimulatedCustomers", postgresNIO, logging]
-        ),
         // Grant's test helpers: an in-memory ledger, a scratch Postgres database per suite.
         .target(
             name: "GrantTestSupport",
@@ -457,16 +516,6 @@ let package = Package(
                 "StageRuntime", "TestSupport", postgresNIO, logging,
             ],
             path: "Tests/GrantTestSupport"
-        ),
-        // Grant's database throughput with batching on and off (deploy/local/bench grant), and the
-        // enriched events bench e2e replays through the grant process.
-        .executableTarget(
-            name: "grant-bench",
-            dependencies: [
-                "PipelineMessages", "EnvironmentSettings", "EntitlementStore", "GrantDecision", "GrantWorkload", "PipelineRecords", "StageRuntime",
-                "KafkaClient", "AppStore", postgresNIO, logging,
-            ],
-            path: "Sources/Executables/grant-bench"
         ),
         .testTarget(
             name: "GrantDecisionTests",

@@ -92,7 +92,7 @@ struct ErrorCodeTests {
 struct LogKeyTests {
     @Test("every LogKey is dotted lower snake case, and no two constants share a key")
     func style() throws {
-        let file = TestServices.repositoryRoot.appendingPathComponent("Sources/LogKeys/LogKey.swift")
+        let file = TestServices.repositoryRoot.appendingPathComponent("Sources/0-Base/LogKeys/LogKey.swift")
         let keys = try String(contentsOf: file, encoding: .utf8).matches(of: #/static let \w+ = "([^"]*)"/#).map { String($0.output.1) }
         #expect(keys.count > 50 && keys.contains(LogKey.topic) && keys.contains(LogKey.errorCode))
         for key in keys {

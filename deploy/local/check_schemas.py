@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks schemas/: every JSON Schema is valid, every example validates against its schema, the
-topic catalogue (topics.json) matches the constants in Sources/PipelineRecords/Contracts/Topics.swift, and its
+topic catalogue (topics.json) matches the constants in Sources/2-Clients/PipelineRecords/Contracts/Topics.swift, and its
 replication and configs keep the promises of the design (DLQs kept, raw replayable for a month,
 the changes topic never compacted, min.insync.replicas within the replication factor)."""
 import json
@@ -104,7 +104,7 @@ for topic in catalogue:
         # Consumers rely on the gap-free per-customer seq: compaction would remove changes.
         failures.append(f"topics.json: {name}: must never be compacted (cleanup.policy {configs.get('cleanup.policy')!r})")
 
-swift = (root / "Sources/PipelineRecords/Contracts/Topics.swift").read_text()
+swift = (root / "Sources/2-Clients/PipelineRecords/Contracts/Topics.swift").read_text()
 constants = dict(re.findall(r'static let (\w+) = "([^"]+)"', swift))
 pairs = re.findall(r'\((\w+), (\d+)\)', swift)
 swift_catalogue = {constants[name]: int(n) for name, n in pairs if name in constants}
