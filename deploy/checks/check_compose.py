@@ -12,6 +12,7 @@ with and without those variables.
 These are the cheap static checks; deploy/containers/test builds the images and runs the cluster.
 External images are checked for a pinned tag, and the tools their commands use against what those
 official images are documented to ship."""
+import glob
 import ipaddress
 import os
 import re
@@ -310,7 +311,9 @@ def check_health(name, svc, stages, family, tools):
         checks.check(f"{name}: health check runs {tool}, which its image has", tool in tools)
     elif "build" in svc and svc.get("restart") != "no":
         image_hc = stages.get(svc["build"].get("target"), {}).get("healthcheck")
-        probe = open(os.path.join(REPO, "Sources", "StageRuntime", "ProbeServer.swift")).read()
+        # The probe server's source, wherever the layers put its module.
+        probe = "".join(open(f).read() for f in glob.glob(os.path.join(REPO, "Sources", "**", "StageRuntime", "ProbeServer.swift"),
+                                                          recursive=True))
         checks.check(f"{name}: image HEALTHCHECK on /health, a route the stages serve",
                      bool(image_hc) and '"/health"' in probe)
 
