@@ -722,6 +722,71 @@ def check_local_stand_ins(local, compose):
                  "postgres" in upstream_without_stand_in(dict(local, services=services)))
 
 
+# ---- deploy/stack.env -----------------------------------------------------------------------------
+
+# The stages' local broker tuning compose.local.yaml gives, and deploy/stack.env's keys for it.
+LOCAL_TUNING = {"KAFKA_SESSION_TIMEOUT_MS": "LOCAL_KAFKA_SESSION_TIMEOUT_MS",
+                "KAFKA_HEARTBEAT_INTERVAL_MS": "LOCAL_KAFKA_HEARTBEAT_INTERVAL_MS",
+                "KAFKA_FETCH_WAIT_MAX_MS": "LOCAL_KAFKA_FETCH_WAIT_MAX_MS"}
+
+
+def differs(where, what, value, key, stack):
+    return f"{where}: {what} is {value!r}, deploy/stack.env's {key} is {stack.get(key)!r}"
+
+
+def stack_problems(compose, local, stack):
+    """Where compose's files say what deploy/stack.env says, they must say the same: the stages'
+    local broker tuning (compose.local.yaml), the database's name, grant's leeway in the demo (a
+    twentieth of the simulated month), and the ports deploy/containers/run publishes."""
+    problems = []
+    tuned = [name for name, svc in (yaml.safe_load(open(os.path.join(COMPOSE_DIR, "compose.local.yaml")))["services"]).items()
+             if "environment" in svc]
+    for stage in STAGES:
+        if stage not in tuned:
+            problems.append(f"deploy/compose/compose.local.yaml: {stage} does not get the local broker tuning")
+    for name in tuned:
+        env = local["services"][name].get("environment") or {}
+        for var, key in LOCAL_TUNING.items():
+            if str(env.get(var)) != stack.get(key):
+                problems.append(differs(f"deploy/compose/compose.local.yaml: {name}", var, env.get(var), key, stack))
+    # The database's name: (file, service, what, value) wherever compose's files write it.
+    named = [("compose.yaml", "postgres", "POSTGRES_DB", (compose["services"]["postgres"].get("environment") or {}).get("POSTGRES_DB"))]
+    named += [("postgres.env", n, "POSTGRES_DATABASE", (svc.get("environment") or {})["POSTGRES_DATABASE"])
+              for n, svc in compose["services"].items() if "POSTGRES_DATABASE" in (svc.get("environment") or {})]
+    def dbnames(words):
+        return re.findall(r"(?:^|\s)-d\s+(\S+)", " ".join(str(w) for w in words or []))
+    for file, config in (("compose.yaml", compose), ("compose.local.yaml", local)):
+        named += [(file, "postgres", "the health check's -d", d)
+                  for d in dbnames((config["services"]["postgres"].get("healthcheck") or {}).get("test"))]
+    named += [("compose.yaml", "db-roles", "psql -d", d) for d in dbnames(compose["services"]["db-roles"].get("entrypoint"))]
+    for file, name, what, value in named:
+        if str(value) != stack.get("POSTGRES_DATABASE"):
+            problems.append(differs(f"deploy/compose/{file}: {name}", what, value, "POSTGRES_DATABASE", stack))
+    leeway = (compose["services"]["grant"].get("environment") or {}).get("GRANT_EXPIRY_LEEWAY_S")
+    month = stack.get("RUN_MONTH_SECONDS", "")
+    if not month.isdigit() or str(leeway) != str(int(month) // 20):
+        problems.append(f"deploy/compose/compose.demo.yaml: grant's default GRANT_EXPIRY_LEEWAY_S is {leeway!r}, not a twentieth of "
+                        f"deploy/stack.env's RUN_MONTH_SECONDS {month!r}")
+    for name, key, port in (("gateway", "CONTAINERS_GATEWAY_PORT", 8443), ("appstore-sim", "CONTAINERS_SIM_PORT", 8090)):
+        published = [str(p) for p in local["services"][name].get("ports") or []]
+        if f"127.0.0.1:{stack.get(key)}:{port}/tcp" not in published:
+            problems.append(f"deploy/containers/run's compose publishes {name} as {published}, not on deploy/stack.env's "
+                            f"{key} 127.0.0.1:{stack.get(key)}")
+    return problems
+
+
+def check_stack(compose, local):
+    stack = stack_env()
+    problems = stack_problems(compose, local, stack)
+    checks.check("compose says what deploy/stack.env says: the stages' local broker tuning (compose.local.yaml), the database's "
+                 "name, the demo's leeway (a twentieth of RUN_MONTH_SECONDS), the ports deploy/containers/run publishes",
+                 not problems, "; ".join(problems))
+    for key, value in (("LOCAL_KAFKA_FETCH_WAIT_MAX_MS", "25"), ("POSTGRES_DATABASE", "appstore"), ("RUN_MONTH_SECONDS", "300"),
+                       ("CONTAINERS_GATEWAY_PORT", "28443")):
+        checks.check(f"self-test: the deploy/stack.env check catches compose disagreeing with {key}",
+                     bool(stack_problems(compose, local, dict(stack, **{key: value}))))
+
+
 def main():
     if not os.access(COMPOSE, os.X_OK):
         checks.check(f"docker-compose is installed ({COMPOSE})", False,
@@ -749,6 +814,7 @@ def main():
     check_uploads(given, compose)
     check_monitoring(compose)
     check_tracing(compose, production, given)
+    check_stack(compose, local)
     missing = [p for p in args.get("PRODUCTS", "").split() if p not in products]
     if missing:
         print(f"missing executable products (Package.swift): {', '.join(missing)}")

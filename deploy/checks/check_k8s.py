@@ -26,7 +26,9 @@ from checklib import (
     appstorectl_subcommands,
     dockerfile_targets,
     executable_products,
+    read_env_file,
     source_strings,
+    stack_env,
 )
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
@@ -479,7 +481,7 @@ def products_problems(docs, dep, env):
 
 
 def catalog_problems(text):
-    """ProductCatalog.parse's rules (Sources/GrantDecision/ProductCatalog.swift)."""
+    """ProductCatalog.parse's rules (Sources/3-Runtime/GrantDecision/ProductCatalog.swift)."""
     try:
         obj = json.loads(text)
     except ValueError as e:
@@ -1201,6 +1203,57 @@ def self_tests(docs):
                  and "--dry-run" in option_flags("Reconcile.swift"))
 
 
+# ---- deploy/stack.env ------------------------------------------------------------------------------
+# deploy/containers/kube turns the sandbox overlay into the stack kube-test runs here: where its files,
+# and the base's database name, say what deploy/stack.env says, they must say the same.
+KUBE_TEST = os.path.join(REPO, "deploy", "containers", "kube")
+LOCAL_TUNING = {"KAFKA_SESSION_TIMEOUT_MS": "LOCAL_KAFKA_SESSION_TIMEOUT_MS",
+                "KAFKA_HEARTBEAT_INTERVAL_MS": "LOCAL_KAFKA_HEARTBEAT_INTERVAL_MS",
+                "KAFKA_FETCH_WAIT_MAX_MS": "LOCAL_KAFKA_FETCH_WAIT_MAX_MS"}
+
+
+def stack_problems(stack):
+    """The stages' local broker tuning (kube/pipeline.env), the app the simulated Apple plays
+    (kube/apps.env, the simulator's pod), the database's name (the test's Postgres pod, the base's
+    postgres.env, which the sandbox overlay keeps)."""
+    def differs(path, what, value, key):
+        return f"{os.path.relpath(path, REPO)}: {what} is {value!r}, deploy/stack.env's {key} is {stack.get(key)!r}"
+    problems = []
+    path = os.path.join(KUBE_TEST, "pipeline.env")
+    pipeline = read_env_file(path)
+    for var, key in LOCAL_TUNING.items():
+        if pipeline.get(var) != stack.get(key):
+            problems.append(differs(path, var, pipeline.get(var), key))
+    path = os.path.join(KUBE_TEST, "apps.env")
+    apps = read_env_file(path)
+    for var in ("APPSTORE_APPS", "APPSTORE_API_CREDENTIALS"):
+        bundles = sorted({e.split(":")[0] for e in apps.get(var, "").split(",") if e})
+        if bundles != [stack.get("LOCAL_BUNDLE_ID")]:
+            problems.append(differs(path, f"the app of {var}", ",".join(bundles), "LOCAL_BUNDLE_ID"))
+    path = os.path.join(KUBE_TEST, "infrastructure.yaml")
+    env = {(d["metadata"]["name"], e["name"]): e.get("value") for d in load_docs(path)
+           for c in d.get("spec", {}).get("containers", []) for e in c.get("env", [])}
+    for pod, var, key in (("appstore-sim", "SIM_BUNDLE_ID", "LOCAL_BUNDLE_ID"), ("postgres", "POSTGRES_DB", "POSTGRES_DATABASE")):
+        if env.get((pod, var)) != stack.get(key):
+            problems.append(differs(path, f"pod {pod}'s {var}", env.get((pod, var)), key))
+    path = os.path.join(K8S, "base", "postgres.env")
+    database = read_env_file(path).get("POSTGRES_DATABASE")
+    if database != stack.get("POSTGRES_DATABASE"):
+        problems.append(differs(path, "POSTGRES_DATABASE", database, "POSTGRES_DATABASE"))
+    return problems
+
+
+def check_stack():
+    stack = stack_env()
+    problems = stack_problems(stack)
+    checks.check("deploy/containers/kube and the base's database name say what deploy/stack.env says: the stages' local broker "
+                 "tuning, the simulated app, the database's name", not problems, "; ".join(problems))
+    for key, value in (("LOCAL_KAFKA_SESSION_TIMEOUT_MS", "10000"), ("LOCAL_BUNDLE_ID", "com.example.other"),
+                       ("POSTGRES_DATABASE", "appstore")):
+        checks.check(f"self-test: the deploy/stack.env check catches the Kubernetes test disagreeing with {key}",
+                     bool(stack_problems(dict(stack, **{key: value}))))
+
+
 def main():
     global KEDA
     kubectl = sys.argv[1]
@@ -1227,6 +1280,7 @@ def main():
             checks.check(f"{label}: ingest authenticates uploads (INGEST_UPLOAD_AUTH {'jwt or hmac' if label == 'production' else 'set'}, "
                          "with the settings its mode needs)", not problems, "; ".join(problems))
     check_monitoring_component(kubectl)
+    check_stack()
     problems = kustomization_replicas_problems()
     checks.check("no kustomization or component sets replicas for an autoscaled stage", not problems, "; ".join(problems))
     prod = renders.get("overlays/production") or []
