@@ -343,6 +343,18 @@ let package = Package(
             dependencies: ["AppStore", "GrantDecision", "EntitlementStore", "PipelineRecords", "SimulatedCustomers", postgresNIO, logging],
             path: "Sources/6-Tools/GrantWorkload"
         ),
+        // The operator tool's commands (appstorectl): inspect, migrate, replay, dead letters, backfill,
+        // reconcile, refunds, lookup-order, customer, extensions, topics, offers. A library, so its
+        // parsing and validation are tested in process; the executable only calls AppStoreCtl.main().
+        .target(
+            name: "OperatorCommands",
+            dependencies: [
+                "AppStore", "AppStoreServerAPI", "EnrichService", "EntitlementStore", "EnvironmentSettings", "GrantService", "KafkaClient",
+                "OfferSigning", "PipelineOperations", "PipelineRecords", "RecoveryJobs", "StageRuntime", "VerifyService", argumentParser,
+                asyncHTTPClient, logging, postgresNIO, x509,
+            ],
+            path: "Sources/6-Tools/OperatorCommands"
+        ),
         // ─── Sources/Executables: thin mains over the layers (each may import any layer).
         .executableTarget(
             name: "ingest",
@@ -367,15 +379,10 @@ let package = Package(
             dependencies: ["PipelineRecords", "VerifyService", "StageRuntime"],
             path: "Sources/Executables/verify"
         ),
-        // The operator tool: inspect, migrate, replay, dlq, backfill, reconcile, lookup-order,
-        // test-notification, customer.
+        // The operator tool (OperatorCommands).
         .executableTarget(
             name: "appstorectl",
-            dependencies: [
-                "PipelineRecords", "EnvironmentSettings", "RecoveryJobs", "EnrichService", "AppStoreServerAPI", asyncHTTPClient, postgresNIO,
-                "AppStore", "PipelineOperations", "KafkaClient", "GrantService",
-                "EntitlementStore", "StageRuntime", "OfferSigning", "VerifyService", argumentParser, logging,
-            ],
+            dependencies: ["OperatorCommands"],
             path: "Sources/Executables/appstorectl"
         ),
         // Verification throughput on one core, warm and cold chain cache (deploy/local/bench verify).
@@ -540,6 +547,11 @@ let package = Package(
                 "SimulatedDelivery", "EntitlementStore", "GrantTestSupport", "GrantWorkload", "KafkaClient", "StageRuntime",
                 "TestSupport", "PipelineOperations", "PipelineMessages", asyncHTTPClient, postgresNIO, nioCore, nioHTTP1, logging,
             ]
+        ),
+        // appstorectl's parsing, validation and exit statuses, in process.
+        .testTarget(
+            name: "OperatorCommandsTests",
+            dependencies: ["OperatorCommands", argumentParser]
         ),
         .testTarget(
             name: "VerifyTests",

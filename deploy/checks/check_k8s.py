@@ -429,7 +429,7 @@ def mounted_file(spec, container, path):
 
 def option_flags(command_file):
     """--flags of the @Option/@Flag properties in one appstorectl source file."""
-    text = open(os.path.join(REPO, "Sources", "Executables", "appstorectl", command_file)).read()
+    text = open(os.path.join(REPO, "Sources", "6-Tools", "OperatorCommands", command_file)).read()
     names = re.findall(r"@(?:Option|Flag)\b[^\n]*\n\s*var (\w+)", text)
     return {"--" + re.sub(r"([A-Z])", lambda m: "-" + m.group(1).lower(), n) for n in names}
 

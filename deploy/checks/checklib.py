@@ -77,11 +77,11 @@ def source_strings():
 
 
 def appstorectl_subcommands():
-    """Subcommand names of appstorectl: the `subcommands: [...]` types of its @main command, by
-    commandName or type name."""
-    src = os.path.join(REPO, "Sources", "Executables", "appstorectl")
+    """Subcommand names of appstorectl: the `subcommands: [...]` types of its root command
+    (`AppStoreCtl`, in OperatorCommands), by commandName or type name."""
+    src = os.path.join(REPO, "Sources", "6-Tools", "OperatorCommands")
     text = {f: open(os.path.join(src, f)).read() for f in os.listdir(src) if f.endswith(".swift")}
-    root = next((b for b in text.values() if "@main" in b), "")
+    root = next((b for b in text.values() if re.search(r"struct AppStoreCtl\b", b)), "")
     listed = re.search(r"subcommands:\s*\[([^\]]*)\]", root)
     names = set()
     for t in re.findall(r"(\w+)\.self", listed.group(1) if listed else ""):

@@ -1,0 +1,3 @@
+import OperatorCommands
+
+await AppStoreCtl.main()
