@@ -71,10 +71,9 @@ final class PipelineUnderTest: @unchecked Sendable {
         try await get("/sim/lifecycle/products").write(to: products)
         let key = try JSONSerialization.jsonObject(with: try await get("/sim/api-key")) as! [String: Any]
 
-        let kafka = [
-            "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "KAFKA_SESSION_TIMEOUT_MS": "6000",
-            "KAFKA_HEARTBEAT_INTERVAL_MS": "2000", "KAFKA_FETCH_WAIT_MAX_MS": "25", "LOG_LEVEL": "warning",
-        ]
+        let kafka = LocalStack.groupTimings.merging([
+            "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "KAFKA_FETCH_WAIT_MAX_MS": "25", "LOG_LEVEL": "warning",
+        ]) { _, new in new }
         let apps = ["APPSTORE_APPS": "\(bundleId)::Sandbox", "APPSTORE_TRUSTED_ROOTS": root.path]
         // enrich signs what it writes; grant applies only what these keys signed.
         try "e2e \(Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString())\n"
@@ -101,7 +100,7 @@ final class PipelineUnderTest: @unchecked Sendable {
             .merging(apps) { a, _ in a }
             .merging([
                 "APPSTORE_API_CREDENTIALS": "\(bundleId):\(key["issuerId"]!):\(key["keyId"]!):\(key["privateKeyPath"]!)",
-                "APPSTORE_API_BASE_URL": simURL, "APPSTORE_API_RATE_SCALE": "20", "RETRY_MAX_MS": "2000",
+                "APPSTORE_API_BASE_URL": simURL, "APPSTORE_API_RATE_SCALE": LocalStack.value("LOCAL_APPSTORE_API_RATE_SCALE"), "RETRY_MAX_MS": "2000",
                 "RECORD_MAC_KEYS_FILE": recordKeys.path,
             ]) { a, _ in a }
         environments["grant"] = stageEnvironment(.grant, input: Topics.enriched, output: Topics.entitlementChanges, dlq: Topics.grantDeadLetters)
@@ -110,7 +109,7 @@ final class PipelineUnderTest: @unchecked Sendable {
                 // The app opted in to answering Apple's consumption requests.
                 "CONSUMPTION_APPS": bundleId, "CONSUMPTION_POLL_MS": "500", "CONSUMPTION_REFUND_PREFERENCE": "DECLINE",
                 "APPSTORE_API_CREDENTIALS": "\(bundleId):\(key["issuerId"]!):\(key["keyId"]!):\(key["privateKeyPath"]!)",
-                "APPSTORE_API_BASE_URL": simURL, "APPSTORE_API_RATE_SCALE": "20",
+                "APPSTORE_API_BASE_URL": simURL, "APPSTORE_API_RATE_SCALE": LocalStack.value("LOCAL_APPSTORE_API_RATE_SCALE"),
             ]) { a, _ in a }
             .merging([
                 "POSTGRES_HOST": ScratchDatabase.host, "POSTGRES_PORT": "\(ScratchDatabase.port)", "POSTGRES_DATABASE": database,

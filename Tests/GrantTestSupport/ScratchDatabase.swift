@@ -15,8 +15,8 @@ public struct ScratchDatabase: Sendable {
     public let client: PostgresClient
     public let store: EntitlementStore
 
-    public static var host: String { ProcessInfo.processInfo.environment["POSTGRES_HOST"] ?? "127.0.0.1" }
-    public static var port: Int { Int(ProcessInfo.processInfo.environment["POSTGRES_PORT"] ?? "") ?? 15432 }
+    public static var host: String { LocalStack.value("POSTGRES_HOST", environment: "POSTGRES_HOST") }
+    public static var port: Int { LocalStack.int("POSTGRES_PORT", environment: "POSTGRES_PORT") }
 
     /// The repository's migrations.
     public static let migrationsDirectory = TestServices.repositoryRoot.appendingPathComponent("schemas/migrations").path
@@ -28,7 +28,7 @@ public struct ScratchDatabase: Sendable {
 
     public static func configuration(database: String) -> StoreConfiguration {
         StoreConfiguration(
-            host: host, port: port, username: ProcessInfo.processInfo.environment["POSTGRES_USER"] ?? "postgres",
+            host: host, port: port, username: LocalStack.value("POSTGRES_USER", environment: "POSTGRES_USER"),
             password: ProcessInfo.processInfo.environment["POSTGRES_PASSWORD"], database: database, tls: .disable,
             maximumConnections: 8, migrate: true, migrationsDirectory: migrationsDirectory)
     }

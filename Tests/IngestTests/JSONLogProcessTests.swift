@@ -61,7 +61,8 @@ struct JSONLogProcessTests {
             "verify",
             environment: common.merging([
                 "INPUT_TOPIC": raw, "OUTPUT_TOPIC": verified, "DLQ_TOPIC": dlq, "HTTP_PORT": "\(verifyPort)",
-                "KAFKA_GROUP_ID": "jsonlog-\(id)", "KAFKA_SESSION_TIMEOUT_MS": "6000", "KAFKA_HEARTBEAT_INTERVAL_MS": "2000",
+                "KAFKA_GROUP_ID": "jsonlog-\(id)", "KAFKA_SESSION_TIMEOUT_MS": LocalStack.value("LOCAL_KAFKA_SESSION_TIMEOUT_MS"),
+                "KAFKA_HEARTBEAT_INTERVAL_MS": LocalStack.value("LOCAL_KAFKA_HEARTBEAT_INTERVAL_MS"),
                 "KAFKA_FETCH_WAIT_MAX_MS": "25", "APPSTORE_APPS": "com.example.jsonlog::Sandbox",
             ]) { $1 }, logName: "jsonlog-\(id)-verify")
         var stopped = false

@@ -28,7 +28,8 @@ extension Resilience {
             let relayEnvironment = [
                 "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "INPUT_TOPIC": raw, "OUTPUT_TOPIC": output,
                 "DLQ_TOPIC": dlq, "KAFKA_GROUP_ID": TestServices.uniqueGroup("crash-relay"), "HTTP_HOST": "127.0.0.1",
-                "HTTP_PORT": "\(relayPort)", "KAFKA_SESSION_TIMEOUT_MS": "6000", "KAFKA_HEARTBEAT_INTERVAL_MS": "2000",
+                "HTTP_PORT": "\(relayPort)", "KAFKA_SESSION_TIMEOUT_MS": LocalStack.value("LOCAL_KAFKA_SESSION_TIMEOUT_MS"),
+                "KAFKA_HEARTBEAT_INTERVAL_MS": LocalStack.value("LOCAL_KAFKA_HEARTBEAT_INTERVAL_MS"),
                 "KAFKA_FETCH_WAIT_MAX_MS": "25", "KAFKA_COMMIT_INTERVAL_MS": "500", "LOG_LEVEL": "info",
             ]
             var relay = try ManagedProcess("stage-relay", environment: relayEnvironment, logName: "crash-relay-0")

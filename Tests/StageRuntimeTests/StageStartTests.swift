@@ -20,8 +20,10 @@ struct StageStartTests {
         let held = try HeldPort()
         var environment = [
             "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "INPUT_TOPIC": input, "OUTPUT_TOPIC": output, "DLQ_TOPIC": dlq,
-            "KAFKA_GROUP_ID": group, "HTTP_HOST": "127.0.0.1", "HTTP_PORT": "\(held.port)", "KAFKA_SESSION_TIMEOUT_MS": "6000",
-            "KAFKA_HEARTBEAT_INTERVAL_MS": "2000", "KAFKA_FETCH_WAIT_MAX_MS": "25", "LOG_LEVEL": "info",
+            "KAFKA_GROUP_ID": group, "HTTP_HOST": "127.0.0.1", "HTTP_PORT": "\(held.port)",
+            "KAFKA_SESSION_TIMEOUT_MS": LocalStack.value("LOCAL_KAFKA_SESSION_TIMEOUT_MS"),
+            "KAFKA_HEARTBEAT_INTERVAL_MS": LocalStack.value("LOCAL_KAFKA_HEARTBEAT_INTERVAL_MS"), "KAFKA_FETCH_WAIT_MAX_MS": "25",
+            "LOG_LEVEL": "info",
         ]
         let failed = try ManagedProcess("stage-relay", environment: environment, logName: "start-port-taken")
         let status = await failed.waitForExit()

@@ -10,7 +10,7 @@ public enum TestServices {
     public static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 
     public static var bootstrapServers: String {
-        ProcessInfo.processInfo.environment["KAFKA_BOOTSTRAP_SERVERS"] ?? "127.0.0.1:19092"
+        ProcessInfo.processInfo.environment["KAFKA_BOOTSTRAP_SERVERS"] ?? "127.0.0.1:\(LocalStack.value("BROKER_PORT"))"
     }
 
     /// True when the broker accepts TCP connections, or when running in CI.
@@ -28,7 +28,8 @@ public enum TestServices {
     public static func consumerConfiguration(group: String, topics: [String]) -> KafkaConsumerConfiguration {
         KafkaConsumerConfiguration(
             client: clientConfiguration("tests-consumer"), groupID: group, topics: topics,
-            sessionTimeout: .seconds(6), heartbeatInterval: .seconds(2), fetchWaitMax: .milliseconds(25),
+            sessionTimeout: .milliseconds(LocalStack.int("LOCAL_KAFKA_SESSION_TIMEOUT_MS")),
+            heartbeatInterval: .milliseconds(LocalStack.int("LOCAL_KAFKA_HEARTBEAT_INTERVAL_MS")), fetchWaitMax: .milliseconds(25),
             commitInterval: .milliseconds(200)
         )
     }

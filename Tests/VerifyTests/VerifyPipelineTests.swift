@@ -177,8 +177,10 @@ struct VerifyPipelineTests {
             environment: [
                 "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "INPUT_TOPIC": topics.raw,
                 "OUTPUT_TOPIC": topics.verified, "DLQ_TOPIC": topics.deadLetters,
-                "KAFKA_GROUP_ID": TestServices.uniqueGroup("verify-exe"), "KAFKA_SESSION_TIMEOUT_MS": "6000",
-                "KAFKA_HEARTBEAT_INTERVAL_MS": "2000", "KAFKA_FETCH_WAIT_MAX_MS": "25", "HTTP_HOST": "127.0.0.1",
+                "KAFKA_GROUP_ID": TestServices.uniqueGroup("verify-exe"),
+                "KAFKA_SESSION_TIMEOUT_MS": LocalStack.value("LOCAL_KAFKA_SESSION_TIMEOUT_MS"),
+                "KAFKA_HEARTBEAT_INTERVAL_MS": LocalStack.value("LOCAL_KAFKA_HEARTBEAT_INTERVAL_MS"), "KAFKA_FETCH_WAIT_MAX_MS": "25",
+                "HTTP_HOST": "127.0.0.1",
                 "HTTP_PORT": String(port), "LOG_LEVEL": "info",
                 "APPSTORE_APPS": "\(TestPKI.bundleId):\(TestPKI.appAppleId):Sandbox+Production",
                 "APPSTORE_TRUSTED_ROOTS": roots.pem,
