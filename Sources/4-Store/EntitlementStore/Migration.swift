@@ -81,6 +81,10 @@ public enum MigrationError: Error, Hashable, Sendable, CustomStringConvertible {
     case unsafe(version: Int, name: String, problems: [String])
     /// A migration kept waiting for a table's lock longer than the lock timeout, every attempt.
     case lockTimeout(version: Int, name: String, attempts: Int)
+    /// A function file (``SchemaFunction``) that defines something else, or PL/pgSQL without a pinned search_path.
+    case unsafeFunction(name: String, problems: [String])
+    /// A function file the database refused.
+    case functionFailed(name: String, reason: String)
 
     public var code: String {
         switch self {
@@ -93,6 +97,8 @@ public enum MigrationError: Error, Hashable, Sendable, CustomStringConvertible {
         case .failed: "migrate.failed"
         case .unsafe: "migrate.unsafe"
         case .lockTimeout: "migrate.lock_timeout"
+        case .unsafeFunction: "migrate.unsafe_function"
+        case .functionFailed: "migrate.function_failed"
         }
     }
 
@@ -111,6 +117,9 @@ public enum MigrationError: Error, Hashable, Sendable, CustomStringConvertible {
             "\(code): migration \(v) (\(name)) is not safe on a live database (docs/migrations.md): \(problems.joined(separator: "; "))"
         case .lockTimeout(let v, let name, let attempts):
             "\(code): migration \(v) (\(name)) waited longer than the lock timeout for a table's lock in each of \(attempts) attempts and is not recorded as applied (a long transaction holds the table: find it in pg_stat_activity, end it or wait, then start again; the migration runs again from its start)"
+        case .unsafeFunction(let name, let problems):
+            "\(code): functions/\(name).sql must define the function \(name) and nothing else (docs/migrations.md, \"Functions\"): \(problems.joined(separator: "; "))"
+        case .functionFailed(let name, let reason): "\(code): functions/\(name).sql failed: \(reason)"
         }
     }
 }

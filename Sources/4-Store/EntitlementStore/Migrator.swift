@@ -5,7 +5,8 @@ import PostgresNIO
 
 /// Applies pending migrations in order, each in its own transaction with its record in
 /// `schema_migrations` (version, name, checksum); a `-- migrate: no-transaction` file statement by
-/// statement, recorded after its last. A session advisory lock makes concurrent starters (several
+/// statement, recorded after its last. Then every function file (``SchemaFunction``) whose checksum
+/// differs from the one `schema_functions` records, each in its own transaction. A session advisory lock makes concurrent starters (several
 /// grant replicas, the migration job) wait for each other instead of racing.
 ///
 /// Every statement waits at most ``lockTimeout`` for a table's lock: a migration queued behind a
@@ -17,6 +18,8 @@ public struct Migrator: Sendable {
     static let lockKey: Int64 = 0x6772_616e_745f_6d67
 
     public let migrations: [Migration]
+    /// The function files, run after the migrations when changed.
+    public let functions: [SchemaFunction]
     /// How long one statement may wait for a lock before the attempt is given up.
     public var lockTimeout: Duration
     /// How many times a migration is tried when it cannot get its locks in time.
@@ -25,13 +28,22 @@ public struct Migrator: Sendable {
     public var retryDelay: Duration
 
     public init(
-        migrations: [Migration], lockTimeout: Duration = .seconds(5), attempts: Int = 10, retryDelay: Duration = .seconds(1)
+        migrations: [Migration], functions: [SchemaFunction] = [], lockTimeout: Duration = .seconds(5), attempts: Int = 10,
+        retryDelay: Duration = .seconds(1)
     ) {
         precondition(attempts > 0 && lockTimeout > .zero, "a migration is tried at least once, with a positive lock timeout")
         self.migrations = migrations
+        self.functions = functions
         self.lockTimeout = lockTimeout
         self.attempts = attempts
         self.retryDelay = retryDelay
+    }
+
+    /// The migrations of `directory` and its function files.
+    public init(directory: String, lockTimeout: Duration = .seconds(5), attempts: Int = 10) throws(MigrationError) {
+        self.init(
+            migrations: try Migration.load(directory: directory), functions: try SchemaFunction.load(migrationsDirectory: directory),
+            lockTimeout: lockTimeout, attempts: attempts)
     }
 
     /// Applies what is pending; returns the versions applied now.
@@ -77,7 +89,46 @@ public struct Migrator: Sendable {
             logger.info("migration applied", metadata: [LogKey.migrationVersion: "\(migration.version)", LogKey.migrationName: "\(migration.name)"])
             appliedNow.append(migration.version)
         }
+        try await applyFunctions(on: connection, logger: logger)
         return appliedNow
+    }
+
+    /// Runs each function file whose checksum `schema_functions` does not hold, and records it.
+    private func applyFunctions(on connection: PostgresConnection, logger: Logger) async throws {
+        guard !functions.isEmpty else { return }
+        try await connection.query(
+            """
+            CREATE TABLE IF NOT EXISTS schema_functions (
+                name       text        PRIMARY KEY,
+                checksum   text        NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """, logger: logger)
+        var recorded: [String: String] = [:]
+        for try await (name, checksum) in try await connection.query("SELECT name, checksum FROM schema_functions", logger: logger).decode(
+            (String, String).self)
+        {
+            recorded[name] = checksum
+        }
+        for function in functions where recorded[function.name] != function.checksum {
+            let timeout = "SET LOCAL lock_timeout = '\(Self.milliseconds(lockTimeout))ms'"
+            let record: PostgresQuery = """
+                INSERT INTO schema_functions (name, checksum) VALUES (\(function.name), \(function.checksum))
+                ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = now()
+                """
+            do {
+                try await connection.withTransaction(logger: logger) { tx in
+                    try await tx.query(PostgresQuery(unsafeSQL: timeout), logger: logger)
+                    try await tx.query(PostgresQuery(unsafeSQL: Self.executeBlock(function.sql)), logger: logger)
+                    try await tx.query(record, logger: logger)
+                }
+            } catch {
+                let classified = StoreError.classify(error)
+                if classified.isTransient { throw classified }
+                throw MigrationError.functionFailed(name: function.name, reason: classified.message)
+            }
+            logger.info("function defined", metadata: [LogKey.migrationName: "functions/\(function.name).sql"])
+        }
     }
 
     /// Applies one migration, again after a pause whenever a statement waited too long for a lock.

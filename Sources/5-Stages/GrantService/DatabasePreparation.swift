@@ -14,9 +14,8 @@ public enum DatabasePreparation {
     @discardableResult
     public static func migrate(_ configuration: StoreConfiguration, logger: Logger, patience: Duration = .seconds(60)) async throws -> [Int] {
         let directory = try Migration.locateDirectory(explicit: configuration.migrationsDirectory)
-        let migrator = Migrator(
-            migrations: try Migration.load(directory: directory), lockTimeout: configuration.migrationLockTimeout,
-            attempts: configuration.migrationAttempts)
+        let migrator = try Migrator(
+            directory: directory, lockTimeout: configuration.migrationLockTimeout, attempts: configuration.migrationAttempts)
         return try await configuration.withTemporaryClient(logger: logger) { client in
             try await retrying(patience: patience, logger: logger) {
                 try await migrator.migrate(client: client, logger: logger)

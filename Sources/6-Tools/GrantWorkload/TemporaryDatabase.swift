@@ -27,7 +27,7 @@ public enum TemporaryDatabase {
                 try await database.withTemporaryClient(logger: logger) { client in
                     if migrate {
                         let directory = try Migration.locateDirectory(explicit: database.migrationsDirectory)
-                        try await Migrator(migrations: try Migration.load(directory: directory)).migrate(client: client, logger: logger)
+                        try await Migrator(directory: directory).migrate(client: client, logger: logger)
                     }
                     return try await body(name, database, client)
                 })

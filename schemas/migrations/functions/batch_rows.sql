@@ -1,0 +1,14 @@
+-- The rows of one batch, as grant's statements read them (one jsonb array parameter per statement).
+--
+-- The planner estimates jsonb_array_elements at 100 rows whatever its argument, so against tables of
+-- a few thousand rows it chose to hash a sequential scan of the whole table for every batch, even a
+-- batch of one record. This function carries an estimate of one row, so each row is found through
+-- its key's index. PL/pgSQL, because a SQL function would be inlined and its estimate lost.
+CREATE OR REPLACE FUNCTION batch_rows(batch jsonb) RETURNS SETOF jsonb
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE ROWS 1
+    SET search_path = public, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY SELECT value FROM jsonb_array_elements(batch);
+END
+$$;
