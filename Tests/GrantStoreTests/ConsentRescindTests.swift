@@ -45,7 +45,7 @@ struct ConsentRescindTests {
             #expect(
                 try await consentChanges(db)
                     == "(\(customer.uuidString.lowercased()),consent_rescinded,consent,704000000000000011,t,consent_rescinded,RESCIND_CONSENT)")
-            #expect(try await db.count("SELECT count(*) FROM outbox WHERE body->>'change' = 'consent_rescinded'") == 1)
+            #expect(try await db.count("SELECT count(*) FROM outbox WHERE body::jsonb->>'change' = 'consent_rescinded'") == 1)
             #expect(try await db.dump([("current_entitlements", "customer_id, entitlement_key, active_until")]) == before, "access unchanged")
             #expect(try await db.count("SELECT count(*) FROM consent_rescinds WHERE customer_id = '\(customer.uuidString)'") == 1)
         }

@@ -1,8 +1,6 @@
 import EntitlementStore
 import Foundation
-import GrantDecision
 import GrantTestSupport
-import GrantWorkload
 import PostgresNIO
 import Testing
 
@@ -23,32 +21,6 @@ struct MigrationTests {
             #expect(recorded == migrations.map { "(\($0.version),\($0.name),\($0.checksum))" }.sorted().joined(separator: "\n"))
             #expect(try await db.count("SELECT count(*) FROM information_schema.views WHERE table_name = 'current_entitlements'") == 1)
         }
-    }
-
-    @Test("a database written before migration 0011 keeps its history and dedupe across it, and ends as one created after it")
-    func keysDroppedMidHistory() async throws {
-        let migrations = try migrations
-        let records = LifecycleGenerator(seed: 11).stream(customers: 60)
-        let (early, late) = (Array(records.prefix(records.count / 2)), Array(records.suffix(from: records.count / 2)))
-        let history: [(table: String, columns: String)] = [("entitlement_changes", "environment, customer_id, seq, entitlement_key, change")]
-        let expected = try await ScratchDatabase.with { db in
-            try await applyAll(records, db.store, policy: generatorPolicy)
-            return try await db.dump(ScratchDatabase.stateTables + history)
-        }
-        let actual = try await ScratchDatabase.with(migrate: false) { db in
-            _ = try await Migrator(migrations: migrations.filter { $0.version < 11 }).migrate(client: db.client, logger: ScratchDatabase.logger)
-            try await applyAll(early, db.store, policy: generatorPolicy)
-            let before = try await db.dump(history)
-            #expect(try await Migrator(migrations: migrations).migrate(client: db.client, logger: ScratchDatabase.logger).contains(11))
-            #expect(try await db.dump(history) == before, "the history changed in the migration")
-            // The early events again are duplicates (the notifications' key alone refuses them), then the rest.
-            let again = try await applyAll(early, db.store, policy: generatorPolicy)
-            #expect(again.allSatisfy { $0.outcome == .duplicate })
-            try await applyAll(late, db.store, policy: generatorPolicy)
-            return try await db.dump(ScratchDatabase.stateTables + history)
-        }
-        #expect(expected["entitlement_changes"]?.isEmpty == false)
-        for (table, rows) in expected { #expect(actual[table] == rows, "table \(table) differs") }
     }
 
     @Test("concurrent starters wait for each other instead of racing")

@@ -108,7 +108,7 @@ struct StoreWriteTests {
             #expect(second["subscriptions"] == [0, 1, 0] && second["entitlements"] == [0, 1, 0], "\(second)")
             #expect(second["entitlement_changes"] == [1, 0, 0] && second["outbox"] == [1, 0, 0] && second["customers"] == [0, 1, 0], "\(second)")
             #expect(second["ownership_claims"] == nil, "the claims did not change: \(second)")
-            let seqs = try await db.dump([("outbox", "seq, (body->>'seq')::bigint, body->>'change'")])["outbox"]
+            let seqs = try await db.dump([("outbox", "seq, (body::jsonb->>'seq')::bigint, body::jsonb->>'change'")])["outbox"]
             #expect(seqs == "(1,1,granted)\n(2,2,extended)")
         }
     }

@@ -45,7 +45,8 @@ public final class EntitlementStore: Sendable {
     }
 
     /// Two statements, whatever the batch's size: `grant_load` (locks and reads), then the
-    /// decisions in memory, then `grant_write` with only the rows they changed (migration 0004).
+    /// decisions in memory, then `grant_write` with only the rows they changed, as typed columns
+    /// (``GrantWriteColumns``, schemas/migrations/functions).
     private func apply(
         _ events: [GrantEvent], policy: GrantPolicy, on connection: PostgresConnection
     ) async throws -> [Result<GrantDecision, GrantRejection>] {
@@ -67,11 +68,11 @@ public final class EntitlementStore: Sendable {
         }
         batch.attributeConsentRescinds()
         if policy.rescindedConsent == .suspend { try await suspendRescinded(&batch, policy: policy, connection) }
-        if let rows = Self.writeRows(batch, policy: policy) {
+        let columns = try GrantWriteColumns(batch, policy: policy)
+        if !columns.isEmpty {
             // grant_write answers how many changes it numbered: fewer means a customer row was missing.
             let changes = batch.changes.count
-            for try await numbered in try await query(StoreStatements.Write.self, try StoreRows.json(rows), connection).decode(Int.self)
-            where numbered != changes {
+            for try await count in try await connection.execute(GrantWriteStatement(columns: columns), logger: logger) where count != changes {
                 throw StoreError(code: .customerMissing, message: "a changed customer has no row", isTransient: false)
             }
         }
@@ -204,62 +205,8 @@ public final class EntitlementStore: Sendable {
         static let signedMilliseconds = 16
     }
 
-    /// What `grant_write` gets: every row the batch's decisions changed, nil when there is nothing
-    /// to write (every event a duplicate).
-    static func writeRows(_ batch: BatchState, policy: GrantPolicy) -> StoreRows.Write? {
-        var rows = StoreRows.Write()
-        func some<T>(_ array: [T]) -> [T]? { array.isEmpty ? nil : array }
-        rows.customers = some(
-            batch.customers.sorted { $0.key < $1.key }.map {
-                StoreRows.Customer(environment: $0.key.environment, customerId: $0.key.customerId, externalUserId: $0.value)
-            })
-        rows.transactions = some(batch.transactions.sorted { $0.key < $1.key }.map(\.value))
-        let states = batch.dirtyPurchases.sorted().compactMap { batch.purchases[$0] }
-        rows.purchases = some(states.map { StoreRows.Purchase(state: $0, owner: $0.owner(policy: policy.transferPolicy)) })
-        rows.claims = some(
-            states.flatMap { state -> [StoreRows.Claim] in
-                let before = batch.storedPurchases[state.key].map { Self.claimRows($0, policy: policy) } ?? []
-                return Self.claimRows(state, policy: policy).filter { !before.contains($0) }
-            })
-        let writes = batch.entitlementWrites.sorted { $0.key < $1.key }
-        rows.deletions = some(
-            writes.filter { $0.value == nil }.map {
-                StoreRows.EntitlementID(
-                    environment: $0.key.customer.environment, customerId: $0.key.customer.customerId,
-                    entitlementKey: $0.key.entitlementKey, sourceId: $0.key.sourceId)
-            })
-        rows.entitlements = some(writes.compactMap { $0.value.map(StoreRows.Entitlement.init) })
-        rows.consumables = some(
-            batch.dirtyConsumables.sorted().compactMap { batch.consumables[$0] }.map { c in
-                StoreRows.Consumable(
-                    environment: c.key.environment, transactionId: c.transactionId, customerId: c.customer?.customerId,
-                    productId: c.productId, entitlementKeys: c.entitlementKeys, quantity: c.quantity, purchasedAt: c.purchasedAt,
-                    revokedAt: c.revokedAt, revocationReason: c.revocationReason, asOf: c.version.asOf, eventKey: c.version.eventKey)
-            })
-        rows.notifications = some(batch.notifications)
-        rows.consumptionRequests = some(batch.consumptionRequests)
-        // Numbered by grant_write from the customers' counters; each body's seq is set there.
-        var byCustomer: [CustomerKey: Int] = [:]
-        var changes: [StoreRows.CustomerChanges] = []
-        for change in batch.changes {
-            let body = ChangeEvent(change, seq: 0)
-            let trace = batch.traces[change.cause.eventKey] ?? ""
-            if let i = byCustomer[change.customer] {
-                changes[i].changes.append(body)
-                changes[i].traces.append(trace)
-            } else {
-                byCustomer[change.customer] = changes.count
-                changes.append(
-                    StoreRows.CustomerChanges(
-                        environment: change.customer.environment, customerId: change.customer.customerId, changes: [body], traces: [trace]))
-            }
-        }
-        rows.changes = some(changes)
-        return rows.isEmpty ? nil : rows
-    }
-
     /// The `ownership_claims` rows of a purchase's state: one per claim, with its status under `policy`.
-    private static func claimRows(_ state: PurchaseState, policy: GrantPolicy) -> [StoreRows.Claim] {
+    static func claimRows(_ state: PurchaseState, policy: GrantPolicy) -> [StoreRows.Claim] {
         state.claims.map { claim in
             StoreRows.Claim(
                 environment: state.key.environment, originalTransactionId: state.key.originalTransactionId,

@@ -65,7 +65,7 @@ extension EntitlementStore {
             // none) come from their own table, found through its partial index.
             let pending = try await connection.query(
                 """
-                SELECT l.locked, o.environment, o.customer_id, o.seq, o.external_id, o.event_key, o.body::text, o.trace_context
+                SELECT l.locked, o.environment, o.customer_id, o.seq, o.external_id, o.event_key, o.body, o.trace_context
                 FROM (SELECT pg_try_advisory_xact_lock(\(Self.outboxLockKey)) AS locked) AS l
                 LEFT JOIN LATERAL (
                     (SELECT environment, customer_id, seq, NULL::text AS external_id, NULL::text AS event_key, body, trace_context

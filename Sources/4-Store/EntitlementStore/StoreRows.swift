@@ -19,21 +19,10 @@ enum StoreRows {
         var k: String
     }
 
-    struct Customer: Encodable, Hashable {
-        var environment: String
-        var customerId: UUID
-        var externalUserId: String?
-    }
-
     struct Transaction: Encodable {
         var environment: String
         var transaction: JWSTransactionDecodedPayload
         var rawJWS: String?
-    }
-
-    struct Purchase: Encodable {
-        var state: PurchaseState
-        var owner: UUID?
     }
 
     struct Claim: Encodable, Hashable {
@@ -44,53 +33,6 @@ enum StoreRows {
         var verified: Bool
         var status: String
         var causeEventKey: String
-    }
-
-    struct Entitlement: Encodable {
-        var environment: String
-        var customerId: UUID
-        var entitlementKey: String
-        var sourceId: String
-        var sourceKind: String
-        var productId: String
-        var active: Bool
-        var activeFrom: Date?
-        var activeUntil: Date?
-        var reason: String
-
-        init(_ g: EntitlementGrant) {
-            environment = g.id.customer.environment
-            customerId = g.id.customer.customerId
-            entitlementKey = g.id.entitlementKey
-            sourceId = g.id.sourceId
-            sourceKind = g.source.rawValue
-            productId = g.productId
-            active = g.active
-            activeFrom = g.activeFrom
-            activeUntil = g.activeUntil
-            reason = g.reason
-        }
-    }
-
-    struct EntitlementID: Encodable {
-        var environment: String
-        var customerId: UUID
-        var entitlementKey: String
-        var sourceId: String
-    }
-
-    struct Consumable: Encodable {
-        var environment: String
-        var transactionId: String
-        var customerId: UUID?
-        var productId: String
-        var entitlementKeys: [String]
-        var quantity: Int
-        var purchasedAt: Date?
-        var revokedAt: Date?
-        var revocationReason: Int?
-        var asOf: Date
-        var eventKey: String
     }
 
     struct Notification: Encodable {
@@ -161,17 +103,6 @@ enum StoreRows {
         }
     }
 
-    /// One customer's changes in a batch, in batch order: `grant_write` numbers them from the
-    /// customer's counter and sets each body's `seq`.
-    struct CustomerChanges: Encodable {
-        var environment: String
-        var customerId: UUID
-        /// The outbox bodies (the change events as published); the history rows' columns are read from them.
-        var changes: [ChangeEvent]
-        /// Each change's trace context (`traceparent` of the record that caused it), "" for none.
-        var traces: [String]
-    }
-
     /// `grant_load`'s argument: the batch's purchases (locked) and events; only the purchases and
     /// transactions of events not applied yet are read.
     struct Load: Encodable {
@@ -188,26 +119,6 @@ enum StoreRows {
             /// The app transaction its purchase carries, or a `RESCIND_CONSENT` names: locked beside the
             /// purchases, and the rescinds waiting for it are read too.
             var a: String?
-        }
-    }
-
-    /// `grant_write`'s argument: the rows a batch changes, table by table; a member with no rows is
-    /// left out, and its statement skipped.
-    struct Write: Encodable {
-        var customers: [Customer]?
-        var transactions: [Transaction]?
-        var purchases: [Purchase]?
-        var claims: [Claim]?
-        var deletions: [EntitlementID]?
-        var entitlements: [Entitlement]?
-        var consumables: [Consumable]?
-        var notifications: [Notification]?
-        var consumptionRequests: [ConsumptionRequest]?
-        var changes: [CustomerChanges]?
-
-        var isEmpty: Bool {
-            customers == nil && transactions == nil && purchases == nil && claims == nil && deletions == nil && entitlements == nil
-                && consumables == nil && notifications == nil && consumptionRequests == nil && changes == nil
         }
     }
 
