@@ -18,7 +18,7 @@ struct StorePlanTests {
     /// A one-row batch with every member the statements below read.
     static let batch = #"""
         [{"e":"Sandbox","k":"2000000000000001","environment":"Sandbox","customerId":"6F9619FF-8B86-D011-B42D-00CF4FC964FF",
-          "nextSeq":3,"entitlementKey":"premium","sourceId":"2000000000000001"}]
+          "seq":3,"entitlementKey":"premium","sourceId":"2000000000000001"}]
         """#
 
     /// The tables a batch reads or writes.

@@ -56,13 +56,7 @@ extension EntitlementStore {
         }
         if !missing.isEmpty {
             let keys = missing.sorted()
-            try await load(
-                StoreRows.Load(
-                    purchases: keys.map { StoreRows.Key(e: $0.environment, k: $0.originalTransactionId) },
-                    events: keys.map {
-                        StoreRows.Load.Event(
-                            e: $0.environment, k: "consent-suspension:\($0.originalTransactionId)", p: $0.originalTransactionId, t: [], a: nil)
-                    }), into: &batch, connection)
+            try await load(GrantLoadArguments(purchases: keys, eventKeyPrefix: "consent-suspension:"), into: &batch, connection)
         }
 
         for key in batch.purchases.keys.sorted() {

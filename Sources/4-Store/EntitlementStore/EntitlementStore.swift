@@ -91,66 +91,53 @@ public final class EntitlementStore: Sendable {
 
     /// Locks the batch's purchases and reads what the decisions need: which events were applied,
     /// and for the events not applied yet their purchases' state, entitlement rows and consumable
-    /// grants, and the `signedDate` of every stored transaction they carry (migration 0007).
+    /// grants, and the `signedDate` of every stored transaction they carry.
     private func load(_ events: [GrantEvent], into batch: inout BatchState, _ connection: PostgresConnection) async throws {
-        try await load(Self.loadArguments(events), into: &batch, connection)
+        try await load(GrantLoadArguments(events), into: &batch, connection)
     }
 
-    /// `grant_load`'s argument for `events`: their purchases, and each event with its purchase,
-    /// stored transactions and app transaction.
-    static func loadArguments(_ events: [GrantEvent]) -> StoreRows.Load {
-        StoreRows.Load(
-            purchases: Set(events.compactMap(\.purchaseKey)).sorted().map { StoreRows.Key(e: $0.environment, k: $0.originalTransactionId) },
-            events: events.map { event in
-                StoreRows.Load.Event(
-                    e: event.environment, k: event.eventKey, p: event.purchaseKey?.originalTransactionId,
-                    t: event.transactions.compactMap { $0.originalTransactionId == nil ? nil : $0.transactionId },
-                    a: event.transaction?.appTransactionId ?? event.appTransactionId)
-            })
-    }
-
-    /// Runs `grant_load` and folds its rows into `batch`.
-    func load(_ arguments: StoreRows.Load, into batch: inout BatchState, _ connection: PostgresConnection) async throws {
-        for try await row in try await query(StoreStatements.Load.self, try StoreRows.json(arguments), connection) {
+    /// Runs `grant_load` and folds its rows into `batch`, each column read by its name.
+    func load(_ arguments: GrantLoadArguments, into batch: inout BatchState, _ connection: PostgresConnection) async throws {
+        for try await row in try await connection.execute(GrantLoadStatement(arguments: arguments), logger: logger) {
             let cells = row.makeRandomAccess()
-            let env = try cells[Load.env].decode(String.self)
-            let id = try cells[Load.id].decode(String.self)
-            switch try cells[Load.kind].decode(String.self) {
+            let env = try cells["env"].decode(String.self)
+            let id = try cells["id"].decode(String.self)
+            switch try cells["row_kind"].decode(String.self) {
             case "a":
                 batch.applied.insert(BatchState.appliedKey(env, id))
             case "p":
-                let text = try cells[Load.body].decode(String.self)
+                let text = try cells["purchase_state"].decode(String.self)
                 let state = try AppStoreJSON.decode(PurchaseState.self, from: Array(text.utf8))
                 batch.purchases[state.key] = state
                 batch.storedPurchases[state.key] = state
             case "e":
                 let grant = EntitlementGrant(
                     id: .init(
-                        customer: CustomerKey(environment: env, customerId: try cells[Load.customer].decode(UUID.self)),
-                        entitlementKey: try cells[Load.entitlementKey].decode(String.self), sourceId: id),
-                    source: EntitlementSource(rawValue: try cells[Load.sourceKind].decode(String.self)) ?? .autoRenewable,
-                    productId: try cells[Load.product].decode(String.self), active: try cells[Load.active].decode(Bool.self),
-                    activeFrom: try cells[Load.from].decode(Date?.self), activeUntil: try cells[Load.until].decode(Date?.self),
-                    reason: try cells[Load.reason].decode(String.self))
+                        customer: CustomerKey(environment: env, customerId: try cells["customer"].decode(UUID.self)),
+                        entitlementKey: try cells["ent_key"].decode(String.self), sourceId: id),
+                    source: EntitlementSource(rawValue: try cells["src_kind"].decode(String.self)) ?? .autoRenewable,
+                    productId: try cells["product"].decode(String.self), active: try cells["is_active"].decode(Bool.self),
+                    activeFrom: try cells["active_from_at"].decode(Date?.self), activeUntil: try cells["active_until_at"].decode(Date?.self),
+                    reason: try cells["why"].decode(String.self))
                 batch.entitlements[PurchaseKey(environment: env, originalTransactionId: id), default: []].append(grant)
             case "c":
                 let key = PurchaseKey(environment: env, originalTransactionId: id)
                 batch.consumables[key] = ConsumableGrant(
-                    key: key, customer: try cells[Load.customer].decode(UUID?.self).map { CustomerKey(environment: env, customerId: $0) },
-                    productId: try cells[Load.product].decode(String.self), entitlementKeys: try cells[Load.entitlementKeys].decode([String].self),
-                    quantity: Int(try cells[Load.quantity].decode(Int32.self)), purchasedAt: try cells[Load.from].decode(Date?.self),
-                    revokedAt: try cells[Load.until].decode(Date?.self),
-                    revocationReason: try cells[Load.revocationReason].decode(Int16?.self).map(Int.init),
-                    version: EventVersion(asOf: try cells[Load.asOf].decode(Date.self), eventKey: try cells[Load.body].decode(String.self)))
+                    key: key, customer: try cells["customer"].decode(UUID?.self).map { CustomerKey(environment: env, customerId: $0) },
+                    productId: try cells["product"].decode(String.self), entitlementKeys: try cells["ent_keys"].decode([String].self),
+                    quantity: Int(try cells["qty"].decode(Int32.self)), purchasedAt: try cells["active_from_at"].decode(Date?.self),
+                    revokedAt: try cells["active_until_at"].decode(Date?.self),
+                    revocationReason: try cells["rev_reason"].decode(Int16?.self).map(Int.init),
+                    version: EventVersion(asOf: try cells["as_of_at"].decode(Date.self), eventKey: try cells["state_key"].decode(String.self)))
             case "r":
                 let rescind = StoreRows.ConsentRescind(
-                    environment: env, appTransactionId: id, eventKey: try cells[Load.body].decode(String.self),
-                    notificationUUID: try cells[Load.entitlementKey].decode(String?.self), subtype: try cells[Load.sourceKind].decode(String?.self),
-                    lookup: try cells[Load.product].decode(String.self), asOf: try cells[Load.asOf].decode(Date.self),
-                    signedDate: try cells[Load.from].decode(Date?.self), customerId: nil)
+                    environment: env, appTransactionId: id, eventKey: try cells["state_key"].decode(String.self),
+                    notificationUUID: try cells["notification"].decode(String?.self), subtype: try cells["sub"].decode(String?.self),
+                    lookup: try cells["how"].decode(String.self), asOf: try cells["as_of_at"].decode(Date.self),
+                    signedDate: try cells["signed_at"].decode(Date?.self), customerId: nil)
                 batch.waitingRescinds[rescind.key, default: []].append(rescind)
             case "t":
-                batch.storedTransactions[BatchState.transactionKey(env, id)] = .some(try cells[Load.signedMilliseconds].decode(Double?.self))
+                batch.storedTransactions[BatchState.transactionKey(env, id)] = .some(try cells["signed_ms"].decode(Double?.self))
             case let other:
                 throw StoreError(code: .unexpectedRow, message: "grant_load returned a row of unknown kind \(other)", isTransient: false)
             }
@@ -196,13 +183,6 @@ public final class EntitlementStore: Sendable {
         var found: [String: UUID] = [:]
         for try await (id, customer) in rows.decode((String, UUID).self) { found[id] = customer }
         return found
-    }
-
-    /// The columns of `grant_load`'s rows, by position.
-    private enum Load {
-        static let kind = 0, env = 1, id = 2, body = 3, customer = 4, entitlementKey = 5, sourceKind = 6, product = 7, active = 8
-        static let from = 9, until = 10, reason = 11, entitlementKeys = 12, quantity = 13, revocationReason = 14, asOf = 15
-        static let signedMilliseconds = 16
     }
 
     /// The `ownership_claims` rows of a purchase's state: one per claim, with its status under `policy`.

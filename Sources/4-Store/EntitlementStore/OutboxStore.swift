@@ -93,18 +93,19 @@ extension EntitlementStore {
             guard locked else { return nil }
             guard !entries.isEmpty else { return 0 }
             try await publish(entries)
-            var numbered: [StoreRows.SeqAllocation] = []
+            var published: [StoreRows.PublishedChange] = []
             var tokens: [StoreRows.PublishedToken] = []
             for entry in entries {
                 switch entry.subject {
                 case .customer(let customerId, let seq):
-                    numbered.append(StoreRows.SeqAllocation(environment: entry.environment, customerId: customerId, nextSeq: seq))
+                    published.append(StoreRows.PublishedChange(environment: entry.environment, customerId: customerId, seq: seq))
                 case .externalPurchase(_, let eventKey):
                     tokens.append(StoreRows.PublishedToken(environment: entry.environment, eventKey: eventKey))
                 }
             }
-            if !numbered.isEmpty {
-                for try await _ in try await connection.execute(StoreStatements.DeletePublished.self, try StoreRows.json(numbered), logger: logger) {}
+            if !published.isEmpty {
+                for try await _ in try await connection.execute(StoreStatements.DeletePublished.self, try StoreRows.json(published), logger: logger) {
+                }
             }
             if !tokens.isEmpty {
                 for try await _ in try await connection.execute(

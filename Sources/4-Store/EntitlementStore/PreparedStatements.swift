@@ -39,7 +39,6 @@ extension PostgresConnection {
 
 /// The statements as types (see ``BatchStatement``); the SQL stays in ``StoreStatements``.
 extension StoreStatements {
-    enum Load: BatchStatement { static var sql: String { load } }
     enum DeletePublished: BatchStatement { static var sql: String { deletePublished } }
     enum RecordMassExtensions: BatchStatement { static var sql: String { recordMassExtensions } }
     enum RecordConsentRescinds: BatchStatement { static var sql: String { recordConsentRescinds } }

@@ -14,11 +14,6 @@ enum StoreRows {
         try StreamingJSONEncoder.encodeToString(value)
     }
 
-    struct Key: Encodable {
-        var e: String
-        var k: String
-    }
-
     struct Transaction: Encodable {
         var environment: String
         var transaction: JWSTransactionDecodedPayload
@@ -103,28 +98,10 @@ enum StoreRows {
         }
     }
 
-    /// `grant_load`'s argument: the batch's purchases (locked) and events; only the purchases and
-    /// transactions of events not applied yet are read.
-    struct Load: Encodable {
-        var purchases: [Key]
-        var events: [Event]
-
-        struct Event: Encodable {
-            var e: String
-            var k: String
-            /// The event's purchase (its original transaction ID, or a consumable's transaction ID).
-            var p: String?
-            /// The IDs of the transactions it carries (stored already, and as of when?).
-            var t: [String]
-            /// The app transaction its purchase carries, or a `RESCIND_CONSENT` names: locked beside the
-            /// purchases, and the rescinds waiting for it are read too.
-            var a: String?
-        }
-    }
-
-    struct SeqAllocation: Encodable {
+    /// A published outbox row (``StoreStatements/deletePublished``): its customer and sequence number.
+    struct PublishedChange: Encodable {
         var environment: String
         var customerId: UUID
-        var nextSeq: Int64
+        var seq: Int64
     }
 }

@@ -1,22 +1,18 @@
 /// The SQL of the store. A batch is applied by two server-side functions, each defined in its file
-/// under schemas/migrations/functions: `grant_load` (one `jsonb` object, ``StoreRows/Load``) locks
-/// the batch's purchases and returns everything the decisions read; `grant_write` (typed columns,
-/// ``GrantWriteColumns``) writes the rows they changed. A batch of any size is four round trips:
+/// under schemas/migrations/functions, both taking typed arrays: `grant_load`
+/// (``GrantLoadArguments``) locks the batch's purchases and returns everything the decisions read;
+/// `grant_write` (``GrantWriteColumns``) writes the rows they changed. A batch of any size is four round trips:
 /// BEGIN, load, write, COMMIT. Their statements are planned once per connection. The rare
 /// statements below take their rows as one `jsonb` array, unpacked by `batch_rows`.
 enum StoreStatements {
     /// `r` is one element of the `$1` array.
     private static let rows = "FROM batch_rows($1::text::jsonb) AS r"
 
-    /// One row per applied event, purchase state, entitlement row, consumable grant and stored
-    /// transaction of the batch (columns: ``EntitlementStore``'s `Load`).
-    static let load = "SELECT * FROM grant_load($1::text::jsonb)"
-
-    /// Deletes published outbox rows (``StoreRows/SeqAllocation`` rows: customer and `seq`): the
+    /// Deletes published outbox rows (``StoreRows/PublishedChange`` rows: customer and `seq`): the
     /// outbox keeps only what waits (migration 0010); the history is `entitlement_changes`.
     static let deletePublished = """
         DELETE FROM outbox o USING batch_rows($1::text::jsonb) AS r
-        WHERE o.environment = r->>'environment' AND o.customer_id = (r->>'customerId')::uuid AND o.seq = (r->>'nextSeq')::bigint
+        WHERE o.environment = r->>'environment' AND o.customer_id = (r->>'customerId')::uuid AND o.seq = (r->>'seq')::bigint
         """
 
     static let insertProducts = """
