@@ -92,10 +92,13 @@ extension GrantWriteColumns {
             requestSignedDate.append(r.signedDate)
             requestDeadline.append(r.deadline)
         }
+        var place: [CustomerKey: Int32] = [:]
         for change in batch.changes {
             let (head, tail) = try Self.eventAroundSeq(ChangeEvent(change, seq: Self.seqMark))
             changeEnv.append(change.customer.environment)
             changeCustomer.append(change.customer.customerId)
+            place[change.customer, default: 0] += 1
+            changeIndex.append(place[change.customer]!)
             changeEventHead.append(head)
             changeEventTail.append(tail)
             changeTrace.append(batch.traces[change.cause.eventKey])

@@ -32,7 +32,8 @@ struct GrantWriteColumns {
     var notificationNote: [String?] = [], notificationTraceId: [String?] = []
     var requestEnv: [String] = [], requestUUID: [String] = [], requestBundle: [String] = [], requestTransaction: [String?] = []
     var requestPurchase: [String?] = [], requestReason: [String?] = [], requestSignedDate: [Date?] = [], requestDeadline: [Date] = []
-    var changeEnv: [String] = [], changeCustomer: [UUID] = [], changeEventHead: [String] = [], changeEventTail: [String] = []
+    var changeEnv: [String] = [], changeCustomer: [UUID] = [], changeIndex: [Int32] = [], changeEventHead: [String] = [],
+        changeEventTail: [String] = []
     var changeTrace: [String?] = [], changeKind: [String] = [], changeKey: [String] = [], changeSource: [String] = []
     var changeProduct: [String] = [], changeActive: [Bool] = [], changeUntil: [Date?] = [], changeReason: [String] = []
     var changeQuantity: [Int32?] = [], changeCauseKey: [String] = [], changeCauseType: [String] = [], changeCauseSubtype: [String?] = []
@@ -110,6 +111,7 @@ struct GrantWriteColumns {
         .init("request_signed_date", "timestamp with time zone[]", \.requestSignedDate),
         .init("request_deadline", "timestamp with time zone[]", \.requestDeadline),
         .init("change_env", "text[]", \.changeEnv), .init("change_customer", "uuid[]", \.changeCustomer),
+        .init("change_index", "integer[]", \.changeIndex),
         .init("change_event_head", "text[]", \.changeEventHead), .init("change_event_tail", "text[]", \.changeEventTail),
         .init("change_trace", "text[]", \.changeTrace), .init("change_kind", "text[]", \.changeKind), .init("change_key", "text[]", \.changeKey),
         .init("change_source", "text[]", \.changeSource), .init("change_product", "text[]", \.changeProduct),

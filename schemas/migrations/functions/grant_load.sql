@@ -83,13 +83,14 @@ $$;
 -- GrantLoadArguments), answered as rows whose columns each hold one thing, named for it (decoded by
 -- name; `row_kind` says which are set): 'a' an applied event (env, id the event key); 'p' a purchase's
 -- state (purchase_state); 'e' an entitlement row; 'c' a consumable grant (id its transaction,
--- event_key its state's event); 't' a stored transaction's signed_ms; 'r' a RESCIND_CONSENT waiting
--- for its customer (id the app transaction). An event's carried transactions come as two parallel
--- arrays: the event's position (1-based) and a transaction ID. The locks are the jsonb overload's, so
--- both releases exclude each other during a rolling update.
+-- state_key its state's event); 't' a stored transaction's signed_ms; 'r' a RESCIND_CONSENT waiting
+-- for its customer (id the app transaction). An event's carried transactions come as parallel arrays:
+-- the event's environment and position (1-based), and the transaction ID. Every array is read once
+-- (unnest, or a boolean looked up by position), so a batch of thousands costs linear time. The locks
+-- are the jsonb overload's, so both releases exclude each other during a rolling update.
 CREATE OR REPLACE FUNCTION grant_load(
     purchase_envs text[], purchase_ids text[], event_envs text[], event_keys text[], event_purchases text[],
-    event_app_transactions text[], carried_events integer[], carried_transactions text[]
+    event_app_transactions text[], carried_envs text[], carried_events integer[], carried_transactions text[]
 ) RETURNS TABLE (
     row_kind text, env text, id text, purchase_state text, customer uuid, ent_key text, src_kind text, product text,
     is_active boolean, active_from_at timestamptz, active_until_at timestamptz, why text, ent_keys text[], qty integer,
@@ -100,7 +101,8 @@ CREATE OR REPLACE FUNCTION grant_load(
     SET search_path = public, pg_temp
 AS $$
 DECLARE
-    pending integer[];
+    -- Per event, by position: true when it was not applied before (its rows are read below).
+    pending boolean[];
     applied_envs text[];
     applied_keys text[];
 BEGIN
@@ -111,8 +113,8 @@ BEGIN
           SELECT 'app-transaction:' || r.e || ':' || r.a FROM unnest(event_envs, event_app_transactions) AS r(e, a) WHERE r.a IS NOT NULL
           ORDER BY 1) AS k;
 
-    -- One dedupe lookup per event: the applied ones are returned, the others (by position) read below.
-    SELECT array_agg(r.n) FILTER (WHERE x.event_key IS NULL), array_agg(r.e) FILTER (WHERE x.event_key IS NOT NULL),
+    -- One dedupe lookup per event: the applied ones are returned, the others read below.
+    SELECT array_agg(x.event_key IS NULL ORDER BY r.n), array_agg(r.e) FILTER (WHERE x.event_key IS NOT NULL),
            array_agg(r.k) FILTER (WHERE x.event_key IS NOT NULL)
       INTO pending, applied_envs, applied_keys
     FROM unnest(event_envs, event_keys) WITH ORDINALITY AS r(e, k, n)
@@ -123,7 +125,7 @@ BEGIN
            NULL::timestamptz, NULL::text, NULL::text[], NULL::integer, NULL::smallint, NULL::timestamptz, NULL::text, NULL::text,
            NULL::text, NULL::text, NULL::timestamptz, NULL::float8
     FROM unnest(applied_envs, applied_keys) AS a(e, k);
-    IF cardinality(pending) IS NULL THEN
+    IF NOT coalesce(true = ANY(pending), false) THEN
         RETURN;
     END IF;
 
@@ -131,32 +133,29 @@ BEGIN
     SELECT 'p', s.environment, s.original_transaction_id, s.state::text, NULL::uuid, NULL::text, NULL::text, NULL::text,
            NULL::boolean, NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::text[], NULL::integer, NULL::smallint,
            NULL::timestamptz, NULL::text, NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::float8
-    FROM (SELECT DISTINCT event_envs[q.n] AS e, event_purchases[q.n] AS p FROM unnest(pending) AS q(n)
-          WHERE event_purchases[q.n] IS NOT NULL) AS r
+    FROM (SELECT DISTINCT r.e, r.p FROM unnest(event_envs, event_purchases, pending) AS r(e, p, q) WHERE r.q AND r.p IS NOT NULL) AS r
     JOIN subscriptions s ON s.environment = r.e AND s.original_transaction_id = r.p;
 
     RETURN QUERY
     SELECT 'e', en.environment, en.source_id, NULL::text, en.customer_id, en.entitlement_key, en.source_kind, en.product_id,
            en.active, en.active_from, en.active_until, en.reason, NULL::text[], NULL::integer, NULL::smallint, NULL::timestamptz,
            NULL::text, NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::float8
-    FROM (SELECT DISTINCT event_envs[q.n] AS e, event_purchases[q.n] AS p FROM unnest(pending) AS q(n)
-          WHERE event_purchases[q.n] IS NOT NULL) AS r
+    FROM (SELECT DISTINCT r.e, r.p FROM unnest(event_envs, event_purchases, pending) AS r(e, p, q) WHERE r.q AND r.p IS NOT NULL) AS r
     JOIN entitlements en ON en.environment = r.e AND en.source_id = r.p;
 
     RETURN QUERY
     SELECT 'c', c.environment, c.transaction_id, NULL::text, c.customer_id, NULL::text, NULL::text, c.product_id, NULL::boolean,
            c.purchased_at, c.revoked_at, NULL::text, c.entitlement_keys, c.quantity, c.revocation_reason, c.state_as_of,
            c.state_event_key, NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::float8
-    FROM (SELECT DISTINCT event_envs[q.n] AS e, event_purchases[q.n] AS p FROM unnest(pending) AS q(n)
-          WHERE event_purchases[q.n] IS NOT NULL) AS r
+    FROM (SELECT DISTINCT r.e, r.p FROM unnest(event_envs, event_purchases, pending) AS r(e, p, q) WHERE r.q AND r.p IS NOT NULL) AS r
     JOIN consumable_grants c ON c.environment = r.e AND c.transaction_id = r.p;
 
     RETURN QUERY
     SELECT 't', t.environment, t.transaction_id, NULL::text, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::boolean,
            NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::text[], NULL::integer, NULL::smallint, NULL::timestamptz,
            NULL::text, NULL::text, NULL::text, NULL::text, NULL::timestamptz, (t.payload->>'signedDate')::float8
-    FROM (SELECT DISTINCT event_envs[c.n] AS e, c.t FROM unnest(carried_events, carried_transactions) AS c(n, t)
-          WHERE c.n = ANY(pending)) AS r
+    FROM (SELECT DISTINCT c.e, c.t FROM unnest(carried_envs, carried_events, carried_transactions) AS c(e, n, t)
+          WHERE pending[c.n]) AS r
     JOIN transactions t ON t.environment = r.e AND t.transaction_id = r.t;
 
     -- The RESCIND_CONSENTs still waiting for a customer, of the app transactions the pending events
@@ -165,8 +164,8 @@ BEGIN
     SELECT 'r', w.environment, w.app_transaction_id, NULL::text, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::boolean,
            NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::text[], NULL::integer, NULL::smallint, w.as_of, w.event_key,
            w.notification_uuid, w.subtype, w.lookup, w.signed_date, NULL::float8
-    FROM (SELECT DISTINCT event_envs[q.n] AS e, event_app_transactions[q.n] AS a FROM unnest(pending) AS q(n)
-          WHERE event_app_transactions[q.n] IS NOT NULL) AS r
+    FROM (SELECT DISTINCT r.e, r.a FROM unnest(event_envs, event_app_transactions, pending) AS r(e, a, q)
+          WHERE r.q AND r.a IS NOT NULL) AS r
     JOIN consent_rescinds w ON w.environment = r.e AND w.app_transaction_id = r.a AND w.customer_id IS NULL
     FOR UPDATE OF w;
 END

@@ -204,7 +204,8 @@ CREATE OR REPLACE FUNCTION grant_write(
     notification_ingested_at timestamptz[], notification_outcome text[], notification_note text[], notification_trace_id text[],
     request_env text[], request_uuid text[], request_bundle text[], request_transaction text[], request_purchase text[],
     request_reason text[], request_signed_date timestamptz[], request_deadline timestamptz[],
-    change_env text[], change_customer uuid[], change_event_head text[], change_event_tail text[], change_trace text[],
+    change_env text[], change_customer uuid[], change_index integer[], change_event_head text[], change_event_tail text[],
+    change_trace text[],
     change_kind text[], change_key text[], change_source text[], change_product text[], change_active boolean[],
     change_until timestamptz[], change_reason text[], change_quantity integer[], change_cause_key text[],
     change_cause_type text[], change_cause_subtype text[], change_cause_lookup text[], change_cause_as_of timestamptz[],
@@ -349,22 +350,17 @@ BEGIN
     JOIN (SELECT DISTINCT r.e, r.k FROM unnest(change_env, change_customer) AS r(e, k)) AS r
       ON c.environment = r.e AND c.customer_id = r.k
     ORDER BY c.environment, c.customer_id FOR UPDATE OF c;
-    -- Each customer's counter moves on by its number of changes, which take the numbers in between,
-    -- in batch order.
-    WITH changes AS (
-        SELECT r.*, row_number() OVER (PARTITION BY r.e, r.k ORDER BY r.n) AS i
-        FROM unnest(change_env, change_customer, change_event_head, change_event_tail, change_trace, change_kind, change_key,
-            change_source, change_product, change_active, change_until, change_reason, change_quantity, change_cause_key,
-            change_cause_type, change_cause_subtype, change_cause_lookup, change_cause_as_of, change_cause_signed_date)
-            WITH ORDINALITY AS r(e, k, head, tail, trace, kind, ek, src, product, active, until, reason, qty, cause_key,
-                cause_type, cause_subtype, cause_lookup, cause_as_of, cause_signed, n)
-    ), moved AS (
-        UPDATE customers c SET next_seq = c.next_seq + m.count
-        FROM (SELECT e, k, count(*) AS count FROM changes GROUP BY e, k) AS m
-        WHERE c.environment = m.e AND c.customer_id = m.k
-        RETURNING c.environment AS e, c.customer_id AS k, c.next_seq - m.count AS first
-    ), numbered AS (
-        SELECT ch.*, mv.first + ch.i - 1 AS seq FROM changes ch JOIN moved mv ON mv.e = ch.e AND mv.k = ch.k
+    -- A customer's changes take the numbers from its counter on, in batch order (change_index is a
+    -- change's place among its customer's, from 1); each change finds its counter through the key.
+    WITH numbered AS (
+        SELECT r.*, c.next_seq + r.i - 1 AS seq
+        FROM unnest(change_env, change_customer, change_index, change_event_head, change_event_tail, change_trace, change_kind,
+            change_key, change_source, change_product, change_active, change_until, change_reason, change_quantity,
+            change_cause_key, change_cause_type, change_cause_subtype, change_cause_lookup, change_cause_as_of,
+            change_cause_signed_date)
+            AS r(e, k, i, head, tail, trace, kind, ek, src, product, active, until, reason, qty, cause_key, cause_type,
+                cause_subtype, cause_lookup, cause_as_of, cause_signed)
+        JOIN customers c ON c.environment = r.e AND c.customer_id = r.k
     ), history AS (
         INSERT INTO entitlement_changes (environment, customer_id, seq, entitlement_key, source_id, product_id, change, active,
             active_until, reason, quantity, cause_event_key, cause_type, cause_subtype, cause_lookup, cause_as_of,
@@ -376,6 +372,10 @@ BEGIN
     INSERT INTO outbox (environment, customer_id, seq, body, trace_context)
     SELECT e, k, seq, head || seq::text || tail, trace FROM numbered;
     GET DIAGNOSTICS written = ROW_COUNT;
+    -- Then each counter moves past the numbers its customer's changes took.
+    UPDATE customers c SET next_seq = c.next_seq + r.count
+    FROM (SELECT r.e, r.k, count(*) AS count FROM unnest(change_env, change_customer) AS r(e, k) GROUP BY r.e, r.k) AS r
+    WHERE c.environment = r.e AND c.customer_id = r.k;
     RETURN written;
 END
 $$;
