@@ -7,13 +7,13 @@ import Testing
 
 /// The StoreKit 1 receipt reader against Apple's own test expectations (the fixtures of Apple's
 /// library, read from `../shared`), receipts made here, malformed input and 100,000 mutations.
-@Suite("Legacy receipts: the transaction a StoreKit 1 receipt names", .enabled(if: SharedFixtures.hasAppleLibraryData || TestServices.isCI))
+@Suite(
+    "Legacy receipts: the transaction a StoreKit 1 receipt names",
+    .enabled(if: SharedFixtures.hasAppleLibraryData || TestServices.isCI, Comment(rawValue: SharedFixtures.skipReason)))
 struct LegacyReceiptTests {
     static func fixture(_ path: String) throws -> String {
-        guard let url = SharedFixtures.url("apple-library-testdata/\(path)") else {
-            throw TestSupportError("the shared fixture apple-library-testdata/\(path) is missing")
-        }
-        return try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        try String(contentsOf: try SharedFixtures.require("apple-library-testdata/\(path)"), encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     @Test("Apple's fixtures: an Xcode app receipt with one purchase names \"0\", one without names none, a transaction receipt names 33993399")

@@ -7,15 +7,15 @@ import Testing
 /// StoreKit Testing in Xcode signs with one self-signed certificate. A test deployment that names
 /// an app with environment `Xcode` accepts such data for that app (Apple's own fixtures); nothing
 /// else does, and the single certificate never vouches for Sandbox or Production data.
-@Suite("Xcode-signed data for test deployments", .enabled(if: SharedFixtures.hasAppleLibraryData || TestServices.isCI))
+@Suite(
+    "Xcode-signed data for test deployments",
+    .enabled(if: SharedFixtures.hasAppleLibraryData || TestServices.isCI, Comment(rawValue: SharedFixtures.skipReason)))
 struct XcodeSignedDataTests {
     static let bundleId = "com.example.naturelab.backyardbirds.example"
 
     static func fixture(_ name: String) throws -> String {
-        guard let url = SharedFixtures.url("apple-library-testdata/xcode/\(name)") else {
-            throw TestSupportError("the shared fixture apple-library-testdata/xcode/\(name) is missing")
-        }
-        return try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        try String(contentsOf: try SharedFixtures.require("apple-library-testdata/xcode/\(name)"), encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     static func verifier(_ environments: Set<AppStoreEnvironment>, appAppleId: Int64? = nil) throws -> SignedDataVerifier {

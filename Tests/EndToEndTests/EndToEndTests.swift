@@ -59,6 +59,12 @@ struct EndToEndTests {
             }
             #expect(untimed == 0, "events without ingest's time, or written before it")
 
+            // Every record the run produced (raw, verified, enriched, change events) against its JSON Schema.
+            let schemas = try await pipeline.validateRecords()
+            print("schemas: \(schemas.counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")) records validated")
+            #expect(schemas.counts.count == 4 && schemas.counts.values.allSatisfy { $0 > 0 }, "every kind read: \(schemas.counts)")
+            #expect(schemas.problems.isEmpty, "\(schemas.problems.prefix(10).joined(separator: "\n"))")
+
             // Replay: grant reset to the beginning of its input and run again changes nothing.
             let before = try await pipeline.dump()
             try await pipeline.replayGrant()

@@ -246,13 +246,7 @@ final class OTLPReceiver: @unchecked Sendable {
     private let process: ManagedProcess
 
     init() throws {
-        let stateDirectory =
-            ProcessInfo.processInfo.environment["APPSTORE_STATE_DIR"].map { URL(fileURLWithPath: $0) }
-            ?? TestServices.repositoryRoot.appendingPathComponent(".local")
-        let python = stateDirectory.appendingPathComponent("python/bin/python")
-        guard FileManager.default.isExecutableFile(atPath: python.path) else {
-            throw TestSupportError("\(python.path) is missing: run deploy/local/setup (it installs opentelemetry-proto there)")
-        }
+        let python = try CheckoutPython.require(["opentelemetry.proto.collector.trace.v1.trace_service_pb2"])
         file = FileManager.default.temporaryDirectory.appendingPathComponent("otlp-\(UUID().uuidString.prefix(8)).jsonl")
         let script = TestServices.repositoryRoot.appendingPathComponent("deploy/local/otlp_receiver.py").path
         process = try ManagedProcess(

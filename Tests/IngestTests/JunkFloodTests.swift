@@ -35,11 +35,14 @@ struct JunkFloodTests {
         var codes: [String: Int] = [:]
         var retryAfterMissing = 0
         var notificationStatuses: [HTTPResponse.Status: Int] = [:]
+        let floodStarted = ContinuousClock.now
         let answers = try await app.test(.router) { client in
             async let junk = Self.flood(client, count: junkCount, headers: attacker)
             async let notifications = Self.notify(client, uuids: uuids)
             return try await (junk, notifications)
         }
+        // The quota refills one upload a minute: a slow machine's longer flood earns that many more.
+        let refilled = Int(((ContinuousClock.now - floodStarted) / .seconds(60)).rounded(.up))
         for answer in answers.0 {
             statuses[answer.status, default: 0] += 1
             codes[answer.code ?? "-", default: 0] += 1
@@ -52,7 +55,7 @@ struct JunkFloodTests {
 
         #expect(statuses.values.reduce(0, +) == junkCount)
         #expect((codes["request.untrusted_chain"] ?? 0) >= 120, "the burst's junk was refused by the pre-check: \(codes)")
-        #expect((codes["request.untrusted_chain"] ?? 0) <= 130, "then the quota: \(codes)")
+        #expect((codes["request.untrusted_chain"] ?? 0) <= 130 + refilled, "then the quota (\(refilled) refilled meanwhile): \(codes)")
         #expect((codes["request.user_rate_limited"] ?? 0) + (codes["request.untrusted_chain"] ?? 0) == junkCount, "\(codes)")
         #expect(retryAfterMissing == 0, "every 429 says when to come back")
         #expect(notificationStatuses == [.ok: notificationCount], "Apple's notifications all stored: \(notificationStatuses)")

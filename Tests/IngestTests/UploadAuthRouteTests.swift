@@ -54,7 +54,7 @@ struct UploadAuthRouteTests {
             let unauthenticated = try await client.execute(uri: "/v1/customer", method: .get) { $0.status }
             #expect(unauthenticated == .unauthorized)
         }
-        let jwtRecords = try await TopicReader.read(jwtTopic, timeout: .seconds(60), settle: .seconds(2)) { !$0.isEmpty }
+        let jwtRecords = try await TopicReader.readAll(jwtTopic)
         #expect(jwtRecords.map(\.text) == [stored(jws: jws[0], token: customer("mallory@idp"), user: "mallory@idp", auth: "jwt")])
 
         let hmacTopic = try await TestServices.makeTopic("auth-foreign-hmac-raw")
@@ -70,7 +70,7 @@ struct UploadAuthRouteTests {
                 client, body: own, headers: UploadTokens.hmacHeaders(secret: TestUploads.secret, body: Array(own.utf8)))
             #expect(accepted.status == .ok, "\(accepted.text)")
         }
-        let hmacRecords = try await TopicReader.read(hmacTopic, timeout: .seconds(60), settle: .seconds(2)) { !$0.isEmpty }
+        let hmacRecords = try await TopicReader.readAll(hmacTopic)
         #expect(hmacRecords.map(\.text) == [stored(jws: jws[1], token: victim.uuidString.lowercased(), user: victim.uuidString, auth: "hmac")])
     }
 
@@ -109,7 +109,7 @@ struct UploadAuthRouteTests {
                 client, body: #"{"transactionReceipt":"\#(SimulatedReceipt.transactionReceipt(purchase))"}"#, headers: token, uri: "/v1/receipts")
             #expect(single.status == .ok, "\(single.text)")
         }
-        let records = try await TopicReader.read(topic, timeout: .seconds(60), settle: .seconds(2)) { $0.count >= 2 }
+        let records = try await TopicReader.readAll(topic)
         let customer = customer("carol@idp")
         #expect(
             records.map(\.text) == [
@@ -147,7 +147,7 @@ struct UploadAuthRouteTests {
             let accepted = try await postUpload(client, body: uploadBody(), headers: bearer(token))
             #expect(accepted.status == .ok)
         }
-        let jwtRecords = try await TopicReader.read(jwtTopic, timeout: .seconds(60), settle: .seconds(2)) { !$0.isEmpty }
+        let jwtRecords = try await TopicReader.readAll(jwtTopic)
         #expect(jwtRecords.count == 1)
         #expect(jwtRecords.first?.text.contains(#""userAuthentication":"jwt""#) == true)
 
@@ -165,7 +165,7 @@ struct UploadAuthRouteTests {
             let accepted = try await postUpload(client, body: body, headers: good)
             #expect(accepted.status == .ok)
         }
-        let hmacRecords = try await TopicReader.read(hmacTopic, timeout: .seconds(60), settle: .seconds(2)) { !$0.isEmpty }
+        let hmacRecords = try await TopicReader.readAll(hmacTopic)
         #expect(hmacRecords.count == 1)
         #expect(hmacRecords.first?.text.contains(#""userAuthentication":"hmac""#) == true)
     }

@@ -89,10 +89,12 @@ struct PromotionalOfferSignerTests {
 /// Apple's own test inputs with Apple's test key (`testSigningKey.p8` of its libraries' test data):
 /// the message is exactly the bytes Apple's creators sign, so a signature Apple's Python library
 /// made for these inputs verifies over our message, and ours over Apple's.
-@Suite("Promotional offer signatures against Apple's test data", .enabled(if: SharedFixtures.hasAppleLibraryData || TestServices.isCI))
+@Suite(
+    "Promotional offer signatures against Apple's test data",
+    .enabled(if: SharedFixtures.hasAppleLibraryData || TestServices.isCI, Comment(rawValue: SharedFixtures.skipReason)))
 struct PromotionalOfferKnownAnswerTests {
     static func appleKey() throws -> OfferSigningKey {
-        let url = try #require(SharedFixtures.url("apple-library-testdata/certs/testSigningKey.p8"))
+        let url = try SharedFixtures.require("apple-library-testdata/certs/testSigningKey.p8")
         return try OfferSigningKey(keyID: "keyId", file: url.path)
     }
 

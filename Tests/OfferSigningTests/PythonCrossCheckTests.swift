@@ -4,12 +4,19 @@ import OfferSigning
 import TestSupport
 import Testing
 
+/// What the cross-check imports from the checkout's Python environment.
+let crossCheckModules = ["appstoreserverlibrary", "jwt"]
+
 /// What we sign, checked by Apple's Python library's own stack: PyJWT (which its creators sign
 /// with) decodes our JWS with the public key, the audience and ES256 required, and `cryptography`
 /// (which its v1 creator signs with) verifies our v1 signature over the message its creator
 /// builds. `deploy/local/setup` installs `app-store-server-library` in the checkout's Python
 /// environment; outside CI the suite runs when it is there, in CI it must be.
-@Suite("Offer signatures checked by Apple's Python library", .enabled(if: CheckoutPython.url != nil || TestServices.isCI))
+@Suite(
+    "Offer signatures checked by Apple's Python library",
+    .enabled(
+        if: CheckoutPython.has(crossCheckModules) || TestServices.isCI,
+        Comment(rawValue: CheckoutPython.skipReason(crossCheckModules))))
 struct PythonCrossCheckTests {
     /// Apple's creator builds the v1 message (its signature is random, so the message is taken from a
     /// signer whose key is swapped for one that records); then the public key checks ours over it.
@@ -39,7 +46,7 @@ struct PythonCrossCheckTests {
 
     @Test("PyJWT verifies our promotional and eligibility JWS; our v1 signature verifies over the message Apple's creator builds")
     func pythonAccepts() async throws {
-        let python = try #require(CheckoutPython.url)
+        _ = try CheckoutPython.require(crossCheckModules)
         let privateKey = P256.Signing.PrivateKey()
         let key = try OfferSigningKey(keyID: "KEY123", privateKey: privateKey)
         let token = UUID()
@@ -57,37 +64,7 @@ struct PythonCrossCheckTests {
                 productId: "premium.monthly", allowIntroductoryOffer: false, transactionId: "2000000000000001"),
         ]
         let json = String(decoding: try JSONSerialization.data(withJSONObject: input), as: UTF8.self)
-        let result = try await CheckoutPython.runOffPool(python, ["-c", Self.script, json])
+        let result = try await CheckoutPython.runOffPool(["-c", Self.script, json])
         #expect(result.status == 0 && result.output.hasSuffix("ok\n"), "\(result.output)")
-    }
-}
-
-/// The checkout's Python environment (`.local/python`), when Apple's library is installed in it.
-enum CheckoutPython {
-    static let url: URL? = {
-        let url = TestServices.repositoryRoot.appendingPathComponent(".local/python/bin/python")
-        guard FileManager.default.isExecutableFile(atPath: url.path) else { return nil }
-        return (try? run(url, ["-c", "import appstoreserverlibrary, jwt"]).status) == 0 ? url : nil
-    }()
-
-    /// ``run(_:_:)`` on a thread of its own: waiting for Python on the cooperative pool would stall
-    /// every suite running beside this one for as long as Python takes.
-    static func runOffPool(_ python: URL, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try run(python, arguments) }) }.start()
-        }
-    }
-
-    static func run(_ python: URL, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = python
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }

@@ -124,7 +124,7 @@ struct OperatorStatusTests {
         #expect(outcome.replayedCount == 11 && printed == 11 && outcome.replayed.isEmpty)
         #expect(try await queue.list().allSatisfy(\.replayed), "every page remembered")
         #expect(try await queue.replay(producer: producer).replayedCount == 0)
-        let reinjected = try await TopicReader.read(stage.inputTopic, timeout: .seconds(60), settle: .seconds(1)) { $0.count >= 11 }
+        let reinjected = try await TopicReader.readAll(stage.inputTopic)
         #expect(reinjected.count == 11)
         await producer.close()
     }
@@ -160,7 +160,7 @@ struct OperatorStatusTests {
         let forced = try await queue.replay(
             filter: DeadLetterFilter(codes: ["verification.invalid_signature"]), includeReplayed: true, producer: producer)
         #expect(forced.replayed.count == 3)
-        let reinjected = try await TopicReader.read(stage.inputTopic, timeout: .seconds(60), settle: .seconds(1)) { $0.count >= 9 }
+        let reinjected = try await TopicReader.readAll(stage.inputTopic)
         #expect(reinjected.count == 9)
         await producer.close()
     }

@@ -102,7 +102,7 @@ struct StageRunnerTests {
         try await harness.stop()
         #expect(out.map(\.text) == ["0", "1", "2", "3", "flaky-4", "5", "6", "7", "8", "9"])
         #expect(stage.attempts.withLock { $0["flaky-4"] } == 4)
-        let letters = try await TopicReader.read(dlq, timeout: .seconds(3)) { !$0.isEmpty }
+        let letters = try await TopicReader.readAll(dlq)
         #expect(letters.isEmpty)
     }
 
@@ -165,7 +165,7 @@ struct StageRunnerTests {
         let out = try await TopicReader.read(output, timeout: .seconds(120)) { $0.count >= 20 }
         try await harness.stop()
         #expect(Set(out.map(\.text)) == Set((0..<20).map { "\($0)" }))
-        let letters = try await TopicReader.read(dlq, timeout: .seconds(3)) { !$0.isEmpty }
+        let letters = try await TopicReader.readAll(dlq)
         #expect(letters.isEmpty, "an outage dead-lettered \(letters.map(\.text))")
     }
 

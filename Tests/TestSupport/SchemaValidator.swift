@@ -1,57 +1,97 @@
 import Foundation
 
-/// Validates JSON documents against a schema under `schemas/` with Python's `jsonschema`, the
-/// validator `deploy/local/check_schemas.py` uses.
+/// Validates JSON documents against a schema under `schemas/`, in Swift (``JSONSchemaSet``): no
+/// tool to install, so no schema check can be skipped for want of one.
 public enum SchemaValidator {
-    /// True when `python3` with `jsonschema` is installed (always expected in CI).
-    public static let isAvailable: Bool = {
-        (try? runPython(["-c", "import jsonschema"]).status) == 0
-    }()
-
-    /// The validation errors of each document (empty when all validate).
+    /// The validation errors of each document (empty when all validate), each prefixed with the
+    /// document's index.
     public static func errors(of documents: [[UInt8]], schema: String) async throws -> [String] {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("schema-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let schemas = try JSONSchemaSet.repository.get()
+        var errors: [String] = []
         for (index, document) in documents.enumerated() {
-            try Data(document).write(to: dir.appendingPathComponent("\(index).json"))
+            errors += try schemas.errors(of: document, schema: schema).map { "\(index): \($0)" }
         }
-        let script = """
-            import json, pathlib, sys, jsonschema
-            from referencing import Registry, Resource
-            path = pathlib.Path(sys.argv[1])
-            schema = json.loads(path.read_text())
-            others = (json.loads(p.read_text()) for p in path.parent.glob("*.schema.json"))
-            registry = Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in others if "$id" in s)
-            v = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker(), registry=registry)
-            for p in sorted(pathlib.Path(sys.argv[2]).glob("*.json")):
-                for e in v.iter_errors(json.loads(p.read_text())):
-                    print(f"{p.name}: {'/'.join(map(str, e.absolute_path))}: {e.message[:300]}")
-            """
-        let schemaPath = TestServices.repositoryRoot.appendingPathComponent("schemas/\(schema)").path
-        let result = try await runPythonOffPool(["-c", script, schemaPath, dir.path])
-        guard result.status == 0 else { throw TestSupportError("the schema validator failed: \(result.output)") }
-        return result.output.split(separator: "\n").map(String.init)
+        return errors
     }
 
-    /// ``runPython(_:)`` on a thread of its own: waiting for Python on the cooperative pool (two
-    /// threads on two cores) would stall every suite running beside the caller.
-    public static func runPythonOffPool(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+    /// The schema file of a topic in the catalogue (`schemas/topics.json`), `nil` for a topic
+    /// without one (the dead-letter topics carry the failed record unchanged).
+    public static func schema(ofTopic name: String) throws -> String? {
+        struct Catalogue: Decodable {
+            struct Topic: Decodable {
+                let name: String
+                let schema: String?
+            }
+            let topics: [Topic]
+        }
+        let url = TestServices.repositoryRoot.appendingPathComponent("schemas/topics.json")
+        let catalogue = try JSONDecoder().decode(Catalogue.self, from: Data(contentsOf: url))
+        guard let topic = catalogue.topics.first(where: { $0.name == name }) else {
+            throw TestSupportError("schemas/topics.json has no topic \(name)")
+        }
+        return topic.schema
+    }
+}
+
+/// The checkout's Python environment (`.local/python`, or `$APPSTORE_STATE_DIR/python`) that
+/// `deploy/local/setup` installs: Apple's library, `jsonschema`, `opentelemetry-proto`. Tests that
+/// need it run when it is there; outside CI they skip, saying why; in CI (`CI=true`) they fail
+/// with ``require(_:)``'s message.
+public enum CheckoutPython {
+    /// The interpreter's path, whether or not it is installed.
+    public static var path: URL {
+        let state =
+            ProcessInfo.processInfo.environment["APPSTORE_STATE_DIR"].map { URL(fileURLWithPath: $0) }
+            ?? TestServices.repositoryRoot.appendingPathComponent(".local")
+        return state.appendingPathComponent("python/bin/python")
+    }
+
+    /// Whether the interpreter is there and imports each of `modules`.
+    public static func has(_ modules: [String]) -> Bool {
+        guard FileManager.default.isExecutableFile(atPath: path.path) else { return false }
+        return (try? run(["-c", "import \(modules.joined(separator: ", "))"]).status) == 0
+    }
+
+    /// The interpreter, when it imports each of `modules`; otherwise an error saying what is
+    /// missing and how to get it.
+    public static func require(_ modules: [String]) throws -> URL {
+        guard FileManager.default.isExecutableFile(atPath: path.path) else {
+            throw TestSupportError("\(path.path) is missing: run deploy/local/setup, which installs the checkout's Python environment")
+        }
+        let check = try run(["-c", "import \(modules.joined(separator: ", "))"])
+        guard check.status == 0 else {
+            throw TestSupportError(
+                "\(path.path) cannot import \(modules.joined(separator: ", ")): run deploy/local/setup, which installs them (\(check.output.suffix(300)))"
+            )
+        }
+        return path
+    }
+
+    /// Why a test that needs `modules` does not run here (outside CI only).
+    public static func skipReason(_ modules: [String]) -> String {
+        "\(path.path) with \(modules.joined(separator: ", ")) is missing (deploy/local/setup installs it); with CI=true this fails instead"
+    }
+
+    /// ``run(_:)`` on a thread of its own: waiting for Python on the cooperative pool (two threads
+    /// on two cores) would stall every suite running beside the caller.
+    public static func runOffPool(_ arguments: [String]) async throws -> (status: Int32, output: String) {
         try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try runPython(arguments) }) }.start()
+            Thread { continuation.resume(with: Result { try run(arguments) }) }.start()
         }
     }
 
-    /// Runs python3 with `arguments` in the repository root; returns the status and combined output.
-    public static func runPython(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    /// Runs the interpreter with `arguments` in the repository root; returns the status and the
+    /// combined output.
+    public static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
+        process.executableURL = path
+        process.arguments = arguments
         process.currentDirectoryURL = TestServices.repositoryRoot
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("py-\(UUID().uuidString.prefix(8)).log")
         FileManager.default.createFile(atPath: out.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: out) }
         let handle = try FileHandle(forWritingTo: out)
+        defer { try? handle.close() }
         process.standardOutput = handle
         process.standardError = handle
         try process.run()

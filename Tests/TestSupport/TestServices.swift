@@ -84,6 +84,42 @@ public enum TestServices {
 
 /// Collects records from a topic until a condition holds or a deadline passes.
 public enum TopicReader {
+    /// The header that marks the records ``readAll(_:timeout:)`` writes.
+    public static let markerHeader = "test-end-marker"
+
+    /// Everything on `topic`, known to be complete: writes a marker record to each partition, reads
+    /// from the beginning until every marker has come back, and returns the records before them
+    /// (markers left out). Call it once whatever writes the topic has stopped (its producer closed):
+    /// what it wrote lies before the marker in each partition, so the absence of a record is seen
+    /// at a point the topic had to pass, not waited out for a while. Throws when the markers do not
+    /// all come back within `timeout` (a generous deadline against a hang, never a claim about speed).
+    public static func readAll(_ topic: String, timeout: Duration = .seconds(120)) async throws -> [KafkaMessage] {
+        let partitions = try await KafkaGroupOffsets(configuration: TestServices.clientConfiguration("tests-marker")).partitions(of: topic)
+        let marker = UUID().uuidString
+        let producer = try TestServices.makeProducer()
+        do {
+            for partition in partitions {
+                _ = try await producer.send(
+                    KafkaOutgoingMessage(
+                        topic: topic, key: [UInt8]?.none, value: Array("end marker \(marker)".utf8),
+                        headers: [KafkaHeader(key: markerHeader, string: marker)], partition: partition.partition))
+            }
+        } catch {
+            await producer.close()
+            throw error
+        }
+        await producer.close()
+        func isMarker(_ message: KafkaMessage) -> Bool {
+            message.headers.contains { $0.key == markerHeader && $0.value == Array(marker.utf8) }
+        }
+        let seen = try await read(topic, timeout: timeout) { $0.filter(isMarker).count >= partitions.count }
+        guard seen.filter(isMarker).count >= partitions.count else {
+            throw TestSupportError("\(topic): the end markers written to its \(partitions.count) partitions did not all come back within \(timeout)")
+        }
+        // Markers of an earlier call on the same topic are left out too.
+        return seen.filter { !$0.headers.contains { $0.key == markerHeader } }
+    }
+
     /// Reads `topic` from the beginning in a fresh group until `until` returns true for the
     /// records so far (asked when the topic goes quiet, and at most every 200 ms while records
     /// flow), or `timeout` passes. Returns what was read.

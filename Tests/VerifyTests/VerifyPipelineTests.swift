@@ -73,8 +73,8 @@ struct VerifyPipelineTests {
         let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { $0.count >= inputs.count }
         let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(120)) { $0.count >= forged.count }
         try await harness.stop()
-        // Nothing more arrived (no duplicates): a fresh reader finds exactly as many, and no more in 5 s after.
-        let verifiedAgain = try await TopicReader.read(topics.verified, settle: .seconds(5)) { $0.count >= inputs.count }
+        // Nothing more arrived (no duplicates): read up to end markers written after the stage stopped, the topic holds exactly as many.
+        let verifiedAgain = try await TopicReader.readAll(topics.verified)
 
         #expect(verified.count == inputs.count)
         #expect(letters.count == forged.count)
@@ -111,10 +111,8 @@ struct VerifyPipelineTests {
             #expect(forged.contains { $0.body == letter.value }, "a dead letter keeps the raw body byte for byte")
         }
 
-        if SchemaValidator.isAvailable || TestServices.isCI {
-            let errors = try await SchemaValidator.errors(of: verified.map(\.value), schema: "verified.v1.schema.json")
-            #expect(errors.isEmpty, "\(errors)")
-        }
+        let errors = try await SchemaValidator.errors(of: verified.map(\.value), schema: "verified.v1.schema.json")
+        #expect(errors.isEmpty, "\(errors)")
     }
 
     @Test("through ingest's HTTP: webhook and app upload → raw → verified, request ids carried")
