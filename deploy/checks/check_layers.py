@@ -1,18 +1,15 @@
 """The module layering, read from `swift package dump-package`: the layer of a library target is the
-folder it lives in (`Sources/<n>-<Layer>/<Module>`, the map stated once at the top of Package.swift),
+folder it lives in (`Sources/<n>-<Layer>/<Module>`, the map stated once in Package.swift's `targets`),
 and a target may import only targets of a strictly lower layer (so a stage never imports another
 stage, which sits in its own layer); the store never imports the stage runtime; nothing under
 Sources depends on a target under Tests; Package.swift lists the library targets by layer.
 
 Edges that break a rule today are listed in KNOWN with the reason they still exist; a new one fails,
 and so does a listed one that has gone (so the list only shrinks)."""
-import json
 import os
 import re
-import shutil
-import subprocess
 
-from checklib import REPO, Checks
+from checklib import REPO, Checks, dump_package
 
 LAYER_FOLDER = re.compile(r"^Sources/(\d+)-[A-Za-z]+/[^/]+$")
 STORE = {"EntitlementStore"}
@@ -20,13 +17,6 @@ RUNTIME = {"StageRuntime", "KafkaClient"}
 
 # Edges that break a rule today, each with why (none left: add one only with its reason and issue).
 KNOWN = {}
-
-
-def dump_package():
-    """The manifest as SwiftPM evaluates it (the JSON of `swift package dump-package`)."""
-    swift = shutil.which("swift") or "/opt/swift/usr/bin/swift"
-    out = subprocess.run([swift, "package", "dump-package"], cwd=REPO, check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
 
 
 def targets(manifest):

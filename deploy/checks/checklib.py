@@ -54,11 +54,25 @@ def stack_env():
     return read_env_file(STACK_ENV)
 
 
-def executable_products(package_swift_path=PACKAGE_SWIFT):
-    """The names of `.executable(name: ...)` products declared in Package.swift."""
-    import re
-    text = open(package_swift_path).read()
-    return set(re.findall(r'\.executable\(\s*name:\s*"([^"]+)"', text))
+_MANIFEST = None
+
+
+def dump_package():
+    """Package.swift as SwiftPM evaluates it (the JSON of `swift package dump-package`), read once."""
+    global _MANIFEST
+    if _MANIFEST is None:
+        import json
+        import shutil
+        import subprocess
+        swift = shutil.which("swift") or "/opt/swift/usr/bin/swift"
+        out = subprocess.run([swift, "package", "dump-package"], cwd=REPO, check=True, capture_output=True, text=True)
+        _MANIFEST = json.loads(out.stdout)
+    return _MANIFEST
+
+
+def executable_products():
+    """The names of the executable products of Package.swift."""
+    return {p["name"] for p in dump_package()["products"] if "executable" in p["type"]}
 
 
 def source_strings():
