@@ -46,4 +46,21 @@ struct GrantWriteContractTests {
             #expect(count > 40)
         }
     }
+
+    @Test("a millisecond of Apple's is stored as that millisecond, however its Date was made")
+    func momentsKeepTheirMilliseconds() {
+        let epoch: Int64 = 946_684_800_000  // Postgres's, in ms since 1970
+        var truncatedWrong = 0
+        for ms in stride(from: Int64(1_767_245_962_000), to: 1_767_245_963_000, by: 1) {
+            for date in [
+                Date(timeIntervalSince1970: Double(ms) / 1000),
+                Date(timeIntervalSince1970: Double(ms / 1000)).addingTimeInterval(Double(ms % 1000) / 1000),
+            ] {
+                #expect(PostgresMicroseconds(date).microseconds == (ms - epoch) * 1000, "\(ms) ms")
+                if Int64(date.timeIntervalSince(Date(timeIntervalSince1970: 946_684_800)) * 1_000_000) != (ms - epoch) * 1000 { truncatedWrong += 1 }
+            }
+        }
+        // Truncating, as postgres-nio's Date encoding does, gets some of them a microsecond early.
+        #expect(truncatedWrong > 0)
+    }
 }

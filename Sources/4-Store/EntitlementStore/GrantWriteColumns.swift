@@ -67,6 +67,18 @@ struct GrantWriteColumns {
             (self.name, self.type, dataType) = (name, type, T.psqlArrayType)
             bind = { columns, bindings in bindings.append(NullableColumn(columns[keyPath: column])) }
         }
+
+        /// Moments, sent to the nearest microsecond (``PostgresMicroseconds``).
+        init(_ name: String, _ type: String, moments column: KeyPath<GrantWriteColumns, [Date]> & Sendable) {
+            (self.name, self.type, dataType) = (name, type, .timestamptzArray)
+            bind = { columns, bindings in bindings.append(columns[keyPath: column].map(PostgresMicroseconds.init)) }
+        }
+
+        /// Moments, some absent, sent to the nearest microsecond.
+        init(_ name: String, _ type: String, moments column: KeyPath<GrantWriteColumns, [Date?]> & Sendable) {
+            (self.name, self.type, dataType) = (name, type, .timestamptzArray)
+            bind = { columns, bindings in bindings.append(NullableColumn(columns[keyPath: column].map { $0.map(PostgresMicroseconds.init) })) }
+        }
     }
 
     /// `grant_write`'s parameters in order.
@@ -77,7 +89,7 @@ struct GrantWriteColumns {
         .init("transaction_raw_jws", "text[]", \.transactionRawJWS),
         .init("purchase_state", "jsonb[]", \.purchaseState), .init("purchase_owner", "uuid[]", \.purchaseOwner),
         .init("claim_env", "text[]", \.claimEnv), .init("claim_purchase", "text[]", \.claimPurchase),
-        .init("claim_customer", "uuid[]", \.claimCustomer), .init("claim_first_at", "timestamp with time zone[]", \.claimFirstAt),
+        .init("claim_customer", "uuid[]", \.claimCustomer), .init("claim_first_at", "timestamp with time zone[]", moments: \.claimFirstAt),
         .init("claim_verified", "boolean[]", \.claimVerified), .init("claim_status", "text[]", \.claimStatus),
         .init("claim_cause", "text[]", \.claimCause),
         .init("deletion_env", "text[]", \.deletionEnv), .init("deletion_customer", "uuid[]", \.deletionCustomer),
@@ -86,41 +98,43 @@ struct GrantWriteColumns {
         .init("entitlement_name", "text[]", \.entitlementKey), .init("entitlement_source", "text[]", \.entitlementSource),
         .init("entitlement_source_kind", "text[]", \.entitlementSourceKind), .init("entitlement_product", "text[]", \.entitlementProduct),
         .init("entitlement_active", "boolean[]", \.entitlementActive),
-        .init("entitlement_from", "timestamp with time zone[]", \.entitlementFrom),
-        .init("entitlement_until", "timestamp with time zone[]", \.entitlementUntil), .init("entitlement_reason", "text[]", \.entitlementReason),
+        .init("entitlement_from", "timestamp with time zone[]", moments: \.entitlementFrom),
+        .init("entitlement_until", "timestamp with time zone[]", moments: \.entitlementUntil),
+        .init("entitlement_reason", "text[]", \.entitlementReason),
         .init("consumable_env", "text[]", \.consumableEnv), .init("consumable_transaction", "text[]", \.consumableTransaction),
         .init("consumable_customer", "uuid[]", \.consumableCustomer), .init("consumable_product", "text[]", \.consumableProduct),
         .init("consumable_keys", "jsonb[]", \.consumableKeys), .init("consumable_quantity", "integer[]", \.consumableQuantity),
-        .init("consumable_purchased_at", "timestamp with time zone[]", \.consumablePurchasedAt),
-        .init("consumable_revoked_at", "timestamp with time zone[]", \.consumableRevokedAt),
+        .init("consumable_purchased_at", "timestamp with time zone[]", moments: \.consumablePurchasedAt),
+        .init("consumable_revoked_at", "timestamp with time zone[]", moments: \.consumableRevokedAt),
         .init("consumable_revocation_reason", "smallint[]", \.consumableRevocationReason),
-        .init("consumable_as_of", "timestamp with time zone[]", \.consumableAsOf), .init("consumable_event_key", "text[]", \.consumableEventKey),
+        .init("consumable_as_of", "timestamp with time zone[]", moments: \.consumableAsOf),
+        .init("consumable_event_key", "text[]", \.consumableEventKey),
         .init("notification_env", "text[]", \.notificationEnv), .init("notification_key", "text[]", \.notificationKey),
         .init("notification_id", "text[]", \.notificationUUID), .init("notification_kind", "text[]", \.notificationKind),
         .init("notification_source", "text[]", \.notificationSource), .init("notification_type_name", "text[]", \.notificationType),
         .init("notification_subtype", "text[]", \.notificationSubtype), .init("notification_purchase", "text[]", \.notificationPurchase),
         .init("notification_transaction", "text[]", \.notificationTransaction),
-        .init("notification_signed_date", "timestamp with time zone[]", \.notificationSignedDate),
-        .init("notification_verified_at", "timestamp with time zone[]", \.notificationVerifiedAt),
-        .init("notification_ingested_at", "timestamp with time zone[]", \.notificationIngestedAt),
+        .init("notification_signed_date", "timestamp with time zone[]", moments: \.notificationSignedDate),
+        .init("notification_verified_at", "timestamp with time zone[]", moments: \.notificationVerifiedAt),
+        .init("notification_ingested_at", "timestamp with time zone[]", moments: \.notificationIngestedAt),
         .init("notification_outcome", "text[]", \.notificationOutcome), .init("notification_note", "text[]", \.notificationNote),
         .init("notification_trace_id", "text[]", \.notificationTraceId),
         .init("request_env", "text[]", \.requestEnv), .init("request_uuid", "text[]", \.requestUUID),
         .init("request_bundle", "text[]", \.requestBundle), .init("request_transaction", "text[]", \.requestTransaction),
         .init("request_purchase", "text[]", \.requestPurchase), .init("request_reason", "text[]", \.requestReason),
-        .init("request_signed_date", "timestamp with time zone[]", \.requestSignedDate),
-        .init("request_deadline", "timestamp with time zone[]", \.requestDeadline),
+        .init("request_signed_date", "timestamp with time zone[]", moments: \.requestSignedDate),
+        .init("request_deadline", "timestamp with time zone[]", moments: \.requestDeadline),
         .init("change_env", "text[]", \.changeEnv), .init("change_customer", "uuid[]", \.changeCustomer),
         .init("change_index", "integer[]", \.changeIndex),
         .init("change_event_head", "text[]", \.changeEventHead), .init("change_event_tail", "text[]", \.changeEventTail),
         .init("change_trace", "text[]", \.changeTrace), .init("change_kind", "text[]", \.changeKind), .init("change_key", "text[]", \.changeKey),
         .init("change_source", "text[]", \.changeSource), .init("change_product", "text[]", \.changeProduct),
-        .init("change_active", "boolean[]", \.changeActive), .init("change_until", "timestamp with time zone[]", \.changeUntil),
+        .init("change_active", "boolean[]", \.changeActive), .init("change_until", "timestamp with time zone[]", moments: \.changeUntil),
         .init("change_reason", "text[]", \.changeReason), .init("change_quantity", "integer[]", \.changeQuantity),
         .init("change_cause_key", "text[]", \.changeCauseKey), .init("change_cause_type", "text[]", \.changeCauseType),
         .init("change_cause_subtype", "text[]", \.changeCauseSubtype), .init("change_cause_lookup", "text[]", \.changeCauseLookup),
-        .init("change_cause_as_of", "timestamp with time zone[]", \.changeCauseAsOf),
-        .init("change_cause_signed_date", "timestamp with time zone[]", \.changeCauseSignedDate),
+        .init("change_cause_as_of", "timestamp with time zone[]", moments: \.changeCauseAsOf),
+        .init("change_cause_signed_date", "timestamp with time zone[]", moments: \.changeCauseSignedDate),
     ]
 
     /// `SELECT grant_write($1::text[], …)`: one row, how many changes were numbered.

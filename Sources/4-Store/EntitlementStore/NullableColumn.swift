@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import PostgresNIO
 
@@ -34,5 +35,25 @@ struct NullableColumn<Element: PostgresArrayEncodable & PostgresNonThrowingEncod
                 buffer.writeInteger(-1, as: Int32.self)
             }
         }
+    }
+}
+
+/// A moment as Postgres's `timestamptz`, to the nearest microsecond. postgres-nio's `Date` encoding
+/// truncates, and a millisecond of Apple's is held by a Double as a hair below or above itself
+/// depending on how the Date was made: truncated, the same moment was stored as …643 or …642999.
+struct PostgresMicroseconds: PostgresArrayEncodable, PostgresNonThrowingEncodable {
+    /// Microseconds since 2000-01-01 00:00 UTC, Postgres's epoch.
+    let microseconds: Int64
+
+    init(_ date: Date) {
+        microseconds = Int64(((date.timeIntervalSince1970 - 946_684_800) * 1_000_000).rounded())
+    }
+
+    static var psqlType: PostgresDataType { .timestamptz }
+    static var psqlFormat: PostgresFormat { .binary }
+    static var psqlArrayType: PostgresDataType { .timestamptzArray }
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
+        buffer.writeInteger(microseconds)
     }
 }
