@@ -32,7 +32,6 @@ class Checks:
         sys.exit(1 if self.failed else 0)
 
 
-PACKAGE_SWIFT = os.path.join(REPO, "Package.swift")
 DOCKERFILE = os.path.join(REPO, "deploy", "docker", "Dockerfile")
 STACK_ENV = os.path.join(REPO, "deploy", "stack.env")
 

@@ -4,23 +4,23 @@ import GrantDecision
 import JSONCoding
 import PipelineRecords
 
-/// The JSON shapes the store sends to Postgres as one `jsonb` parameter per statement and unpacks
-/// with `batch_rows` (see ``StoreStatements``): a whole batch in a handful of statements, absent
-/// members read as null. Dates travel as milliseconds since 1970 (Apple's unit), so they are
-/// exact; UUIDs as upper-case text. Written by ``StreamingJSONEncoder``: Foundation's encoder was
-/// most of grant's CPU.
+/// The rows a batch collects (``BatchState``). The batch's own writes reach Postgres as typed
+/// columns (``GrantWriteColumns``); the rare statements of ``StoreStatements`` (mass extension
+/// reports, consent rescinds, external purchase tokens, published outbox rows) still take their rows
+/// as one `jsonb` array unpacked by `batch_rows`, written by ``StreamingJSONEncoder`` with dates in
+/// milliseconds since 1970 (Apple's unit) and UUIDs as upper-case text.
 enum StoreRows {
     static func json<T: Encodable>(_ value: T) throws -> String {
         try StreamingJSONEncoder.encodeToString(value)
     }
 
-    struct Transaction: Encodable {
+    struct Transaction {
         var environment: String
         var transaction: JWSTransactionDecodedPayload
         var rawJWS: String?
     }
 
-    struct Claim: Encodable, Hashable {
+    struct Claim: Hashable {
         var environment: String
         var originalTransactionId: String
         var customerId: UUID
@@ -30,7 +30,7 @@ enum StoreRows {
         var causeEventKey: String
     }
 
-    struct Notification: Encodable {
+    struct Notification {
         var environment: String
         var eventKey: String
         var notificationUUID: String?
@@ -49,7 +49,7 @@ enum StoreRows {
         var traceId: String?
     }
 
-    struct ConsumptionRequest: Encodable {
+    struct ConsumptionRequest {
         var environment: String
         var notificationUUID: String
         var bundleId: String
