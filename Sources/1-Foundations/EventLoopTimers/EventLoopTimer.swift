@@ -1,6 +1,5 @@
 import NIOCore
 import NIOPosix
-import Synchronization
 
 /// A timer on one of the process's event loops (NIO's singleton group, where the stages run their
 /// tasks and their network I/O), for the timers of the hot path: a store operation's deadline, the
@@ -33,64 +32,20 @@ public struct EventLoopTimer: Sendable {
     /// Suspends the calling task for `duration`, as `Task.sleep(for:)` does: throws
     /// `CancellationError` as soon as the task is cancelled.
     public static func sleep(for duration: Duration) async throws {
-        let sleeper = Sleeper()
+        let sleep = ResumeOnce<Void, any Error>()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                guard sleeper.wait(continuation) else { return }
-                sleeper.arm(after(duration) { sleeper.finish(nil) })
+                guard sleep.arm(continuation) else { return }
+                sleep.attach(after(duration) { sleep.resume() })
             }
         } onCancel: {
-            sleeper.finish(CancellationError())
+            sleep.resume(throwing: CancellationError())
         }
     }
 
     private struct Handler: NIOScheduledCallbackHandler, Sendable {
         let body: @Sendable () -> Void
         func handleScheduledCallback(eventLoop: some EventLoop) { body() }
-    }
-
-    /// One sleep: resumed once, by its timer or by the task's cancellation, whichever comes first.
-    private final class Sleeper: Sendable {
-        private struct State {
-            var continuation: CheckedContinuation<Void, any Error>?
-            var timer: EventLoopTimer?
-            var finished = false
-        }
-        private let state = Mutex(State())
-
-        /// Keeps the continuation; false (and resumed with `CancellationError`) when already cancelled.
-        func wait(_ continuation: CheckedContinuation<Void, any Error>) -> Bool {
-            let finished = state.withLock { s in
-                if !s.finished { s.continuation = continuation }
-                return s.finished
-            }
-            if finished { continuation.resume(throwing: CancellationError()) }
-            return !finished
-        }
-
-        /// Keeps the timer so a cancellation can stop it; stops it at once if the sleep is over.
-        func arm(_ timer: EventLoopTimer) {
-            let finished = state.withLock { s in
-                if !s.finished { s.timer = timer }
-                return s.finished
-            }
-            if finished { timer.cancel() }
-        }
-
-        /// Ends the sleep: normally when `error` is nil (the timer fired), else with `error`.
-        func finish(_ error: (any Error)?) {
-            let (continuation, timer) = state.withLock { s -> (CheckedContinuation<Void, any Error>?, EventLoopTimer?) in
-                guard !s.finished else { return (nil, nil) }
-                s.finished = true
-                defer {
-                    s.continuation = nil
-                    s.timer = nil
-                }
-                return (s.continuation, s.timer)
-            }
-            if error != nil { timer?.cancel() }
-            if let error { continuation?.resume(throwing: error) } else { continuation?.resume() }
-        }
     }
 }
 

@@ -64,11 +64,8 @@ public final class KafkaProducer: Service, Sendable {
             let once = ResumeOnce(continuation)
             // An event loop's timer, cancelled with the acknowledgement: a Dispatch timer here woke
             // a thread for every record when it fired, seconds after the record was acknowledged.
-            let timer = EventLoopTimer.after(deadline) { once.resume(nil) }
-            send(message) {
-                once.resume($0)
-                timer.cancel()
-            }
+            once.attach(EventLoopTimer.after(deadline) { once.resume(returning: nil) })
+            send(message) { once.resume(returning: $0) }
         }
     }
 
