@@ -114,9 +114,10 @@ let package = Package(
         + layer(
             "2-Clients",
             [
-                // Swift wrapper over librdkafka: producer, consumer, admin; records' headers as a carrier of
-                // trace context.
-                .target(name: "KafkaClient", dependencies: ["LogKeys", "CRdKafka", "EventLoopTimers", instrumentation, logging, serviceLifecycle]),
+                // Swift wrapper over librdkafka: producer, consumer, admin; headers carry trace context.
+                .target(
+                    name: "KafkaClient",
+                    dependencies: ["LogKeys", "CRdKafka", "EventLoopTimers", dequeModule, instrumentation, logging, serviceLifecycle]),
                 // A local App Store signing authority: creates a test CA (root and intermediate P-384, leaf
                 // P-256, Apple's marker extensions) and signs JWS with it. Used by tests and the simulator.
                 .target(name: "AppStoreSigning", dependencies: ["AppStore", "JSONCoding", x509, swiftASN1, crypto]),
@@ -151,7 +152,8 @@ let package = Package(
                 .target(
                     name: "StageRuntime",
                     dependencies: [
-                        "LogKeys", "ErrorClassification", "CTaskExecutorHook", "EnvironmentSettings", "KafkaClient", "PipelineRecords",
+                        "LogKeys", "ErrorClassification", "CTaskExecutorHook", "EnvironmentSettings", "EventLoopTimers", "KafkaClient",
+                        "PipelineRecords",
                         "PipelineTracing",
                         dequeModule, logging,
                         metrics, prometheus, serviceLifecycle, tracing, unixSignals, hummingbird, nioCore, nioPosix,

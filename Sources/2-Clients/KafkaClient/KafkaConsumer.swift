@@ -1,4 +1,5 @@
 import CRdKafka
+import EventLoopTimers
 import Foundation
 import LogKeys
 import Logging
@@ -27,42 +28,11 @@ public protocol KafkaRebalanceListener: Sendable {
 /// first does what can fail at start (binding its HTTP port, say), so a start that fails never leaves
 /// a member in the group that the coordinator may keep assigning partitions to.
 public final class KafkaConsumer: Service, Sendable {
-    private let rk: HandleBox
-    private let queue: HandleBox
     private let pollQueue = DispatchQueue(label: "kafka-consumer.poll")
     private let configuration: KafkaConsumerConfiguration
     private let logger: Logger
     private let listener: (any KafkaRebalanceListener)?
-    private let state = Mutex(PollState())
-
-    private struct PollState {
-        /// Records taken from librdkafka and not yet handed out, in the order they came.
-        var buffered = RecordBuffer()
-        /// Records of paused partitions taken before the pause, handed out after ``resume(_:)``.
-        var held: [KafkaTopicPartition: [KafkaMessage]] = [:]
-        var paused: Set<KafkaTopicPartition> = []
-        var assignment: Set<KafkaTopicPartition> = []
-        var lastCommit: ContinuousClock.Instant = .now
-        var closed = false
-        var subscribed = false
-        var pollRounds = 0
-
-        /// Records of paused partitions wait in `held`, so nothing of theirs is handed out.
-        mutating func add(_ records: [KafkaMessage]) {
-            for record in records {
-                if paused.contains(record.topicPartition) {
-                    held[record.topicPartition, default: []].append(record)
-                } else {
-                    buffered.append(record)
-                }
-            }
-        }
-
-        mutating func drop(_ partitions: Set<KafkaTopicPartition>) {
-            buffered.removeAll { partitions.contains($0.topicPartition) }
-            for p in partitions { held[p] = nil }
-        }
-    }
+    private let state: Mutex<StateMachine>
 
     public init(
         configuration: KafkaConsumerConfiguration,
@@ -82,11 +52,9 @@ public final class KafkaConsumer: Service, Sendable {
         rd_kafka_poll_set_consumer(handle)
         let consumerQueue = rd_kafka_queue_get_consumer(handle)!
         rd_kafka_set_log_queue(handle, consumerQueue)
-        rk = HandleBox(handle)
-        queue = HandleBox(consumerQueue)
+        // Owned from here on: destroyed with the last holder, also when the check below throws.
+        state = Mutex(StateMachine(handle: ConsumerHandle(rk: handle, queue: consumerQueue)))
         guard !configuration.topics.isEmpty, !configuration.topics.contains(where: \.isEmpty) else {
-            rd_kafka_queue_destroy(consumerQueue)
-            rd_kafka_destroy(handle)
             throw KafkaError(code: .configuration, reason: "a consumer needs at least one topic, each with a name: \(configuration.topics)")
         }
     }
@@ -94,17 +62,12 @@ public final class KafkaConsumer: Service, Sendable {
     /// Joins the group with a subscription to the configured topics; does nothing when already
     /// subscribed. The first poll calls it too.
     public func subscribe() throws(KafkaError) {
-        let first = try state.withLock { s throws(KafkaError) -> Bool in
-            guard !s.closed else { throw KafkaError(code: .closed, reason: "the consumer is closed") }
-            defer { s.subscribed = true }
-            return !s.subscribed
-        }
-        guard first else { return }
+        guard case .subscribe(let handle) = try state.withLock({ s throws(KafkaError) in try s.subscribe() }) else { return }
         let topics = TopicPartitionList(capacity: configuration.topics.count)
         for t in configuration.topics { topics.add(KafkaTopicPartition(topic: t, partition: Int32(RD_KAFKA_PARTITION_UA))) }
-        let err = rd_kafka_subscribe(rk.pointer, topics.pointer)
+        let err = rd_kafka_subscribe(handle.rk, topics.pointer)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            state.withLock { $0.subscribed = false }
+            state.withLock { $0.subscribeFailed(handle) }
             throw .rdKafka(.configuration, err, context: "subscribe to \(configuration.topics)")
         }
         logger.debug("subscribed", metadata: [LogKey.partitions: "\(configuration.topics)"])
@@ -123,10 +86,10 @@ public final class KafkaConsumer: Service, Sendable {
 
     /// Marks every record of `partition` before `nextOffset` as finished.
     public func storeOffset(_ partition: KafkaTopicPartition, nextOffset: Int64) throws(KafkaError) {
-        try ensureOpen()
+        let handle = try openHandle()
         let list = TopicPartitionList()
         list.add(partition, offset: nextOffset)
-        let err = rd_kafka_offsets_store(rk.pointer, list.pointer)
+        let err = rd_kafka_offsets_store(handle.rk, list.pointer)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
             throw .rdKafka(.offsetCommit, err, context: "store offset \(nextOffset) for \(partition)")
         }
@@ -137,8 +100,8 @@ public final class KafkaConsumer: Service, Sendable {
 
     /// Commits the stored offsets now and waits for the broker's answer.
     public func commit() async throws(KafkaError) {
-        try ensureOpen()
-        let err = await Blocking.run { [rk] in rd_kafka_commit(rk.pointer, nil, 0) }
+        let handle = try openHandle()
+        let err = await Blocking.run { rd_kafka_commit(handle.rk, nil, 0) }
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__NO_OFFSET else {
             throw .rdKafka(.offsetCommit, err, context: "commit")
         }
@@ -147,31 +110,18 @@ public final class KafkaConsumer: Service, Sendable {
     /// Stops handing out and fetching records of these partitions until ``resume(_:)``; the
     /// position is kept. Records already taken from librdkafka are held back, in order, until then.
     public func pause(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
-        try ensureOpen()
-        state.withLock { s in
-            let pausing = Set(partitions)
-            s.paused.formUnion(pausing)
-            for record in s.buffered.removeAll(where: { pausing.contains($0.topicPartition) }) {
-                s.held[record.topicPartition, default: []].append(record)
-            }
-        }
+        let handle = try state.withLock { s throws(KafkaError) in try s.pause(Set(partitions)) }
         let list = TopicPartitionList.of(partitions)
-        let err = rd_kafka_pause_partitions(rk.pointer, list.pointer)
+        let err = rd_kafka_pause_partitions(handle.rk, list.pointer)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(.configuration, err, context: "pause") }
     }
 
     /// Resumes paused partitions: the records held back come first, then what is fetched anew.
     public func resume(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
-        try ensureOpen()
+        let handle = try state.withLock { s throws(KafkaError) in try s.resume(partitions) }
         let list = TopicPartitionList.of(partitions)
-        let err = rd_kafka_resume_partitions(rk.pointer, list.pointer)
+        let err = rd_kafka_resume_partitions(handle.rk, list.pointer)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(.configuration, err, context: "resume") }
-        state.withLock { s in
-            for p in partitions {
-                s.paused.remove(p)
-                for record in s.held.removeValue(forKey: p) ?? [] { s.buffered.append(record) }
-            }
-        }
     }
 
     /// How many times this consumer went to librdkafka for records: each trip takes every record
@@ -182,16 +132,16 @@ public final class KafkaConsumer: Service, Sendable {
     /// from librdkafka's cached watermarks (no broker round trip). Partitions with no position yet
     /// are left out.
     public func lag() -> [KafkaTopicPartition: Int64] {
-        let assigned = assignment
-        guard !assigned.isEmpty, !isClosed else { return [:] }
+        let (assigned, handle) = state.withLock { ($0.assignment, try? $0.handle()) }
+        guard !assigned.isEmpty, let handle else { return [:] }
         let list = TopicPartitionList.of(assigned)
-        guard rd_kafka_position(rk.pointer, list.pointer) == RD_KAFKA_RESP_ERR_NO_ERROR else { return [:] }
+        guard rd_kafka_position(handle.rk, list.pointer) == RD_KAFKA_RESP_ERR_NO_ERROR else { return [:] }
         var result: [KafkaTopicPartition: Int64] = [:]
         for e in list.entries where e.offset >= 0 {
             var low: Int64 = 0
             var high: Int64 = 0
             guard
-                rd_kafka_get_watermark_offsets(rk.pointer, e.partition.topic, e.partition.partition, &low, &high)
+                rd_kafka_get_watermark_offsets(handle.rk, e.partition.topic, e.partition.partition, &low, &high)
                     == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0
             else { continue }
             result[e.partition] = max(0, high - e.offset)
@@ -215,17 +165,16 @@ public final class KafkaConsumer: Service, Sendable {
         let logger = self.logger
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let once = ResumeOnce(done)
+            once.attach(
+                EventLoopTimer.after(Self.closeTimeout) {
+                    guard once.resume() else { return }
+                    logger.error(
+                        "the consumer did not close in time; carrying on without it",
+                        metadata: [LogKey.kafkaCloseTimeout: "\(Self.closeTimeout.components.seconds)"])
+                })
             pollQueue.async { [self] in
                 closeOnPollQueue()
-                once.resume(())
-            }
-            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(Self.closeTimeout.components.seconds))) {
-                guard once.resume(()) else { return }
-                logger.error(
-                    "the consumer did not close in time; carrying on without it",
-                    metadata: [
-                        LogKey.kafkaCloseTimeout: "\(Self.closeTimeout.components.seconds)"
-                    ])
+                once.resume()
             }
         }
     }
@@ -239,7 +188,7 @@ public final class KafkaConsumer: Service, Sendable {
     /// ``messages`` is the usual way in; this serves loops that need their own deadline.
     public func poll(timeout: Duration) async -> KafkaMessage? {
         // Records already taken from librdkafka are handed out here, without a hop to the poll queue.
-        if let next = takeBuffered() { return next }
+        if let next = state.withLock({ $0.takeBuffered() }) { return next }
         return await withCheckedContinuation { continuation in
             pollQueue.async { [self] in continuation.resume(returning: pollOnPollQueue(timeoutMs: Int32(timeout.milliseconds))) }
         }
@@ -248,51 +197,43 @@ public final class KafkaConsumer: Service, Sendable {
     /// The most events one trip to librdkafka takes without waiting, after the first.
     public static let drainLimit = 500
 
-    var isClosed: Bool { state.withLock { $0.closed } }
+    var isClosed: Bool { state.withLock { $0.isClosed } }
 
-    private func ensureOpen() throws(KafkaError) {
-        if isClosed { throw KafkaError(code: .closed, reason: "the consumer is closed") }
+    private func openHandle() throws(KafkaError) -> ConsumerHandle {
+        try state.withLock { s throws(KafkaError) in try s.handle() }
     }
 
     private func pollOnPollQueue(timeoutMs: Int32) -> KafkaMessage? {
-        if let next = takeBuffered() { return next }
-        guard !isClosed else { return nil }
+        if let next = state.withLock({ $0.takeBuffered() }) { return next }
         do {
             try subscribe()
         } catch {
-            logger.error("could not subscribe", metadata: [LogKey.kafkaError: "\(error)"])
+            if error.code != .closed { logger.error("could not subscribe", metadata: [LogKey.kafkaError: "\(error)"]) }
             return nil
         }
-        commitIfDue()
-        state.withLock { $0.pollRounds += 1 }
-        guard let event = rd_kafka_queue_poll(queue.pointer, timeoutMs) else { return nil }
-        handle(event)
+        let handle: ConsumerHandle
+        switch state.withLock({ $0.nextPoll(commitInterval: configuration.commitInterval) }) {
+        case .record(let record): return record
+        case .closed: return nil
+        case .poll(let h, let commit):
+            handle = h
+            if commit { _ = rd_kafka_commit(handle.rk, nil, 1) }
+        }
+        guard let event = rd_kafka_queue_poll(handle.queue, timeoutMs) else { return nil }
+        self.handle(event, on: handle)
         rd_kafka_event_destroy(event)
         // librdkafka hands out one record per event: take the ones already fetched now, without
         // waiting, so that the caller gets them from the buffer instead of a trip here each.
         var taken = 0
-        while taken < Self.drainLimit, let more = rd_kafka_queue_poll(queue.pointer, 0) {
-            handle(more)
+        while taken < Self.drainLimit, let more = rd_kafka_queue_poll(handle.queue, 0) {
+            self.handle(more, on: handle)
             rd_kafka_event_destroy(more)
             taken += 1
         }
-        return takeBuffered()
+        return state.withLock { $0.takeBuffered() }
     }
 
-    private func takeBuffered() -> KafkaMessage? {
-        state.withLock { $0.buffered.popFirst() }
-    }
-
-    private func commitIfDue() {
-        let due = state.withLock { s in
-            guard ContinuousClock.now - s.lastCommit >= configuration.commitInterval else { return false }
-            s.lastCommit = .now
-            return true
-        }
-        if due { _ = rd_kafka_commit(rk.pointer, nil, 1) }
-    }
-
-    private func handle(_ event: OpaquePointer) {
+    private func handle(_ event: OpaquePointer, on handle: ConsumerHandle) {
         switch Int32(rd_kafka_event_type(event)) {
         case RD_KAFKA_EVENT_FETCH:
             var batch: [KafkaMessage] = []
@@ -303,9 +244,9 @@ public final class KafkaConsumer: Service, Sendable {
                 }
                 batch.append(RDKafkaEvents.message(UnsafeMutablePointer(mutating: m)))
             }
-            state.withLock { $0.add(batch) }
+            state.withLock { $0.fetched(batch) }
         case RD_KAFKA_EVENT_REBALANCE:
-            rebalance(event)
+            rebalance(event, on: handle)
         case RD_KAFKA_EVENT_ERROR:
             let e = RDKafkaEvents.error(event)
             logger.log(level: e.fatal ? .error : .debug, "consumer error", metadata: [LogKey.kafkaError: "\(e.reason)"])
@@ -321,137 +262,81 @@ public final class KafkaConsumer: Service, Sendable {
         }
     }
 
-    private func rebalance(_ event: OpaquePointer) {
+    private func rebalance(_ event: OpaquePointer, on handle: ConsumerHandle) {
         guard let raw = rd_kafka_event_topic_partition_list(event) else { return }
         let list = TopicPartitionList(copying: raw)
         let partitions = list.partitions
-        let cooperative = String(cString: rd_kafka_rebalance_protocol(rk.pointer)) == "COOPERATIVE"
+        let cooperative = String(cString: rd_kafka_rebalance_protocol(handle.rk)) == "COOPERATIVE"
         switch rd_kafka_event_error(event) {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
             if cooperative {
-                if let error = rd_kafka_incremental_assign(rk.pointer, list.pointer) {
+                if let error = rd_kafka_incremental_assign(handle.rk, list.pointer) {
                     logger.error(
                         "incremental assign failed",
                         metadata: [LogKey.kafkaError: "\(KafkaError.rdKafka(.configuration, taking: error, context: "assign"))"])
                 }
             } else {
-                _ = rd_kafka_assign(rk.pointer, list.pointer)
+                _ = rd_kafka_assign(handle.rk, list.pointer)
             }
             // A partition paused under an earlier assignment would stay paused: start it fetching.
-            _ = rd_kafka_resume_partitions(rk.pointer, list.pointer)
-            state.withLock { s in
-                s.assignment.formUnion(partitions)
-                s.paused.subtract(partitions)
-            }
+            _ = rd_kafka_resume_partitions(handle.rk, list.pointer)
+            state.withLock { $0.assigned(partitions) }
             logger.info("partitions assigned", metadata: [LogKey.partitions: "\(partitions.map(\.description))"])
             listener?.partitionsAssigned(partitions)
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
-            revoke(partitions, list: list, cooperative: cooperative)
+            revoke(partitions, list: list, cooperative: cooperative, on: handle)
         default:
             logger.error("rebalance error", metadata: [LogKey.kafkaError: "\(String(cString: rd_kafka_err2str(rd_kafka_event_error(event))))"])
-            _ = rd_kafka_assign(rk.pointer, nil)
-            state.withLock { $0.assignment.removeAll() }
+            _ = rd_kafka_assign(handle.rk, nil)
+            state.withLock { $0.lostAssignment() }
         }
     }
 
     /// Lets the application finish, drops buffered records of the revoked partitions (their next
     /// owner gets them), commits what was stored, then releases the partitions.
-    private func revoke(_ partitions: [KafkaTopicPartition], list: TopicPartitionList, cooperative: Bool) {
-        let revoked = Set(partitions)
-        state.withLock { s in
-            s.drop(revoked)
-            s.paused.subtract(revoked)
-            s.assignment.subtract(revoked)
-        }
+    private func revoke(_ partitions: [KafkaTopicPartition], list: TopicPartitionList, cooperative: Bool, on handle: ConsumerHandle) {
+        state.withLock { $0.revoked(Set(partitions)) }
         listener?.partitionsWillBeRevoked(partitions)
-        let err = rd_kafka_commit(rk.pointer, nil, 0)
+        let err = rd_kafka_commit(handle.rk, nil, 0)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
             logger.warning("commit on revoke failed", metadata: [LogKey.kafkaError: "\(String(cString: rd_kafka_err2str(err)))"])
         }
         if cooperative {
-            if let error = rd_kafka_incremental_unassign(rk.pointer, list.pointer) { rd_kafka_error_destroy(error) }
+            if let error = rd_kafka_incremental_unassign(handle.rk, list.pointer) { rd_kafka_error_destroy(error) }
         } else {
-            _ = rd_kafka_assign(rk.pointer, nil)
+            _ = rd_kafka_assign(handle.rk, nil)
         }
         logger.info("partitions revoked", metadata: [LogKey.partitions: "\(partitions.map(\.description))"])
     }
 
+    /// Takes the handle from the state (no call gets it after this), commits, leaves the group;
+    /// the handle is destroyed when the last call that still holds it returns.
     private func closeOnPollQueue() {
-        guard
-            state.withLock({ s in
-                defer { s.closed = true }
-                return !s.closed
-            })
-        else { return }
-        let err = rd_kafka_commit(rk.pointer, nil, 0)
+        guard case .close(let handle) = state.withLock({ $0.close() }) else { return }
+        let err = rd_kafka_commit(handle.rk, nil, 0)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
             logger.warning("final commit failed", metadata: [LogKey.kafkaError: "\(String(cString: rd_kafka_err2str(err)))"])
         }
-        if let error = rd_kafka_consumer_close_queue(rk.pointer, queue.pointer) {
+        if let error = rd_kafka_consumer_close_queue(handle.rk, handle.queue) {
             rd_kafka_error_destroy(error)
         }
         let deadline = ContinuousClock.now + .seconds(30)
-        while rd_kafka_consumer_closed(rk.pointer) == 0 && ContinuousClock.now < deadline {
-            guard let event = rd_kafka_queue_poll(queue.pointer, 100) else { continue }
+        while rd_kafka_consumer_closed(handle.rk) == 0 && ContinuousClock.now < deadline {
+            guard let event = rd_kafka_queue_poll(handle.queue, 100) else { continue }
             if Int32(rd_kafka_event_type(event)) == RD_KAFKA_EVENT_REBALANCE {
                 // Leaving: hand everything back; the application is already told by `closed`.
-                if String(cString: rd_kafka_rebalance_protocol(rk.pointer)) == "COOPERATIVE",
+                if String(cString: rd_kafka_rebalance_protocol(handle.rk)) == "COOPERATIVE",
                     let raw = rd_kafka_event_topic_partition_list(event)
                 {
-                    if let error = rd_kafka_incremental_unassign(rk.pointer, raw) { rd_kafka_error_destroy(error) }
+                    if let error = rd_kafka_incremental_unassign(handle.rk, raw) { rd_kafka_error_destroy(error) }
                 } else {
-                    _ = rd_kafka_assign(rk.pointer, nil)
+                    _ = rd_kafka_assign(handle.rk, nil)
                 }
             }
             rd_kafka_event_destroy(event)
         }
-        state.withLock { s in
-            s.buffered = RecordBuffer()
-            s.held.removeAll()
-            s.paused.removeAll()
-            s.assignment.removeAll()
-        }
-        rd_kafka_queue_destroy(queue.pointer)
-        rd_kafka_destroy(rk.pointer)
         logger.debug("consumer closed")
     }
-}
-
-/// A FIFO of records: appended at the back, taken from the front in O(1).
-struct RecordBuffer {
-    private var records: [KafkaMessage] = []
-    private var head = 0
-
-    mutating func append(_ record: KafkaMessage) { records.append(record) }
-
-    mutating func popFirst() -> KafkaMessage? {
-        guard head < records.count else { return nil }
-        defer {
-            head += 1
-            if head == records.count {
-                records.removeAll(keepingCapacity: true)
-                head = 0
-            }
-        }
-        return records[head]
-    }
-
-    /// Removes the waiting records that match, keeping the others in order; returns the removed, in order.
-    @discardableResult
-    mutating func removeAll(where matches: (KafkaMessage) -> Bool) -> [KafkaMessage] {
-        let waiting = records[head...]
-        let removed = waiting.filter(matches)
-        guard !removed.isEmpty else { return [] }
-        records = waiting.filter { !matches($0) }
-        head = 0
-        return removed
-    }
-}
-
-/// An `OpaquePointer` to a librdkafka object that is safe to use from any thread.
-struct HandleBox: @unchecked Sendable {
-    let pointer: OpaquePointer
-    init(_ pointer: OpaquePointer) { self.pointer = pointer }
 }
 
 /// The pull-based stream of a ``KafkaConsumer``'s records. Ends when the consumer closes or the
