@@ -1,5 +1,5 @@
-import DequeModule
 import ErrorClassification
+import EventLoopTimers
 import Foundation
 import KafkaClient
 import LogKeys
@@ -13,7 +13,9 @@ import Tracing
 ///
 /// Its buffer is bounded: above the high-water mark the partition is paused in the consumer, and
 /// resumed once the buffer drains to half. While a record is retried after a transient failure
-/// the partition is paused too, so nothing is fetched that could overtake it.
+/// the partition is paused too, so nothing is fetched that could overtake it. The state shared by
+/// the consumer's thread and the worker's task is one ``StateMachine``; stopping waits on it for the
+/// batch in flight, never by polling.
 final class PartitionWorker: Sendable {
     struct Context: Sendable {
         let stage: any PipelineStage
@@ -27,20 +29,9 @@ final class PartitionWorker: Sendable {
         let logger: Logger
     }
 
-    private struct State {
-        var buffer = Deque<KafkaMessage>()
-        var waiter: CheckedContinuation<Void, Never>?
-        var stopping = false
-        var inFlight = false
-        var pausedForBuffer = false
-        var pausedForRetry = false
-        var retryingSince: ContinuousClock.Instant?
-        var isPaused: Bool { pausedForBuffer || pausedForRetry }
-    }
-
     let partition: KafkaTopicPartition
     private let context: Context
-    private let state = Mutex(State())
+    private let state: Mutex<StateMachine>
     /// Whether the consumer was last told to pause this partition (see ``applyPaused()``).
     private let consumerPaused = Mutex(false)
     private let task = Mutex<Task<Void, Never>?>(nil)
@@ -48,6 +39,8 @@ final class PartitionWorker: Sendable {
     init(partition: KafkaTopicPartition, context: Context) {
         self.partition = partition
         self.context = context
+        state = Mutex(
+            StateMachine(highWater: context.configuration.maxBufferedPerPartition, maxBatch: context.configuration.maxBatchSize))
         let t = Task { [self] in await self.loop() }
         task.withLock { $0 = t }
     }
@@ -59,48 +52,36 @@ final class PartitionWorker: Sendable {
 
     /// Adds a consumed record; pauses the partition when the buffer passes the high-water mark.
     func enqueue(_ message: KafkaMessage) {
-        let (waiter, pause) = state.withLock { s -> (CheckedContinuation<Void, Never>?, Bool) in
-            guard !s.stopping else { return (nil, false) }
-            s.buffer.append(message)
-            let wasPaused = s.isPaused
-            if s.buffer.count >= context.configuration.maxBufferedPerPartition { s.pausedForBuffer = true }
-            defer { s.waiter = nil }
-            return (s.waiter, !wasPaused && s.isPaused)
-        }
-        if pause { applyPaused() }
-        waiter?.resume()
+        let action = state.withLock { $0.enqueue(message) }
+        if action.pause { applyPaused() }
+        action.wake?.resume()
     }
 
-    /// Stops taking new records, waits up to `timeout` for the record in flight, then cancels.
+    /// Stops taking new records, waits up to `timeout` for the batch in flight, then cancels.
     /// Blocking: called on the consumer's polling thread during a rebalance.
     func stopBlocking(timeout: Duration) {
-        let waiter = beginStop()
-        waiter?.resume()
-        let deadline = ContinuousClock.now + timeout
-        while state.withLock({ $0.inFlight }) && ContinuousClock.now < deadline { usleep(5_000) }
+        let drained = DispatchSemaphore(value: 0)
+        let action = state.withLock { $0.stop(whenDrained: { drained.signal() }) }
+        action.wake?.resume()
+        if !action.drained { _ = drained.wait(timeout: .now() + .nanoseconds(Int(timeout.nanoseconds))) }
         task.withLock { $0?.cancel() }
     }
 
-    /// Stops taking new records, waits up to `timeout` for the record in flight, then cancels.
+    /// Stops taking new records, waits up to `timeout` for the batch in flight, then cancels.
     func stop(timeout: Duration) async {
-        let waiter = beginStop()
-        waiter?.resume()
-        let deadline = ContinuousClock.now + timeout
-        while state.withLock({ $0.inFlight }) && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let waited = ResumeOnce(continuation)
+            let action = state.withLock { $0.stop(whenDrained: { waited.resume() }) }
+            action.wake?.resume()
+            if action.drained {
+                waited.resume()
+            } else {
+                waited.attach(EventLoopTimer.after(timeout) { waited.resume() })
+            }
         }
         let t = task.withLock { $0 }
         t?.cancel()
         await t?.value
-    }
-
-    private func beginStop() -> CheckedContinuation<Void, Never>? {
-        state.withLock { s in
-            s.stopping = true
-            s.buffer.removeAll()
-            defer { s.waiter = nil }
-            return s.waiter
-        }
     }
 
     // MARK: The worker task
@@ -108,50 +89,27 @@ final class PartitionWorker: Sendable {
     private func loop() async {
         while let batch = await take() {
             await handle(batch)
-            state.withLock { $0.inFlight = false }
+            for drained in state.withLock({ $0.batchFinished() }) { drained() }
         }
     }
 
     /// Waits for records; returns up to `maxBatchSize` of them, marked in flight, or nil when stopping.
     private func take() async -> [KafkaMessage]? {
         while true {
-            enum Step {
-                case batch([KafkaMessage], resume: Bool)
-                case wait, stop
-            }
-            let step = state.withLock { s -> Step in
-                if s.stopping { return .stop }
-                guard !s.buffer.isEmpty else { return .wait }
-                let n = min(context.configuration.maxBatchSize, s.buffer.count)
-                let batch = Array(s.buffer.prefix(n))
-                s.buffer.removeFirst(n)
-                s.inFlight = true
-                var resume = false
-                if s.pausedForBuffer && s.buffer.count <= context.configuration.maxBufferedPerPartition / 2 {
-                    s.pausedForBuffer = false
-                    resume = !s.isPaused
-                }
-                return .batch(batch, resume: resume)
-            }
-            switch step {
+            switch state.withLock({ $0.take() }) {
             case .stop: return nil
             case .batch(let batch, let resume):
                 if resume { applyPaused() }
                 return batch
             case .wait:
                 await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                    let ready = state.withLock { s -> Bool in
-                        if s.stopping || !s.buffer.isEmpty { return true }
-                        s.waiter = c
-                        return false
-                    }
-                    if ready { c.resume() }
+                    if !state.withLock({ $0.wait(c) }) { c.resume() }
                 }
             }
         }
     }
 
-    private var stopping: Bool { state.withLock { $0.stopping } || Task.isCancelled }
+    private var stopping: Bool { state.withLock { $0.isStopping } || Task.isCancelled }
 
     /// Runs a batch to completion: every record ends produced-and-stored or dead-lettered-and-stored,
     /// unless the worker is stopped, in which case the rest is left for the partition's next owner.
@@ -356,12 +314,7 @@ final class PartitionWorker: Sendable {
     /// Pauses the partition and waits before the next attempt. False when stopped meanwhile.
     private func backoff(_ message: KafkaMessage, failure: FailureClassification, attempt: Int) async -> Bool {
         context.metrics.retried.increment()
-        let pause = state.withLock { s -> Bool in
-            if s.retryingSince == nil { s.retryingSince = .now }
-            let was = s.isPaused
-            s.pausedForRetry = true
-            return !was
-        }
+        let pause = state.withLock { $0.retrying() }
         if pause { applyPaused() }
         let delay = context.configuration.retry.delay(afterAttempt: attempt, retryAfter: failure.retryAfter)
         context.logger.info(
@@ -375,14 +328,7 @@ final class PartitionWorker: Sendable {
     }
 
     private func endRetry() {
-        let resume = state.withLock { s -> Bool in
-            guard s.pausedForRetry || s.retryingSince != nil else { return false }
-            s.retryingSince = nil
-            let was = s.isPaused
-            s.pausedForRetry = false
-            return was && !s.isPaused
-        }
-        if resume { applyPaused() }
+        if state.withLock({ $0.retryEnded() }) { applyPaused() }
     }
 
     /// Tells the consumer whether to fetch this partition, as the state says now. The consumer's
