@@ -130,17 +130,17 @@ extension ProcessBootstrap {
     /// Exits with 78 on a bad value, like ``configuration(_:)``.
     public static func runTasksOnEventLoops() {
         guard configuration({ try EnvironmentReader().read(CommonSettings.tasksOnEventLoops) }) else { return }
-        let hook = appstore_task_enqueue_global_hook()
-        guard hook.pointee == nil else { return }  // somebody else's executor; leave it
-        // Called by the runtime with the job and its own enqueue (unused), in Swift's calling
-        // convention, which passes two pointers as C does (NIO's own takeover relies on the same).
-        // The event loop is the caller's own when it runs on one (`any()` prefers it), so a hop
-        // between a channel and a task mostly stays on its thread.
-        let enqueue: @convention(c) (UnsafeMutableRawPointer, UnsafeRawPointer?) -> Void = { job, _ in
-            MultiThreadedEventLoopGroup.singleton.any().enqueue(ExecutorJob(unsafeBitCast(job, to: UnownedJob.self)))
-        }
-        hook.pointee = unsafeBitCast(enqueue, to: UnsafeMutableRawPointer.self)
-        tasksRunOnEventLoops = true
+        // The hook's shape (a job, then the runtime's own enqueue, passed as C passes two pointers)
+        // is the runtime's, not a promise: used only by the compilers NIO's own takeover supports.
+        #if compiler(<6.6)
+            // The event loop is the caller's own when it runs on one (`any()` prefers it), so a hop
+            // between a channel and a task mostly stays on its thread.
+            let enqueue: @convention(c) (UnsafeMutableRawPointer, UnsafeRawPointer?) -> Void = { job, _ in
+                MultiThreadedEventLoopGroup.singleton.any().enqueue(ExecutorJob(unsafeBitCast(job, to: UnownedJob.self)))
+            }
+            // Not when somebody else's executor is installed already: leave it.
+            tasksRunOnEventLoops = appstore_task_enqueue_global_hook_install(unsafeBitCast(enqueue, to: UnsafeMutableRawPointer.self))
+        #endif
     }
 
     /// Whether ``runTasksOnEventLoops()`` moved the tasks (logged when the process starts).
