@@ -163,9 +163,9 @@ public struct EnrichStage: PipelineStage {
         // One lookup per purchase (or per record without coalescing), concurrently, unless an
         // answer requested after the record arrived is at hand (carried from a retry, or recent).
         let startedAt = clock()
-        var jobs: [String: PurchaseKey] = [:]
-        var jobOfRecord: [Int: String] = [:]
-        var answers: [String: Result<PurchaseLookupResult, any Error>] = [:]
+        var jobs: [LookupJob: PurchaseKey] = [:]
+        var sourceOfRecord: [Int: AnswerSource] = [:]
+        var answers: [AnswerSource: Result<PurchaseLookupResult, any Error>] = [:]
         var carriedHere: [String: PurchaseLookupResult?] = [:]
         for (index, item) in planned.enumerated() {
             guard case .enrich(let record, .history(let key)) = item else { continue }
@@ -173,26 +173,25 @@ public struct EnrichStage: PipelineStage {
             let purchase = key.coalescingKey
             if carriedHere[purchase] == nil { carriedHere[purchase] = .some(carried.take(purchase, now: startedAt)) }
             if let kept = carriedHere[purchase] ?? nil, LookupCache.serves(kept, fetchedFor: key, record: key, arrivedBy: arrival) {
-                jobOfRecord[index] = "carried|" + purchase
-                answers["carried|" + purchase] = .success(kept)
+                sourceOfRecord[index] = .carried(purchase: purchase)
+                answers[.carried(purchase: purchase)] = .success(kept)
                 continue
             }
             if let recent = recent.answer(for: key, arrivedBy: arrival, now: startedAt) {
-                jobOfRecord[index] = "recent|" + purchase
-                answers["recent|" + purchase] = .success(recent)
+                sourceOfRecord[index] = .recent(purchase: purchase)
+                answers[.recent(purchase: purchase)] = .success(recent)
                 counters.lookupHits.add(1, ordering: .relaxed)
                 Self.lookupCacheHitsMetric.increment()
                 continue
             }
-            let id = coalesce ? "lookup|" + purchase : "lookup|\(index)"
-            jobOfRecord[index] = id
-            if jobs[id] == nil { jobs[id] = key }
+            let job: LookupJob = coalesce ? .purchase(purchase) : .record(index)
+            sourceOfRecord[index] = .lookup(job)
+            if jobs[job] == nil { jobs[job] = key }
         }
-        let fetched = await run(jobs)
-        for (id, answer) in fetched {
-            if case .success(let result) = answer, let key = jobs[id] { recent.keep(result, for: key) }
+        for (job, answer) in await run(jobs) {
+            if case .success(let result) = answer, let key = jobs[job] { recent.keep(result, for: key) }
+            answers[.lookup(job)] = answer
         }
-        answers.merge(fetched) { kept, _ in kept }
         // Assemble in order; stop at the first transient failure (it and what follows are retried).
         var results: [Result<[KafkaOutgoingMessage], any Error>] = []
         for (index, item) in planned.enumerated() {
@@ -225,7 +224,7 @@ public struct EnrichStage: PipelineStage {
                     case .none: enrichment = EnrichmentBuilder.noneEnrichment(record: record, now: now())
                     case .transactionOnly: enrichment = EnrichmentBuilder.transactionOnlyEnrichment(record: record, now: now())
                     case .history:
-                        switch answers[jobOfRecord[index]!]! {
+                        switch answers[sourceOfRecord[index]!]! {
                         case .success(let answer):
                             enrichment = EnrichmentBuilder.historyEnrichment(record: record, lookup: answer)
                         case .failure(let error):
@@ -239,7 +238,7 @@ public struct EnrichStage: PipelineStage {
             if case .failure(let error) = outcome, FailureClassification(error).isTransient {
                 // Keep what was fetched for the records that will be retried.
                 for later in (index + 1)..<planned.count {
-                    guard let id = jobOfRecord[later], case .success(let answer)? = answers[id],
+                    guard let source = sourceOfRecord[later], case .success(let answer)? = answers[source],
                         case .enrich(_, .history(let key)) = planned[later]
                     else { continue }
                     carried.keep(key.coalescingKey, answer)
@@ -248,6 +247,22 @@ public struct EnrichStage: PipelineStage {
             }
         }
         return results
+    }
+
+    /// One App Store lookup of a batch: one per purchase when coalescing, else one per record.
+    enum LookupJob: Hashable {
+        case purchase(String)
+        case record(Int)
+    }
+
+    /// Where a record's answer (its purchase's history) comes from.
+    enum AnswerSource: Hashable {
+        /// Looked up for this batch.
+        case lookup(LookupJob)
+        /// Looked up for an earlier try of this record, which a transient failure ahead of it cut short.
+        case carried(purchase: String)
+        /// Looked up moments ago for an earlier batch, after this record arrived.
+        case recent(purchase: String)
     }
 
     /// What becomes of one record of a batch.
@@ -295,28 +310,33 @@ public struct EnrichStage: PipelineStage {
     /// Records enriched from an earlier batch's answer: `enrich_lookup_cache_hits_total`.
     static let lookupCacheHitsMetric = Counter(label: "enrich_lookup_cache_hits_total")
 
-    /// Runs the lookups, ``concurrency`` at a time (in waves). Plain tasks awaited in order rather
-    /// than a task group: the task-group form crashed in release builds of this toolchain.
-    func run(_ jobs: [String: PurchaseKey]) async -> [String: Result<PurchaseLookupResult, any Error>] {
-        let work = Array(jobs)
-        var answers: [String: Result<PurchaseLookupResult, any Error>] = [:]
+    /// Runs the lookups, at most ``concurrency`` at a time: the next one starts as soon as one ends.
+    /// A task group: an earlier note said its form crashed in release builds of an older toolchain,
+    /// with no reproduction kept; with 6.3.1 it runs in the release benchmarks and container tests
+    /// (docs/benchmarks.md, "enrich's lookups in a task group").
+    func run(_ jobs: [LookupJob: PurchaseKey]) async -> [LookupJob: Result<PurchaseLookupResult, any Error>] {
         let lookup = self.lookup
-        var start = 0
-        while start < work.count {
-            let wave = work[start..<min(start + concurrency, work.count)]
-            let tasks = wave.map { job in (job.key, job.value, Task { try await lookup.lookUp(job.value) }) }
-            for (id, key, task) in tasks {
-                let answer = await withTaskCancellationHandler {
-                    await task.result
-                } onCancel: {
-                    task.cancel()
-                }
-                answers[id] = answer
-                record(answer, for: key)
+        return await withTaskGroup(of: (LookupJob, PurchaseKey, Result<PurchaseLookupResult, any Error>).self) { group in
+            var waiting = jobs.makeIterator()
+            var running = 0
+            while running < concurrency, let (job, key) = waiting.next() {
+                group.addTask { (job, key, await Self.result { try await lookup.lookUp(key) }) }
+                running += 1
             }
-            start += concurrency
+            var answers: [LookupJob: Result<PurchaseLookupResult, any Error>] = [:]
+            while let (job, key, answer) = await group.next() {
+                answers[job] = answer
+                record(answer, for: key)
+                if let (next, nextKey) = waiting.next() {
+                    group.addTask { (next, nextKey, await Self.result { try await lookup.lookUp(nextKey) }) }
+                }
+            }
+            return answers
         }
-        return answers
+    }
+
+    private static func result<T>(_ body: () async throws -> T) async -> Result<T, any Error> {
+        do { return .success(try await body()) } catch { return .failure(error) }
     }
 
     /// Counts a finished lookup and logs a failed one.
