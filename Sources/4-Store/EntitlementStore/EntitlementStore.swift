@@ -78,13 +78,13 @@ public final class EntitlementStore: Sendable {
         }
         // Rare (a mass extension's reports), so a statement of their own rather than grant_write's.
         if !batch.massExtensionReports.isEmpty {
-            try await run(StoreStatements.RecordMassExtensions.self, try StoreRows.json(batch.massExtensionReports), connection)
+            try await connection.run(StoreStatements.RecordMassExtensions.self, batch.massExtensionReports, logger: logger)
         }
         if !batch.consentRescinds.isEmpty {
-            try await run(StoreStatements.RecordConsentRescinds.self, try StoreRows.json(batch.consentRescinds), connection)
+            try await connection.run(StoreStatements.RecordConsentRescinds.self, batch.consentRescinds, logger: logger)
         }
         if !batch.externalPurchaseTokens.isEmpty {
-            try await run(StoreStatements.RecordExternalPurchaseTokens.self, try StoreRows.json(batch.externalPurchaseTokens), connection)
+            try await connection.run(StoreStatements.RecordExternalPurchaseTokens.self, batch.externalPurchaseTokens, logger: logger)
         }
         return results
     }
@@ -193,15 +193,5 @@ public final class EntitlementStore: Sendable {
                 customerId: claim.customerId, firstClaimedAt: claim.first.at, verified: claim.verified,
                 status: state.status(of: claim, policy: policy.transferPolicy).rawValue, causeEventKey: claim.first.eventKey)
         }
-    }
-
-    private func query<S: BatchStatement>(
-        _ statement: S.Type, _ json: String, _ connection: PostgresConnection
-    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, PostgresRow> {
-        try await connection.execute(statement, json, logger: logger)
-    }
-
-    private func run<S: BatchStatement>(_ statement: S.Type, _ json: String, _ connection: PostgresConnection) async throws {
-        for try await _ in try await query(statement, json, connection) {}
     }
 }

@@ -5,7 +5,7 @@ import PipelineRecords
 
 extension StoreRows {
     /// An `EXTERNAL_PURCHASE_TOKEN` to record and publish (``StoreStatements/recordExternalPurchaseTokens``).
-    struct ExternalPurchaseTokenRow: Encodable {
+    struct ExternalPurchaseTokenRow {
         var environment: String
         var eventKey: String
         var externalPurchaseId: String
@@ -14,7 +14,7 @@ extension StoreRows {
     }
 
     /// One published token event (``StoreStatements/markExternalPurchaseTokensPublished``).
-    struct PublishedToken: Encodable {
+    struct PublishedToken {
         var environment: String
         var eventKey: String
     }

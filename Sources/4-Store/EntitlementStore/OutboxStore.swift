@@ -104,13 +104,10 @@ extension EntitlementStore {
                 }
             }
             if !published.isEmpty {
-                for try await _ in try await connection.execute(StoreStatements.DeletePublished.self, try StoreRows.json(published), logger: logger) {
-                }
+                try await connection.run(StoreStatements.DeletePublished.self, published, logger: logger)
             }
             if !tokens.isEmpty {
-                for try await _ in try await connection.execute(
-                    StoreStatements.MarkExternalPurchaseTokensPublished.self, try StoreRows.json(tokens), logger: logger)
-                {}
+                try await connection.run(StoreStatements.MarkExternalPurchaseTokensPublished.self, tokens, logger: logger)
             }
             return entries.count
         }
@@ -140,21 +137,15 @@ extension EntitlementStore {
 
     /// Replaces the product → entitlement mapping table with `catalog` (grant's start-up sync).
     public func syncProducts(_ catalog: ProductCatalog) async throws(StoreError) {
-        struct Row: Encodable {
-            var productId: String
-            var entitlementKey: String
-            var durationDays: Int?
-        }
         let rows = catalog.products.sorted { $0.key < $1.key }.flatMap { id, product in
-            product.entitlements.sorted().map { Row(productId: id, entitlementKey: $0, durationDays: product.durationDays) }
+            product.entitlements.sorted().map {
+                StoreRows.ProductEntitlement(productId: id, entitlementKey: $0, durationDays: product.durationDays.map { Int32(clamping: $0) })
+            }
         }
         do {
-            let json = try StoreRows.json(rows)
             try await client.withTransaction(logger: logger) { connection in
                 try await connection.query("DELETE FROM product_entitlements", logger: logger)
-                var bindings = PostgresBindings()
-                bindings.append(json)
-                try await connection.query(PostgresQuery(unsafeSQL: StoreStatements.insertProducts, binds: bindings), logger: logger)
+                try await connection.run(StoreStatements.InsertProducts.self, rows, logger: logger)
             }
         } catch {
             throw StoreError.classify(error)

@@ -5,15 +5,10 @@ import JSONCoding
 import PipelineRecords
 
 /// The rows a batch collects (``BatchState``). The batch's own writes reach Postgres as typed
-/// columns (``GrantWriteColumns``); the rare statements of ``StoreStatements`` (mass extension
-/// reports, consent rescinds, external purchase tokens, published outbox rows) still take their rows
-/// as one `jsonb` array unpacked by `batch_rows`, written by ``StreamingJSONEncoder`` with dates in
-/// milliseconds since 1970 (Apple's unit) and UUIDs as upper-case text.
+/// columns (``GrantWriteColumns``); the rows of the rarer statements of ``StoreStatements`` (mass
+/// extension reports, consent rescinds, external purchase tokens, published outbox rows, products)
+/// are bound the same way, one array per column (``RowsStatement``).
 enum StoreRows {
-    static func json<T: Encodable>(_ value: T) throws -> String {
-        try StreamingJSONEncoder.encodeToString(value)
-    }
-
     struct Transaction {
         var environment: String
         var transaction: JWSTransactionDecodedPayload
@@ -61,7 +56,7 @@ enum StoreRows {
     }
 
     /// A mass extension's `RENEWAL_EXTENSION/SUMMARY` or `/FAILURE` (``StoreStatements/recordMassExtensions``).
-    struct MassExtensionReport: Encodable {
+    struct MassExtensionReport {
         var environment: String
         var notificationUUID: String
         /// `summary` or `failure`.
@@ -77,7 +72,7 @@ enum StoreRows {
 
     /// A `RESCIND_CONSENT` (``StoreStatements/recordConsentRescinds``, migration 0018): a new one, or
     /// one waiting for its customer that this batch found (`customerId` set).
-    struct ConsentRescind: Encodable, Hashable {
+    struct ConsentRescind: Hashable {
         var environment: String
         var appTransactionId: String
         var eventKey: String
@@ -99,9 +94,17 @@ enum StoreRows {
     }
 
     /// A published outbox row (``StoreStatements/deletePublished``): its customer and sequence number.
-    struct PublishedChange: Encodable {
+    struct PublishedChange {
         var environment: String
         var customerId: UUID
         var seq: Int64
+    }
+
+    /// A product's entitlement (``StoreStatements/InsertProducts``); `durationDays` for a
+    /// non-renewing subscription's term.
+    struct ProductEntitlement {
+        var productId: String
+        var entitlementKey: String
+        var durationDays: Int32?
     }
 }

@@ -1,4 +1,6 @@
--- The rows of one batch, as grant's statements read them (one jsonb array parameter per statement).
+-- The rows of one batch as one jsonb array, as the previous release's statements read them. Only the
+-- jsonb overloads of grant_load and grant_write, kept while its replicas may call them, still use it;
+-- the contract migration that drops them drops this too. The current statements bind typed arrays.
 --
 -- The planner estimates jsonb_array_elements at 100 rows whatever its argument, so against tables of
 -- a few thousand rows it chose to hash a sequential scan of the whole table for every batch, even a
