@@ -25,6 +25,8 @@ struct ManagedProcessTests {
         let result = try await ManagedProcess.run(Self.bash, ["-c", "echo failing >&2; exit 3"])
         #expect(result.exit == .exited(3) && result.status == 3)
         #expect(result.stderr == "failing\n")
+        let inherited = try await ManagedProcess.run(Self.bash, ["-c", "echo to the test log; exit 4"], streams: .inherited)
+        #expect(inherited.exit == .exited(4) && inherited.output.isEmpty, "a script's output goes to the test's own")
     }
 
     @Test("terminate() ends a long-running child by SIGTERM, reported as signalled")
