@@ -42,6 +42,8 @@ let tracing: Target.Dependency = .product(name: "Tracing", package: "swift-distr
 let unixSignals: Target.Dependency = .product(name: "UnixSignals", package: "swift-service-lifecycle")
 let w3cTraceContext: Target.Dependency = .product(name: "W3CTraceContext", package: "swift-w3c-trace-context")
 let x509: Target.Dependency = .product(name: "X509", package: "swift-certificates")
+let subprocess: Target.Dependency = .product(name: "Subprocess", package: "swift-subprocess")  // TestSupport only: children awaited by pid
+let systemPackage: Target.Dependency = .product(name: "SystemPackage", package: "swift-system", condition: .when(platforms: [.linux]))
 
 let package = Package(
     name: "AppStoreEntitlements",
@@ -69,8 +71,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration.git", exact: "1.4.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/swift-otel/swift-w3c-trace-context.git", from: "1.0.0"),
-        // OTLP over HTTP only: the gRPC exporter's packages would double the cold build.
-        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),  // no gRPC: half the cold build
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
     ],
     targets:
         // ─── Layer 0, Sources/0-Base: the JSON reader and writer, configuration, log keys, error classification.
@@ -153,10 +156,8 @@ let package = Package(
                     name: "StageRuntime",
                     dependencies: [
                         "LogKeys", "ErrorClassification", "CTaskExecutorHook", "EnvironmentSettings", "EventLoopTimers", "KafkaClient",
-                        "PipelineRecords",
-                        "PipelineTracing",
-                        dequeModule, logging,
-                        metrics, prometheus, serviceLifecycle, tracing, unixSignals, hummingbird, nioCore, nioPosix,
+                        "PipelineRecords", "PipelineTracing", dequeModule, logging, metrics, prometheus, serviceLifecycle, tracing, unixSignals,
+                        hummingbird, nioCore, nioPosix,
                     ]
                 ),
                 // One builder per record kind (raw, verified, enriched: key, headers, body), used by every
@@ -277,8 +278,7 @@ let package = Package(
                     name: "RecoveryJobs",
                     dependencies: [
                         "PipelineMessages", "AppStore", "AppStoreServerAPI", "PipelineOperations", "PipelineRecords", "KafkaClient", postgresNIO,
-                        crypto,
-                        logging,
+                        crypto, logging,
                     ]
                 ),
             ])
@@ -378,6 +378,7 @@ let package = Package(
                 dependencies: [
                     "KafkaClient", "StageRuntime", "AppStore", "AppStoreSigning", "AppStoreServerAPI", "AppStoreSimulator",
                     "SimulatedCustomers", serviceLifecycle, logging, jwtKit, crypto, cryptoExtras, asyncHTTPClient, hummingbird, x509, swiftASN1,
+                    subprocess, systemPackage,  // SystemPackage: Linux's FilePath (macOS's is in the SDK)
                 ],
                 path: "Tests/TestSupport"
             ),
@@ -385,8 +386,7 @@ let package = Package(
                 name: "PipelineRecordsTests",
                 dependencies: [
                     "AppStore", "JSONCoding", "PipelineRecords", "PipelineMessages", "KafkaClient", "GrantWorkload", "TestSupport",
-                    "EnvironmentSettings",
-                    crypto,
+                    "EnvironmentSettings", crypto,
                 ]
             ),
             .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient", "TestSupport"]),

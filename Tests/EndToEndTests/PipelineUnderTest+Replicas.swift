@@ -11,7 +11,7 @@ extension PipelineUnderTest {
         environment["HTTP_PORT"] = "\(LocalHTTP.freePort())"
         environments[name] = environment
         ports[name] = Int(environment["HTTP_PORT"]!)
-        try launch(name, executable: stage.rawValue)
+        try await launch(name, executable: stage.rawValue)
         try await LocalHTTP.waitForPort(ports[name]!, timeout: .seconds(120))
         let deadline = ContinuousClock.now + .seconds(90)
         while (try? await status("http://127.0.0.1:\(ports[name]!)/ready")) != 200 {

@@ -63,7 +63,7 @@ final class PipelineUnderTest: @unchecked Sendable {
         let simPort = LocalHTTP.freePort()
         ports["appstore-sim"] = simPort
         environments["appstore-sim"] = ["SIM_STATE_DIR": stateDirectory.path, "HTTP_PORT": "\(simPort)", "SIM_BUNDLE_ID": bundleId]
-        try launch("appstore-sim")
+        try await launch("appstore-sim")
         try await LocalHTTP.waitForPort(simPort)
         let root = stateDirectory.appendingPathComponent("root.pem")
         try await get("/sim/ca/root.pem").write(to: root)
@@ -119,7 +119,7 @@ final class PipelineUnderTest: @unchecked Sendable {
         for stage in Stage.allCases {
             environments[stage.rawValue]!.merge(stageSettings) { _, given in given }
             ports[stage.rawValue] = Int(environments[stage.rawValue]!["HTTP_PORT"]!)
-            try launch(stage.rawValue)
+            try await launch(stage.rawValue)
         }
         for stage in Stage.allCases { try await LocalHTTP.waitForPort(ports[stage.rawValue]!, timeout: .seconds(120)) }
         for stage in [Stage.verify, .enrich, .grant] { try await waitReady(stage) }
@@ -139,16 +139,16 @@ final class PipelineUnderTest: @unchecked Sendable {
     }
 
     /// Starts process `name` (the executable of that name unless another is given) with its environment.
-    func launch(_ name: String, executable: String? = nil) throws {
+    func launch(_ name: String, executable: String? = nil) async throws {
         let round = restarts[name, default: 0]
-        processes[name] = try ManagedProcess(executable ?? name, environment: environments[name]!, logName: "e2e-\(id)-\(name)-\(round)")
+        processes[name] = try await ManagedProcess(executable ?? name, environment: environments[name]!, logName: "e2e-\(id)-\(name)-\(round)")
     }
 
     /// SIGKILL, as when a machine dies, then start again with the same settings.
     func crashAndRestart(_ stage: Stage) async throws {
-        processes[stage.rawValue]?.kill9()
+        await processes[stage.rawValue]?.kill9()
         restarts[stage.rawValue, default: 0] += 1
-        try launch(stage.rawValue)
+        try await launch(stage.rawValue)
         try await LocalHTTP.waitForPort(ports[stage.rawValue]!, timeout: .seconds(120))
     }
 
@@ -275,7 +275,7 @@ final class PipelineUnderTest: @unchecked Sendable {
         }
         try await replay.apply(plan)
         restarts["grant", default: 0] += 1
-        try launch("grant")
+        try await launch("grant")
         try await LocalHTTP.waitForPort(ports["grant"]!, timeout: .seconds(120))
         let deadline = ContinuousClock.now + .seconds(300)
         while await metric(.grant, "pipeline_messages_processed_total") < processed {

@@ -23,7 +23,7 @@ import Testing
 struct TracingEndToEndTests {
     @Test("an upload's spans chain across every stage into the change event; a traceparent W3C forbids starts a new trace")
     func oneTraceAcrossTheStages() async throws {
-        let receiver = try OTLPReceiver()
+        let receiver = try await OTLPReceiver()
         defer { receiver.stop() }
         let tracing = ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(receiver.port)", "OTEL_BSP_SCHEDULE_DELAY": "100"]
         try await PipelineUnderTest.with(everyStage: tracing) { pipeline in
@@ -110,7 +110,7 @@ struct TracingEndToEndTests {
 
     @Test("two instances of each stage, one SIGKILLed mid-run: a span left without its parent belongs to a record that was retried")
     func noSpanOrphanedByARestart() async throws {
-        let receiver = try OTLPReceiver()
+        let receiver = try await OTLPReceiver()
         defer { receiver.stop() }
         let tracing = ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(receiver.port)", "OTEL_BSP_SCHEDULE_DELAY": "20"]
         try await PipelineUnderTest.with(everyStage: tracing) { pipeline in
@@ -245,16 +245,16 @@ final class OTLPReceiver: @unchecked Sendable {
     let file: URL
     private let process: ManagedProcess
 
-    init() throws {
-        let python = try CheckoutPython.require(["opentelemetry.proto.collector.trace.v1.trace_service_pb2"])
+    init() async throws {
+        let python = try await CheckoutPython.require(["opentelemetry.proto.collector.trace.v1.trace_service_pb2"])
         file = FileManager.default.temporaryDirectory.appendingPathComponent("otlp-\(UUID().uuidString.prefix(8)).jsonl")
         let script = TestServices.repositoryRoot.appendingPathComponent("deploy/local/otlp_receiver.py").path
-        process = try ManagedProcess(
+        process = try await ManagedProcess(
             path: python, arguments: [script, "--port", "\(port)", "--out", file.path], environment: [:], logName: "otlp-receiver-\(port)")
     }
 
     func stop() {
-        process.kill9()
+        process.sendKill()
         try? FileManager.default.removeItem(at: file)
     }
 

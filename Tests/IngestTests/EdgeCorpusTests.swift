@@ -64,13 +64,13 @@ struct EdgeCorpusTests {
     func corpusUnderLoad() async throws {
         let topic = try await TestServices.makeTopic("edge-raw", partitions: 4)
         let port = LocalHTTP.freePort()
-        let ingest = try ManagedProcess(
+        let ingest = try await ManagedProcess(
             "ingest",
             environment: [
                 "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "HTTP_HOST": "127.0.0.1", "HTTP_PORT": "\(port)",
                 "RAW_TOPIC": topic, "INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.edge::Sandbox", "LOG_LEVEL": "warning",
             ], logName: "edge-corpus-ingest-\(UUID().uuidString.prefix(8))")
-        defer { ingest.kill9() }
+        defer { ingest.sendKill() }
         try await LocalHTTP.waitForPort(port)
         var pool = HTTPClient.Configuration()
         pool.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 256)
@@ -88,7 +88,7 @@ struct EdgeCorpusTests {
         let growth = Self.residentBytes(of: ingest.pid) - before
         #expect(ingest.isRunning, "ingest is still up")
         try await http.shutdown()
-        _ = await ingest.terminate(timeout: .seconds(30))
+        await ingest.terminate(grace: .seconds(30))
         #expect(baseline.allSatisfy { $0.status == .ok })
         let stored = try await TopicReader.read(topic, timeout: .seconds(300)) { $0.count >= 2 * valid }
 

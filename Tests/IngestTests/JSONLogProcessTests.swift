@@ -52,12 +52,12 @@ struct JSONLogProcessTests {
             "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "LOG_FORMAT": "json", "LOG_LEVEL": "debug",
             "HTTP_HOST": "127.0.0.1",
         ]
-        let ingest = try ManagedProcess(
+        let ingest = try await ManagedProcess(
             "ingest",
             environment: common.merging([
                 "RAW_TOPIC": raw, "HTTP_PORT": "\(ingestPort)", "INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.jsonlog::Sandbox",
             ]) { $1 }, logName: "jsonlog-\(id)-ingest")
-        let verify = try ManagedProcess(
+        let verify = try await ManagedProcess(
             "verify",
             environment: common.merging([
                 "INPUT_TOPIC": raw, "OUTPUT_TOPIC": verified, "DLQ_TOPIC": dlq, "HTTP_PORT": "\(verifyPort)",
@@ -68,8 +68,8 @@ struct JSONLogProcessTests {
         var stopped = false
         defer {
             if !stopped {
-                ingest.kill9()
-                verify.kill9()
+                ingest.sendKill()
+                verify.sendKill()
             }
         }
         try await LocalHTTP.waitForPort(ingestPort)
@@ -96,8 +96,8 @@ struct JSONLogProcessTests {
         }
         #expect(verifyMetrics.contains(#"pipeline_stage_ready{stage="verify"} 1"#))
 
-        #expect(await ingest.terminate() == 0)
-        #expect(await verify.terminate() == 0)
+        #expect(await ingest.terminate() == .exited(0))
+        #expect(await verify.terminate() == .exited(0))
         stopped = true
 
         let ingestLines = try jsonLines(ingest.output, process: "ingest")

@@ -173,21 +173,21 @@ struct UploadConfigurationTests {
 
     @Test("the ingest executable refuses to start without INGEST_UPLOAD_AUTH: exit 78, one line naming it")
     func executableRefuses() async throws {
-        let process = try ManagedProcess(
+        let process = try await ManagedProcess(
             "ingest", environment: ["KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "INGEST_UPLOAD_AUTH": "", "HTTP_PORT": "\(LocalHTTP.freePort())"],
             logName: "ingest-no-upload-auth-\(UUID().uuidString.prefix(8))")
-        #expect(await process.waitForExit() == 78)
+        #expect(await process.waitForExit() == .exited(78))
         let lines = process.output.split(separator: "\n")
         #expect(lines.count == 1)
         #expect(lines.first?.hasPrefix("configuration error: INGEST_UPLOAD_AUTH ") == true)
 
-        let open = try ManagedProcess(
+        let open = try await ManagedProcess(
             "ingest",
             environment: [
                 "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.p:42:Production",
                 "HTTP_PORT": "\(LocalHTTP.freePort())",
             ], logName: "ingest-open-production-\(UUID().uuidString.prefix(8))")
-        #expect(await open.waitForExit() == 78)
+        #expect(await open.waitForExit() == .exited(78))
         #expect(open.output.contains("APPSTORE_APPS accepts Production for com.example.p"))
     }
 }

@@ -14,14 +14,14 @@ extension Resilience {
             let output = try await TestServices.makeTopic("crash-out", partitions: 4)
             let dlq = try await TestServices.makeTopic("crash-dlq")
             let ingestPort = LocalHTTP.freePort()
-            let ingest = try ManagedProcess(
+            let ingest = try await ManagedProcess(
                 "ingest",
                 environment: [
                     "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "RAW_TOPIC": raw,
                     "HTTP_HOST": "127.0.0.1", "HTTP_PORT": "\(ingestPort)", "LOG_LEVEL": "warning",
                     "INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.crash::Sandbox",
                 ], logName: "crash-ingest")
-            defer { ingest.kill9() }
+            defer { ingest.sendKill() }
             try await LocalHTTP.waitForPort(ingestPort)
 
             let relayPort = LocalHTTP.freePort()
@@ -32,9 +32,9 @@ extension Resilience {
                 "KAFKA_HEARTBEAT_INTERVAL_MS": LocalStack.value("LOCAL_KAFKA_HEARTBEAT_INTERVAL_MS"),
                 "KAFKA_FETCH_WAIT_MAX_MS": "25", "KAFKA_COMMIT_INTERVAL_MS": "500", "LOG_LEVEL": "info",
             ]
-            var relay = try ManagedProcess("stage-relay", environment: relayEnvironment, logName: "crash-relay-0")
+            var relay = try await ManagedProcess("stage-relay", environment: relayEnvironment, logName: "crash-relay-0")
             let idsFile = TestServices.repositoryRoot.appendingPathComponent(".local/logs/crash-ok-ids.txt").path
-            let load = try ManagedProcess(
+            let load = try await ManagedProcess(
                 "loadgen",
                 arguments: [
                     "--url", "http://127.0.0.1:\(ingestPort)/v2/notifications", "--connections", "32", "--requests", "20000",
@@ -45,10 +45,10 @@ extension Resilience {
             // this incarnation has processed a good number of records, then SIGKILL it.
             for round in 1...2 {
                 try await waitUntilProcessed(atLeast: 1500, port: relayPort)
-                relay.kill9()
-                relay = try ManagedProcess("stage-relay", environment: relayEnvironment, logName: "crash-relay-\(round)")
+                await relay.kill9()
+                relay = try await ManagedProcess("stage-relay", environment: relayEnvironment, logName: "crash-relay-\(round)")
             }
-            #expect(await load.waitForExit() == 0)
+            #expect(await load.waitForExit() == .exited(0))
             let accepted = Set(try String(contentsOfFile: idsFile, encoding: .utf8).split(separator: "\n").compactMap { Int($0) })
 
             var seen: [Int: Int] = [:]
@@ -56,7 +56,7 @@ extension Resilience {
                 records.count >= accepted.count && Set(loadgenIDs(records.map(\.value))).isSuperset(of: accepted)
             }
             for id in loadgenIDs(stored.map(\.value)) { seen[id, default: 0] += 1 }
-            #expect(await relay.terminate() == 0, "SIGTERM drains, commits and exits cleanly")
+            #expect(await relay.terminate() == .exited(0), "SIGTERM drains, commits and exits cleanly")
             let lost = accepted.subtracting(seen.keys)
             let duplicates = seen.values.reduce(0) { $0 + max(0, $1 - 1) }
             print("crash test: posted 20000, answered 200: \(accepted.count), delivered: \(seen.count), lost=\(lost.count), duplicates=\(duplicates)")

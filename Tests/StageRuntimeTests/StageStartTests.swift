@@ -25,9 +25,9 @@ struct StageStartTests {
             "KAFKA_HEARTBEAT_INTERVAL_MS": LocalStack.value("LOCAL_KAFKA_HEARTBEAT_INTERVAL_MS"), "KAFKA_FETCH_WAIT_MAX_MS": "25",
             "LOG_LEVEL": "info",
         ]
-        let failed = try ManagedProcess("stage-relay", environment: environment, logName: "start-port-taken")
+        let failed = try await ManagedProcess("stage-relay", environment: environment, logName: "start-port-taken")
         let status = await failed.waitForExit()
-        #expect(status == 1, "exit status \(status); log: \(failed.output.suffix(600))")
+        #expect(status == .exited(1), "exit status \(status); log: \(failed.output.suffix(600))")
         #expect(failed.output.contains("Address already in use"), "\(failed.output.suffix(600))")
         let offsets = KafkaGroupOffsets(configuration: TestServices.clientConfiguration("tests-start"))
         #expect(try await offsets.describeGroup(group)?.members.isEmpty ?? true, "the failed start left a member")
@@ -35,10 +35,10 @@ struct StageStartTests {
 
         let port = LocalHTTP.freePort()
         environment["HTTP_PORT"] = "\(port)"
-        let relay = try ManagedProcess("stage-relay", environment: environment, logName: "start-port-free")
+        let relay = try await ManagedProcess("stage-relay", environment: environment, logName: "start-port-free")
         let copied = try await TopicReader.read(output, timeout: .seconds(240)) { $0.count >= 40 }
         let members = try await offsets.describeGroup(group)?.members ?? []
-        #expect(await relay.terminate(timeout: .seconds(60)) == 0)
+        #expect(await relay.terminate(grace: .seconds(60)) == .exited(0))
         #expect(copied.count == 40, "the group handed its partitions to the new member: \(members)")
     }
 

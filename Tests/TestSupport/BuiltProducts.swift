@@ -26,60 +26,12 @@ public enum BuiltProducts {
         return binary
     }
 
-    /// Runs `executable` with `arguments` to completion, feeding `stdin` (empty when nil), with
-    /// `environment` (this process's when nil); terminates it and throws after `timeout`.
-    /// Output goes through files, not pipes, so a chatty child never blocks on a full pipe.
+    /// Runs `executable` with `arguments` to completion, feeding `stdin` (none when nil), with
+    /// `environment` (this process's when nil); tears it down and throws after `timeout`.
     public static func run(
         _ executable: String, _ arguments: [String], stdin: String? = nil, environment: [String: String]? = nil,
         timeout: Duration = .seconds(120)
     ) async throws -> CommandResult {
-        let binary = try Self.executable(executable)
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("run-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let outURL = dir.appendingPathComponent("stdout")
-        let errURL = dir.appendingPathComponent("stderr")
-        let inURL = dir.appendingPathComponent("stdin")
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        FileManager.default.createFile(atPath: inURL.path, contents: Data((stdin ?? "").utf8))
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        let out = try FileHandle(forWritingTo: outURL)
-        let err = try FileHandle(forWritingTo: errURL)
-        let input = try FileHandle(forReadingFrom: inURL)
-        defer {
-            try? out.close()
-            try? err.close()
-            try? input.close()
-        }
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
-            if ContinuousClock.now > deadline {
-                process.terminate()
-                throw TestSupportError("\(executable) \(arguments) did not finish within \(timeout)")
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        return CommandResult(
-            status: process.terminationStatus,
-            stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
+        try await ManagedProcess.run(try Self.executable(executable), arguments, stdin: stdin, environment: environment, timeout: timeout)
     }
-}
-
-/// What a finished command left: its exit status and output.
-public struct CommandResult: Sendable {
-    public let status: Int32
-    public let stdout: String
-    public let stderr: String
-
-    /// Standard output, then standard error.
-    public var output: String { stdout + stderr }
 }

@@ -47,18 +47,18 @@ public enum CheckoutPython {
     }
 
     /// Whether the interpreter is there and imports each of `modules`.
-    public static func has(_ modules: [String]) -> Bool {
+    public static func has(_ modules: [String]) async -> Bool {
         guard FileManager.default.isExecutableFile(atPath: path.path) else { return false }
-        return (try? run(["-c", "import \(modules.joined(separator: ", "))"]).status) == 0
+        return (try? await run(["-c", "import \(modules.joined(separator: ", "))"]).status) == 0
     }
 
     /// The interpreter, when it imports each of `modules`; otherwise an error saying what is
     /// missing and how to get it.
-    public static func require(_ modules: [String]) throws -> URL {
+    public static func require(_ modules: [String]) async throws -> URL {
         guard FileManager.default.isExecutableFile(atPath: path.path) else {
             throw TestSupportError("\(path.path) is missing: run deploy/local/setup, which installs the checkout's Python environment")
         }
-        let check = try run(["-c", "import \(modules.joined(separator: ", "))"])
+        let check = try await run(["-c", "import \(modules.joined(separator: ", "))"])
         guard check.status == 0 else {
             throw TestSupportError(
                 "\(path.path) cannot import \(modules.joined(separator: ", ")): run deploy/local/setup, which installs them (\(check.output.suffix(300)))"
@@ -72,30 +72,10 @@ public enum CheckoutPython {
         "\(path.path) with \(modules.joined(separator: ", ")) is missing (deploy/local/setup installs it); with CI=true this fails instead"
     }
 
-    /// ``run(_:)`` on a thread of its own: waiting for Python on the cooperative pool (two threads
-    /// on two cores) would stall every suite running beside the caller.
-    public static func runOffPool(_ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try run(arguments) }) }.start()
-        }
-    }
-
     /// Runs the interpreter with `arguments` in the repository root; returns the status and the
-    /// combined output.
-    public static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = path
-        process.arguments = arguments
-        process.currentDirectoryURL = TestServices.repositoryRoot
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("py-\(UUID().uuidString.prefix(8)).log")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: out) }
-        let handle = try FileHandle(forWritingTo: out)
-        defer { try? handle.close() }
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        process.waitUntilExit()
-        return (process.terminationStatus, (try? String(contentsOf: out, encoding: .utf8)) ?? "")
+    /// output, standard error merged into standard output as it comes.
+    public static func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let result = try await ManagedProcess.run(path, arguments, workingDirectory: TestServices.repositoryRoot, streams: .merged)
+        return (result.status, result.output)
     }
 }

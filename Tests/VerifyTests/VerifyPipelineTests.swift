@@ -170,7 +170,7 @@ struct VerifyPipelineTests {
         let topics = try await PipelineTopics.make("verify-exe")
         let roots = try TestPKI.writeRoot()
         let port = LocalHTTP.freePort()
-        let stage = try ManagedProcess(
+        let stage = try await ManagedProcess(
             "verify",
             environment: [
                 "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "INPUT_TOPIC": topics.raw,
@@ -193,8 +193,8 @@ struct VerifyPipelineTests {
             ])
         let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { !$0.isEmpty }
         let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(120)) { !$0.isEmpty }
-        let status = await stage.terminate(timeout: .seconds(30))
-        #expect(status == 0, "\(stage.output)")
+        let status = await stage.terminate(grace: .seconds(30))
+        #expect(status == .exited(0), "\(stage.output)")
         #expect(verified.first?.keyString == "Sandbox:200000000000888")
         #expect(try VerifiedRecord.decode(try #require(verified.first).value).signedPayload == token)
         #expect(letters.first?.header(DeadLetterHeader.errorCode) == "verification.untrusted_root")

@@ -1,0 +1,73 @@
+import Foundation
+import Synchronization
+
+public struct TestSupportError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Small HTTP helpers for process tests.
+public enum LocalHTTP {
+    /// Every port this process handed out: the kernel may offer a released port again at once, and
+    /// two pipelines started side by side then gave one port to two children (grant stopped on
+    /// "Address already in use" while the other's listener answered for it).
+    private static let handedOut = Mutex<Set<Int>>([])
+
+    /// A TCP port that was free a moment ago and that this process never handed out before.
+    public static func freePort() -> Int {
+        for _ in 0..<1_000 {
+            guard let held = try? HeldPort() else { return 0 }
+            defer { held.release() }
+            if handedOut.withLock({ $0.insert(held.port).inserted }) { return held.port }
+        }
+        return 0
+    }
+
+    /// Waits until `127.0.0.1:port` accepts connections.
+    public static func waitForPort(_ port: Int, timeout: Duration = .seconds(120)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if TestServices.portOpen("127.0.0.1:\(port)") { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw TestSupportError("nothing listens on 127.0.0.1:\(port) after \(timeout)")
+    }
+
+    /// Runs a shell script of the repository (e.g. `deploy/local/down broker`) with this process's
+    /// environment and output, and waits for it (``ManagedProcess/run(_:_:stdin:environment:workingDirectory:streams:timeout:)``).
+    public static func runScript(_ path: String, _ arguments: [String]) async throws {
+        let script = TestServices.repositoryRoot.appendingPathComponent(path).path
+        let result = try await ManagedProcess.run(URL(fileURLWithPath: "/bin/bash"), [script] + arguments, streams: .inherited)
+        guard result.exit == .exited(0) else { throw TestSupportError("\(path) \(arguments) \(result.exit)") }
+    }
+}
+
+/// A listening socket on a loopback port, so that a process started on that port cannot bind it.
+public final class HeldPort {
+    private var fd: Int32
+    public let port: Int
+
+    public init() throws {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = 0
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, len) } }
+        guard bound == 0, listen(socketFD, 1) == 0 else {
+            close(socketFD)
+            throw TestSupportError("could not hold a loopback port")
+        }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &len) } }
+        fd = socketFD
+        port = Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    public func release() {
+        if fd >= 0 { close(fd) }
+        fd = -1
+    }
+
+    deinit { release() }
+}
