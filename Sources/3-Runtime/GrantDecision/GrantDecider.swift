@@ -57,8 +57,8 @@ public enum GrantDecider {
         let previous = snapshot.purchase
         var claims = previous?.claims ?? []
         if let claim = event.claim {
-            // Apple's word ranks by the moment it describes; an upload's by when the pipeline received it.
-            let at = claim.verified ? event.version.asOf : event.receivedAt ?? event.verifiedAt
+            // Apple's word ranks by the moment it describes; an upload's by when the pipeline took it in.
+            let at = claim.verified ? event.version.asOf : event.ingestedAt ?? event.verifiedAt
             claims = OwnershipClaim.merge(
                 claims, OwnershipClaim(customerId: claim.customerId, claimedAt: at, verified: claim.verified, eventKey: event.eventKey))
         }

@@ -48,9 +48,9 @@ public struct GrantEvent: Hashable, Sendable {
     public var lookup: Enrichment.Lookup
     /// When verify accepted the record.
     public var verifiedAt: Date
-    /// When ingest (or the job that made the record) received it: the `received-at` header, set by
-    /// the grant stage; the start of the webhook-to-entitlement latency.
-    public var receivedAt: Date?
+    /// When the pipeline took the record in (ingest, or the job that made the record): the
+    /// `ingested-at` header, set by the grant stage; the start of the webhook-to-entitlement latency.
+    public var ingestedAt: Date?
     /// The W3C `traceparent` of grant's span for the record that carried the event (set by the grant
     /// stage), kept with each change in the outbox so the published change event continues the trace.
     public var traceContext: String?

@@ -59,7 +59,7 @@ public struct GrantStage: PipelineStage {
             do {
                 let record = try EnrichedRecord.decode(message.value)
                 var event = try GrantEvent(record)
-                event.receivedAt = message.receivedAt
+                event.ingestedAt = message.ingestedAt
                 event.traceContext = message.headers.string(PipelineHeader.traceparent)
                 events.append(event)
                 positions.append(i)
