@@ -57,7 +57,7 @@ struct OwnershipRuleTests {
     }
 
     private func owner(_ ledger: InMemoryLedger, policy: GrantPolicy, id: String = "own-1") -> UUID? {
-        ledger.purchases.first { $0.key.originalTransactionId == id }?.value.owner(policy: policy.transferPolicy)
+        ledger.purchases.first { $0.key.purchaseId == id }?.value.owner(policy: policy.transferPolicy)
     }
 
     private func status(_ ledger: InMemoryLedger, _ customer: UUID, policy: GrantPolicy) -> OwnershipClaim.Status? {

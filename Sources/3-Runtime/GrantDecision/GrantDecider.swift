@@ -152,7 +152,7 @@ enum ConsumableDecision {
             for entitlementKey in grant.entitlementKeys {
                 changes.append(
                     EntitlementChange(
-                        kind: kind, customer: customer, entitlementKey: entitlementKey, sourceId: key.originalTransactionId, productId: productId,
+                        kind: kind, customer: customer, entitlementKey: entitlementKey, sourceId: key.purchaseId, productId: productId,
                         active: grant.isGranted, activeUntil: nil, reason: reason, quantity: grant.quantity, cause: event.cause))
             }
         }

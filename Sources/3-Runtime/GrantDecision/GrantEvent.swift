@@ -146,9 +146,9 @@ public struct GrantEvent: Hashable, Sendable {
         // A consumable is its own purchase; everything else is keyed by its original transaction.
         let env = environment
         if transaction?.type == .consumable {
-            purchaseKey = (transaction?.transactionId).map { PurchaseKey(environment: env, originalTransactionId: $0) }
+            purchaseKey = (transaction?.transactionId).map { PurchaseKey(environment: env, purchaseId: $0) }
         } else if let otid = transaction?.originalTransactionId ?? verified.originalTransactionId, !otid.isEmpty {
-            purchaseKey = PurchaseKey(environment: environment, originalTransactionId: otid)
+            purchaseKey = PurchaseKey(environment: environment, purchaseId: otid)
         } else {
             purchaseKey = nil
         }
@@ -185,7 +185,7 @@ public struct GrantEvent: Hashable, Sendable {
             // The notification's own transaction is the one the customer wants refunded, not the newest.
             consumptionRequest = ConsumptionRequestFacts(
                 bundleId: verified.bundleId, transactionId: verified.transaction?.transactionId ?? transaction?.transactionId,
-                originalTransactionId: verified.transaction?.originalTransactionId ?? purchaseKey?.originalTransactionId,
+                originalTransactionId: verified.transaction?.originalTransactionId ?? purchaseKey?.purchaseId,
                 reason: verified.notification?.data?.consumptionRequestReason?.rawValue)
         } else {
             consumptionRequest = nil
