@@ -48,7 +48,7 @@ struct EndToEndTests {
             #expect(consumption.requests.values.allSatisfy { $0 == "sent" }, "\(consumption.requests.filter { $0.value != "sent" })")
             #expect(consumption.answered == consumption.requests.keys.sorted())
 
-            // Every event carries ingest's received-at through the stages: the latency's start.
+            // Every event carries its ingested-at through the stages: the latency's start.
             let untimed = try await pipeline.withDatabase { client in
                 var count = -1
                 let rows = try await client.query(

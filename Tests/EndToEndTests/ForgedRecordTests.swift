@@ -39,12 +39,12 @@ struct ForgedRecordTests {
             let producer = try TestServices.makeProducer()
             _ = try await producer.sendAll([
                 try EnrichedMessage.make(
-                    Self.purchase(for: unsigned, id: "81\(stamp)1", bundleId: pipeline.bundleId), topic: topic, receivedAt: Date()),
+                    Self.purchase(for: unsigned, id: "81\(stamp)1", bundleId: pipeline.bundleId), topic: topic, ingestedAt: Date()),
                 try EnrichedMessage.make(
-                    Self.purchase(for: wrongKey, id: "81\(stamp)2", bundleId: pipeline.bundleId), topic: topic, receivedAt: Date(), keys: stranger),
+                    Self.purchase(for: wrongKey, id: "81\(stamp)2", bundleId: pipeline.bundleId), topic: topic, ingestedAt: Date(), keys: stranger),
                 // The control: the same kind of record with enrich's key is applied, so the key is what stops the others.
                 try EnrichedMessage.make(
-                    Self.purchase(for: signedWithTheKey, id: "81\(stamp)3", bundleId: pipeline.bundleId), topic: topic, receivedAt: Date(),
+                    Self.purchase(for: signedWithTheKey, id: "81\(stamp)3", bundleId: pipeline.bundleId), topic: topic, ingestedAt: Date(),
                     keys: theKey),
             ])
             await producer.close()

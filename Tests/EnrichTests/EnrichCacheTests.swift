@@ -38,10 +38,10 @@ struct EnrichCacheTests {
         return transactions
     }
 
-    /// A verified record as read from the topic, with ingest's `received-at`.
-    static func message(_ record: VerifiedRecord, offset: Int64, receivedAt: Date? = nil) throws -> KafkaMessage {
+    /// A verified record as read from the topic, with its `ingested-at`.
+    static func message(_ record: VerifiedRecord, offset: Int64, ingestedAt: Date? = nil) throws -> KafkaMessage {
         var message = try EnrichFixture.message(record, offset: offset)
-        if let receivedAt { message.headers.append(KafkaHeader(key: PipelineHeader.receivedAt, string: Timestamp.iso8601(receivedAt))) }
+        if let ingestedAt { message.headers.append(KafkaHeader(key: PipelineHeader.ingestedAt, string: Timestamp.iso8601(ingestedAt))) }
         return message
     }
 
@@ -164,7 +164,7 @@ struct EnrichCacheTests {
             var record = EnrichFixture.notification(transactions[2])
             record.verifiedAt = base.addingTimeInterval(arrived)
             offset += 1
-            let message = try Self.message(record, offset: offset, receivedAt: base.addingTimeInterval(arrived - 0.004))
+            let message = try Self.message(record, offset: offset, ingestedAt: base.addingTimeInterval(arrived - 0.004))
             let output = try await stage.process(batch: [message])[0].get()
             return try EnrichedRecord.decode(output[0].value).enrichment
         }

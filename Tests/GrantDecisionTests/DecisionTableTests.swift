@@ -43,7 +43,7 @@ struct DecisionTableTests {
             decision.changes.map(\.kind.rawValue).sorted() == expected.changes.map(\.rawValue).sorted(),
             "expected \(expected)")
         let source = c.product == .autoRenewableSubscription ? "sub-1" : "one-1"
-        let key = PurchaseKey(environment: "Production", originalTransactionId: source)
+        let key = PurchaseKey(environment: "Production", purchaseId: source)
         if c.product == .consumable {
             let grant = try #require(ledger.consumables[key])
             #expect(grant.isGranted == expected.active)

@@ -57,7 +57,7 @@ struct OwnershipRuleTests {
     }
 
     private func owner(_ ledger: InMemoryLedger, policy: GrantPolicy, id: String = "own-1") -> UUID? {
-        ledger.purchases.first { $0.key.originalTransactionId == id }?.value.owner(policy: policy.transferPolicy)
+        ledger.purchases.first { $0.key.purchaseId == id }?.value.owner(policy: policy.transferPolicy)
     }
 
     private func status(_ ledger: InMemoryLedger, _ customer: UUID, policy: GrantPolicy) -> OwnershipClaim.Status? {
@@ -159,13 +159,13 @@ struct OwnershipRuleTests {
             #expect(ledger.rows(source: "own-1").allSatisfy { $0.id.customer.customerId == expected && $0.active })
             #expect(status(ledger, expected == alice ? bob : alice, policy: policy) == (policy.transferPolicy == .refuse ? .refused : .superseded))
         }
-        // The received-at header, where the records carry it, is what ranks them.
+        // The ingested-at header, where the records carry it, is what ranks them.
         aliceUpload.verified.verifiedAt = t0
         bobUpload.verified.verifiedAt = t0
         var ledger = InMemoryLedger(policy: Self.refuse)
-        for (record, received) in [(bobUpload, t0.addingTimeInterval(20)), (aliceUpload, t0.addingTimeInterval(10))] {
+        for (record, ingested) in [(bobUpload, t0.addingTimeInterval(20)), (aliceUpload, t0.addingTimeInterval(10))] {
             var event = try GrantEvent(record)
-            event.receivedAt = received
+            event.ingestedAt = ingested
             var snapshot = GrantSnapshot(alreadyApplied: false)
             snapshot.purchase = ledger.purchases.values.first
             let decision = try GrantDecider.decide(snapshot, event: event, policy: Self.refuse)

@@ -190,4 +190,26 @@ struct RuleTests {
         #expect(inOrder.entitlements == shuffled.entitlements)
         #expect(inOrder.consumables == shuffled.consumables)
     }
+
+    @Test("a consumable is its own purchase: keyed by its transactionId, stored under the name originalTransactionId")
+    func consumablePurchaseKey() throws {
+        var coins = SimulatedPurchase(
+            customer: alice, productType: .consumable, productId: "com.example.coins", originalTransactionId: "coin-1", start: t0,
+            uuidSeed: 5)
+        coins.addTransaction(reason: .purchase)
+        // A consumable is never restored nor renewed: Apple's originalTransactionId is its transactionId.
+        let transaction = try #require(coins.latest)
+        #expect(transaction.originalTransactionId == transaction.transactionId)
+        let event = try GrantEvent(coins.notify(.oneTimeCharge))
+        #expect(event.purchaseKey == PurchaseKey(environment: "Production", purchaseId: "coin-1"))
+
+        // A purchase's state is stored as JSON that grant_write and earlier releases read
+        // (`state->'key'->>'originalTransactionId'`): the member keeps Apple's name.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let key = PurchaseKey(environment: "Sandbox", purchaseId: "2000")
+        let json = String(decoding: try encoder.encode(key), as: UTF8.self)
+        #expect(json == #"{"environment":"Sandbox","originalTransactionId":"2000"}"#)
+        #expect(try JSONDecoder().decode(PurchaseKey.self, from: Data(json.utf8)) == key)
+    }
 }

@@ -47,11 +47,11 @@ extension [Sample] {
 struct GrantMetricsTests {
     /// The enriched records as the stage receives them, received by ingest `age` ago.
     func messages(_ records: [EnrichedRecord], age: TimeInterval) throws -> [KafkaMessage] {
-        let receivedAt = Timestamp.iso8601(Date().addingTimeInterval(-age))
+        let ingestedAt = Timestamp.iso8601(Date().addingTimeInterval(-age))
         return try records.enumerated().map { i, record in
             KafkaMessage(
                 topic: Topics.enriched, partition: 0, offset: Int64(i), key: Array("k".utf8), value: try record.encoded(),
-                headers: [KafkaHeader(key: PipelineHeader.receivedAt, string: receivedAt)], timestamp: nil)
+                headers: [KafkaHeader(key: PipelineHeader.ingestedAt, string: ingestedAt)], timestamp: nil)
         }
     }
 
@@ -116,7 +116,7 @@ struct GrantMetricsTests {
                 #expect(counted.map(\.value).reduce(0, +) == Double(records.count), "each event counted once")
                 #expect(recordedTotal + duplicatesInStream == Double(records.count))
 
-                // Timed from the received-at header (2 s ago) to the commit: every recorded event.
+                // Timed from the ingested-at header (2 s ago) to the commit: every recorded event.
                 let latency = ["environment": environment]
                 #expect(afterFirst.value("entitlement_latency_seconds_count", latency) == recordedTotal)
                 let buckets = afterFirst.filter { $0.name == "entitlement_latency_seconds_bucket" && $0.labels["environment"] == environment }

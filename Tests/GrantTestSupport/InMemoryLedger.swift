@@ -24,7 +24,7 @@ public struct InMemoryLedger: Sendable {
         if let key = event.purchaseKey {
             snapshot.purchase = purchases[key]
             snapshot.entitlements = entitlements.values.filter {
-                $0.id.customer.environment == key.environment && $0.id.sourceId == key.originalTransactionId
+                $0.id.customer.environment == key.environment && $0.id.sourceId == key.purchaseId
             }.sorted { $0.id < $1.id }
             snapshot.consumable = consumables[key]
         }

@@ -140,8 +140,8 @@ struct IngestRouteTests {
             #expect(record.headers.string(PipelineHeader.requestID) == "req-1")
             #expect(record.headers.string(PipelineHeader.contentType) == "application/json")
             #expect(record.headers.string(PipelineHeader.traceparent) == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
-            let receivedAt = try #require(record.headers.string(PipelineHeader.receivedAt))
-            #expect(try Date(receivedAt, strategy: .iso8601).timeIntervalSinceNow > -60)
+            let ingestedAt = try #require(record.headers.string(PipelineHeader.ingestedAt))
+            #expect(try Date(ingestedAt, strategy: .iso8601).timeIntervalSinceNow > -60)
             #expect(record.keyString?.count == 64, "keyed by the body's SHA-256")
         }
     }

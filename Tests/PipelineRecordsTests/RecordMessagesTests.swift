@@ -8,19 +8,19 @@ import Testing
 /// Each record kind's key and headers, as schemas/headers.md promises them to every consumer.
 @Suite("record builders")
 struct RecordMessagesTests {
-    let receivedAt = Date(timeIntervalSince1970: 1_790_000_000.125)
+    let ingestedAt = Date(timeIntervalSince1970: 1_790_000_000.125)
 
     @Test("a raw record: keyed by its body's hash, with every header ingest promises, traceparent only when given")
     func raw() {
         let body = RawRecord.notificationBody(signedPayload: "a.b.c")
         let message = RawMessage.make(
-            body: body, topic: "raw-test", source: PipelineHeader.Source.appleWebhook, receivedAt: receivedAt, requestID: "req-1",
+            body: body, topic: "raw-test", source: PipelineHeader.Source.appleWebhook, ingestedAt: ingestedAt, requestID: "req-1",
             traceContext: [KafkaHeader(key: PipelineHeader.traceparent, string: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")])
         #expect(message.topic == "raw-test")
         #expect(message.key == Array(RawRecord.key(of: body).utf8))
         #expect(message.value == body)
         #expect(message.headers.string(PipelineHeader.source) == "apple-webhook")
-        #expect(message.headers.string(PipelineHeader.receivedAt) == "2026-09-21T14:13:20.125Z")
+        #expect(message.headers.string(PipelineHeader.ingestedAt) == "2026-09-21T14:13:20.125Z")
         #expect(message.headers.string(PipelineHeader.requestID) == "req-1")
         #expect(message.headers.string(PipelineHeader.contentType) == "application/json")
         #expect(message.headers.string(PipelineHeader.schema) == Topics.raw)
@@ -46,7 +46,7 @@ struct RecordMessagesTests {
         ]
         let record = VerifiedRecord(
             kind: .transaction, source: "app-upload", environment: .sandbox, bundleId: "com.example", originalTransactionId: "2000",
-            verifiedAt: receivedAt)
+            verifiedAt: ingestedAt)
         let verified = try VerifiedMessage.make(record, key: try #require(record.key), topic: "verified-test", following: input)
         #expect(verified.key == Array("Sandbox:2000".utf8))
         #expect(verified.headers.map(\.key) == ["source", "request-id", "traceparent", "content-type", "schema"])
@@ -65,15 +65,42 @@ struct RecordMessagesTests {
     func fresh() throws {
         let record = VerifiedRecord(
             kind: .transaction, source: PipelineHeader.Source.reconcile, environment: .production, bundleId: "com.example",
-            originalTransactionId: "42", verifiedAt: receivedAt)
+            originalTransactionId: "42", verifiedAt: ingestedAt)
         let message = try VerifiedMessage.make(record)
         #expect(message.topic == Topics.verified)
         #expect(message.key == Array("Production:42".utf8))
         #expect(message.headers.string(PipelineHeader.source) == "reconcile")
-        #expect(message.headers.string(PipelineHeader.receivedAt) == "2026-09-21T14:13:20.125Z")
+        #expect(message.headers.string(PipelineHeader.ingestedAt) == "2026-09-21T14:13:20.125Z")
         #expect(message.headers.string(PipelineHeader.schema) == Topics.verified)
 
-        let unkeyed = VerifiedRecord(kind: .transaction, source: "reconcile", environment: .production, bundleId: "x", verifiedAt: receivedAt)
+        let unkeyed = VerifiedRecord(kind: .transaction, source: "reconcile", environment: .production, bundleId: "x", verifiedAt: ingestedAt)
         #expect(throws: VerifiedMessage.UnkeyedRecord.self) { try VerifiedMessage.make(unkeyed) }
+    }
+
+    @Test("a record kept from before the rename carries received-at: read as ingested-at, and carried on only under the new name")
+    func legacyIngestedAt() throws {
+        let old = [
+            KafkaHeader(key: PipelineHeader.source, string: "apple-webhook"),
+            KafkaHeader(key: "received-at", string: "2026-09-21T14:13:20.125Z"),
+            KafkaHeader(key: PipelineHeader.requestID, string: "req-3"),
+        ]
+        let raw = KafkaMessage(topic: Topics.raw, partition: 0, offset: 0, key: nil, value: [], headers: old, timestamp: nil)
+        #expect(raw.ingestedAt == ingestedAt)
+
+        let verified = PipelineHeader.carried(from: old, schema: Topics.verified)
+        #expect(verified.map(\.key) == ["source", "ingested-at", "request-id", "content-type", "schema"])
+        #expect(verified.string(PipelineHeader.ingestedAt) == "2026-09-21T14:13:20.125Z")
+
+        // Both names (a record some tool wrote by hand): the new one counts, and only it goes on.
+        let both = old + [KafkaHeader(key: PipelineHeader.ingestedAt, string: "2026-09-21T14:13:21.000Z")]
+        let later = ingestedAt.addingTimeInterval(0.875)
+        #expect(KafkaMessage(topic: Topics.raw, partition: 0, offset: 0, key: nil, value: [], headers: both, timestamp: nil).ingestedAt == later)
+        let carried = PipelineHeader.carried(from: both, schema: Topics.verified)
+        #expect(carried.map(\.key) == ["source", "ingested-at", "request-id", "content-type", "schema"])
+        #expect(carried.string(PipelineHeader.ingestedAt) == "2026-09-21T14:13:21.000Z")
+
+        let none = KafkaMessage(topic: Topics.raw, partition: 0, offset: 0, key: nil, value: [], headers: [], timestamp: nil)
+        #expect(none.ingestedAt == nil)
+        #expect(!PipelineHeader.carried(from: [], schema: Topics.verified).contains { $0.key.hasSuffix("-at") })
     }
 }

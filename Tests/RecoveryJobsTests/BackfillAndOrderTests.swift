@@ -55,7 +55,7 @@ struct BackfillAndOrderTests {
                 #expect(record.headers.string(PipelineHeader.schema) == Topics.raw)
                 #expect(record.headers.string(PipelineHeader.contentType) == "application/json")
                 #expect(
-                    record.headers.string(PipelineHeader.receivedAt).flatMap {
+                    record.headers.string(PipelineHeader.ingestedAt).flatMap {
                         try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse($0)
                     } != nil)
                 #expect(record.headers.string(PipelineHeader.requestID).flatMap(UUID.init(uuidString:)) != nil)

@@ -116,7 +116,7 @@ struct CustomerLookupTests {
             #expect(
                 notifications.allSatisfy {
                     Set($0.keys) == [
-                        "environment", "receivedAt", "processedAt", "type", "subtype", "outcome", "note", "source", "eventKey",
+                        "environment", "ingestedAt", "verifiedAt", "processedAt", "type", "subtype", "outcome", "note", "source", "eventKey",
                         "originalTransactionId", "transactionId", "traceId",
                     ]
                 })

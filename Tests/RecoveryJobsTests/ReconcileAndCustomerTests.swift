@@ -38,7 +38,7 @@ struct ReconcileAndCustomerTests {
         try await db.client.query(
             """
             INSERT INTO notifications (environment, event_key, notification_uuid, kind, source, notification_type, original_transaction_id,
-                signed_date, received_at, outcome)
+                signed_date, verified_at, outcome)
             VALUES ('Sandbox', \("notification:" + UUID().uuidString), NULL, 'notification', 'apple-webhook', 'DID_CHANGE_RENEWAL_PREF',
                 \(original), \(signed), \(signed), 'applied')
             """, logger: ScratchDatabase.logger)

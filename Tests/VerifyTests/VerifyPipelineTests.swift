@@ -87,7 +87,7 @@ struct VerifyPipelineTests {
             #expect(record.header(PipelineHeader.schema) == Topics.verified)
             #expect(record.header(PipelineHeader.requestID)?.hasPrefix("req-") == true)
             #expect(record.header(PipelineHeader.traceparent)?.hasPrefix("00-0af7651916cd43dd8448eb211c80319c-") == true)
-            #expect(record.header(PipelineHeader.receivedAt) != nil)
+            #expect(record.header(PipelineHeader.ingestedAt) != nil)
             let body = try VerifiedRecord.decode(record.value)
             #expect(record.keyString == body.key)
             #expect(body.source == record.header(PipelineHeader.source))

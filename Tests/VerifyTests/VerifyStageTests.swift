@@ -23,7 +23,7 @@ struct VerifyStageTests {
             topic: Topics.raw, partition: 3, offset: 17, key: Array("sha".utf8), value: body,
             headers: [
                 KafkaHeader(key: PipelineHeader.source, string: source),
-                KafkaHeader(key: PipelineHeader.receivedAt, string: "2026-01-01T00:00:00.000Z"),
+                KafkaHeader(key: PipelineHeader.ingestedAt, string: "2026-01-01T00:00:00.000Z"),
                 KafkaHeader(key: PipelineHeader.requestID, string: "req-1"),
                 KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
                 KafkaHeader(key: PipelineHeader.schema, string: Topics.raw),
@@ -59,7 +59,7 @@ struct VerifyStageTests {
         #expect(headers.string(PipelineHeader.schema) == Topics.verified)
         #expect(headers.filter { $0.key == PipelineHeader.schema }.count == 1)
         #expect(headers.string(PipelineHeader.source) == "apple-webhook")
-        #expect(headers.string(PipelineHeader.receivedAt) == "2026-01-01T00:00:00.000Z")
+        #expect(headers.string(PipelineHeader.ingestedAt) == "2026-01-01T00:00:00.000Z")
         #expect(headers.string(PipelineHeader.requestID) == "req-1")
         #expect(headers.string(PipelineHeader.traceparent) == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
         #expect(headers.string(PipelineHeader.contentType) == "application/json")

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The end-to-end benchmark's driver (deploy/local/bench e2e starts the stack, then runs this).
 
-`bench_e2e.py run` measures, from grant's own rows in Postgres (notifications.ingested_at, ingest's
-received-at, to processed_at, grant's write):
+`bench_e2e.py run` measures, from grant's own rows in Postgres (notifications.ingested_at, the
+ingested-at, to processed_at, grant's write):
   - latency: customers played by the simulated Apple's lifecycle player at a paced rate and at half
     of it (p50, p99, max webhook -> committed);
   - CPU: notifications the simulator signed ahead (POST /sim/lifecycle/prepare), posted at a fixed

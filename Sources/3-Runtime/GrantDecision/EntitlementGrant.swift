@@ -13,7 +13,7 @@ public struct EntitlementGrant: Hashable, Codable, Sendable {
     public struct ID: Hashable, Comparable, Codable, Sendable {
         public var customer: CustomerKey
         public var entitlementKey: String
-        /// The purchase's `originalTransactionId`.
+        /// The purchase (``PurchaseKey/purchaseId``: its `originalTransactionId`, a consumable's `transactionId`).
         public var sourceId: String
 
         public init(customer: CustomerKey, entitlementKey: String, sourceId: String) {
@@ -57,7 +57,7 @@ public struct EntitlementGrant: Hashable, Codable, Sendable {
 /// revocation when refunded.
 public struct ConsumableGrant: Hashable, Codable, Sendable {
     public var key: PurchaseKey
-    public var transactionId: String { key.originalTransactionId }
+    public var transactionId: String { key.purchaseId }
     public var customer: CustomerKey?
     public var productId: String
     public var entitlementKeys: [String]

@@ -20,7 +20,7 @@ enum EntitlementPlanner {
         }
         return policy.catalog.entitlements(for: state.productId).map { key in
             EntitlementGrant(
-                id: .init(customer: customer, entitlementKey: key, sourceId: state.key.originalTransactionId),
+                id: .init(customer: customer, entitlementKey: key, sourceId: state.key.purchaseId),
                 source: source, productId: state.productId, active: active, activeFrom: from, activeUntil: until, reason: reason)
         }
     }

@@ -57,8 +57,8 @@ public enum GrantDecider {
         let previous = snapshot.purchase
         var claims = previous?.claims ?? []
         if let claim = event.claim {
-            // Apple's word ranks by the moment it describes; an upload's by when the pipeline received it.
-            let at = claim.verified ? event.version.asOf : event.receivedAt ?? event.verifiedAt
+            // Apple's word ranks by the moment it describes; an upload's by when the pipeline took it in.
+            let at = claim.verified ? event.version.asOf : event.ingestedAt ?? event.verifiedAt
             claims = OwnershipClaim.merge(
                 claims, OwnershipClaim(customerId: claim.customerId, claimedAt: at, verified: claim.verified, eventKey: event.eventKey))
         }
@@ -152,7 +152,7 @@ enum ConsumableDecision {
             for entitlementKey in grant.entitlementKeys {
                 changes.append(
                     EntitlementChange(
-                        kind: kind, customer: customer, entitlementKey: entitlementKey, sourceId: key.originalTransactionId, productId: productId,
+                        kind: kind, customer: customer, entitlementKey: entitlementKey, sourceId: key.purchaseId, productId: productId,
                         active: grant.isGranted, activeUntil: nil, reason: reason, quantity: grant.quantity, cause: event.cause))
             }
         }

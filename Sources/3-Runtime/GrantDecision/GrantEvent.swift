@@ -48,9 +48,9 @@ public struct GrantEvent: Hashable, Sendable {
     public var lookup: Enrichment.Lookup
     /// When verify accepted the record.
     public var verifiedAt: Date
-    /// When ingest (or the job that made the record) received it: the `received-at` header, set by
-    /// the grant stage; the start of the webhook-to-entitlement latency.
-    public var receivedAt: Date?
+    /// When the pipeline took the record in (ingest, or the job that made the record): the
+    /// `ingested-at` header, set by the grant stage; the start of the webhook-to-entitlement latency.
+    public var ingestedAt: Date?
     /// The W3C `traceparent` of grant's span for the record that carried the event (set by the grant
     /// stage), kept with each change in the outbox so the published change event continues the trace.
     public var traceContext: String?
@@ -146,9 +146,9 @@ public struct GrantEvent: Hashable, Sendable {
         // A consumable is its own purchase; everything else is keyed by its original transaction.
         let env = environment
         if transaction?.type == .consumable {
-            purchaseKey = (transaction?.transactionId).map { PurchaseKey(environment: env, originalTransactionId: $0) }
+            purchaseKey = (transaction?.transactionId).map { PurchaseKey(environment: env, purchaseId: $0) }
         } else if let otid = transaction?.originalTransactionId ?? verified.originalTransactionId, !otid.isEmpty {
-            purchaseKey = PurchaseKey(environment: environment, originalTransactionId: otid)
+            purchaseKey = PurchaseKey(environment: environment, purchaseId: otid)
         } else {
             purchaseKey = nil
         }
@@ -185,7 +185,7 @@ public struct GrantEvent: Hashable, Sendable {
             // The notification's own transaction is the one the customer wants refunded, not the newest.
             consumptionRequest = ConsumptionRequestFacts(
                 bundleId: verified.bundleId, transactionId: verified.transaction?.transactionId ?? transaction?.transactionId,
-                originalTransactionId: verified.transaction?.originalTransactionId ?? purchaseKey?.originalTransactionId,
+                originalTransactionId: verified.transaction?.originalTransactionId ?? purchaseKey?.purchaseId,
                 reason: verified.notification?.data?.consumptionRequestReason?.rawValue)
         } else {
             consumptionRequest = nil

@@ -1,25 +1,35 @@
 import Foundation
 
-/// Names one purchase: an `originalTransactionId` within one environment.
+/// Names one purchase: its ``purchaseId`` within one environment.
 ///
 /// Transaction identifiers are unique only inside an environment, and Sandbox data must never
 /// grant Production access, so every key in grant's state carries the environment.
 public struct PurchaseKey: Hashable, Comparable, Codable, Sendable, CustomStringConvertible {
     /// `Production`, `Sandbox`, `Xcode` or `LocalTesting`, as Apple spells it.
     public var environment: String
-    /// The purchase's `originalTransactionId` (for a consumable, its own `transactionId`).
-    public var originalTransactionId: String
+    /// The purchase's id: Apple's `originalTransactionId`; a consumable's own `transactionId` (each
+    /// consumable bought is a purchase of its own; Apple gives a consumable an `originalTransactionId`
+    /// equal to its `transactionId`, as only restores and renewals differ). The columns and JSON
+    /// members that hold it keep the name `originalTransactionId` / `original_transaction_id`.
+    public var purchaseId: String
 
-    public init(environment: String, originalTransactionId: String) {
+    /// Stored as `{"environment", "originalTransactionId"}` in a purchase's state
+    /// (`subscriptions.state`, read by grant_write and every release since), so the name stays.
+    enum CodingKeys: String, CodingKey {
+        case environment
+        case purchaseId = "originalTransactionId"
+    }
+
+    public init(environment: String, purchaseId: String) {
         self.environment = environment
-        self.originalTransactionId = originalTransactionId
+        self.purchaseId = purchaseId
     }
 
     public static func < (a: PurchaseKey, b: PurchaseKey) -> Bool {
-        (a.environment, a.originalTransactionId) < (b.environment, b.originalTransactionId)
+        (a.environment, a.purchaseId) < (b.environment, b.purchaseId)
     }
 
-    public var description: String { "\(environment):\(originalTransactionId)" }
+    public var description: String { "\(environment):\(purchaseId)" }
 }
 
 /// Names one customer: the `appAccountToken` the app set at purchase, within one environment.

@@ -13,12 +13,12 @@ public enum RawMessage {
     ///   - requestID: the HTTP request's id; a fresh one for records no request carried.
     ///   - traceContext: W3C `traceparent` (and `tracestate`) headers, already checked by the caller.
     public static func make(
-        body: [UInt8], topic: String = Topics.raw, source: String, receivedAt: Date = Date(),
+        body: [UInt8], topic: String = Topics.raw, source: String, ingestedAt: Date = Date(),
         requestID: String = UUID().uuidString.lowercased(), traceContext: [KafkaHeader] = []
     ) -> KafkaOutgoingMessage {
         var headers = [
             KafkaHeader(key: PipelineHeader.source, string: source),
-            KafkaHeader(key: PipelineHeader.receivedAt, string: Timestamp.iso8601(receivedAt)),
+            KafkaHeader(key: PipelineHeader.ingestedAt, string: Timestamp.iso8601(ingestedAt)),
             KafkaHeader(key: PipelineHeader.requestID, string: requestID),
             KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
             KafkaHeader(key: PipelineHeader.schema, string: Topics.raw),
@@ -48,11 +48,12 @@ public enum VerifiedMessage {
     }
 
     /// A record no raw record led to (a transaction an operator job fetched from the API): headers
-    /// as ingest would write them, received when it was verified.
+    /// as ingest would write them; the pipeline took it in when the job verified it, so its
+    /// `ingested-at` is its `verifiedAt`.
     public static func make(_ record: VerifiedRecord, topic: String = Topics.verified) throws -> KafkaOutgoingMessage {
         let fresh = [
             KafkaHeader(key: PipelineHeader.source, string: record.source),
-            KafkaHeader(key: PipelineHeader.receivedAt, string: Timestamp.iso8601(record.verifiedAt)),
+            KafkaHeader(key: PipelineHeader.ingestedAt, string: Timestamp.iso8601(record.verifiedAt)),
             KafkaHeader(key: PipelineHeader.requestID, string: UUID().uuidString.lowercased()),
         ]
         guard let key = record.key else { throw UnkeyedRecord() }
@@ -75,9 +76,9 @@ public enum EnrichedMessage {
     }
 
     /// An enriched record written without a verified input (the grant benchmark's replay):
-    /// keyed and headed as enrich would write it, received at `receivedAt`.
+    /// keyed and headed as enrich would write it, taken in by the pipeline at `ingestedAt`.
     public static func make(
-        _ record: EnrichedRecord, topic: String = Topics.enriched, receivedAt: Date, keys: RecordKeys? = nil
+        _ record: EnrichedRecord, topic: String = Topics.enriched, ingestedAt: Date, keys: RecordKeys? = nil
     ) throws -> KafkaOutgoingMessage {
         let verified = record.verified
         guard let key = verified.key else { throw VerifiedMessage.UnkeyedRecord() }
@@ -85,29 +86,48 @@ public enum EnrichedMessage {
             body: try record.encoded(), key: Array(key.utf8), topic: topic,
             following: [
                 KafkaHeader(key: PipelineHeader.source, string: verified.source),
-                KafkaHeader(key: PipelineHeader.receivedAt, string: Timestamp.iso8601(receivedAt)),
+                KafkaHeader(key: PipelineHeader.ingestedAt, string: Timestamp.iso8601(ingestedAt)),
             ], keys: keys)
     }
 }
 
 extension PipelineHeader {
-    /// The headers of a record a stage derives from `input` (source, received-at, request-id,
+    /// The headers of a record a stage derives from `input` (source, ingested-at, request-id,
     /// traceparent… carried), with `schema` replaced, `content-type` set and any dead-letter headers
-    /// of a replayed record dropped.
+    /// of a replayed record dropped. An input written before `ingested-at` had its name carries
+    /// `received-at`: it goes on as `ingested-at` (``ingestedAtValue(in:)``), so writers write only
+    /// the new name.
     public static func carried(from input: [KafkaHeader], schema: String) -> [KafkaHeader] {
-        var headers = input.filter {
-            $0.key != PipelineHeader.schema && $0.key != PipelineHeader.contentType && !$0.key.hasPrefix(DeadLetterHeader.prefix)
+        var ingested = ingestedAtValue(in: input)  // written once, where the input had it
+        var headers: [KafkaHeader] = []
+        headers.reserveCapacity(input.count + 2)
+        for header in input where header.key != PipelineHeader.schema && header.key != PipelineHeader.contentType {
+            if header.key.hasPrefix(DeadLetterHeader.prefix) { continue }
+            if header.key == PipelineHeader.ingestedAt || header.key == PipelineHeader.legacyIngestedAt {
+                if let value = ingested { headers.append(KafkaHeader(key: PipelineHeader.ingestedAt, value: value)) }
+                ingested = nil
+                continue
+            }
+            headers.append(header)
         }
         headers.append(KafkaHeader(key: PipelineHeader.contentType, string: "application/json"))
         headers.append(KafkaHeader(key: PipelineHeader.schema, string: schema))
         return headers
     }
+
+    /// The value of `ingested-at`, else of `received-at` (its name before, on records already kept
+    /// on a topic: raw is kept 35 days and replays read it). The one place the old name is read.
+    public static func ingestedAtValue(in headers: [KafkaHeader]) -> [UInt8]? {
+        (headers.last { $0.key == PipelineHeader.ingestedAt } ?? headers.last { $0.key == PipelineHeader.legacyIngestedAt })?.value
+    }
 }
 
 extension KafkaMessage {
-    /// Ingest's `received-at` header (written by ``RawMessage`` and carried on), when present and
-    /// readable: when the notification reached the pipeline.
-    public var receivedAt: Date? {
-        headers.string(PipelineHeader.receivedAt).flatMap(Timestamp.parse)
+    /// The `ingested-at` header (written by ``RawMessage`` and carried on), when present and
+    /// readable: when the pipeline took the record in. A record written before the header had that
+    /// name has `received-at` instead, read when `ingested-at` is absent
+    /// (``PipelineHeader/ingestedAtValue(in:)``).
+    public var ingestedAt: Date? {
+        PipelineHeader.ingestedAtValue(in: headers).map { String(decoding: $0, as: UTF8.self) }.flatMap(Timestamp.parse)
     }
 }

@@ -114,8 +114,8 @@ struct BatchState {
             StoreRows.Notification(
                 environment: event.environment, eventKey: event.eventKey, notificationUUID: event.notificationUUID,
                 kind: event.kind.rawValue, source: event.source, type: event.typeName, subtype: event.subtype?.rawValue,
-                originalTransactionId: event.purchaseKey?.originalTransactionId, transactionId: event.transaction?.transactionId,
-                signedDate: event.signedDate, receivedAt: event.verifiedAt, ingestedAt: event.receivedAt, outcome: decision.outcome.rawValue,
+                originalTransactionId: event.purchaseKey?.purchaseId, transactionId: event.transaction?.transactionId,
+                signedDate: event.signedDate, verifiedAt: event.verifiedAt, ingestedAt: event.ingestedAt, outcome: decision.outcome.rawValue,
                 note: decision.note, traceId: event.traceID))
         if let request = event.consumptionRequest, let uuid = event.notificationUUID {
             consumptionRequests.append(

@@ -50,7 +50,7 @@ extension EntitlementStore {
                 WHERE environment = \(customer.environment) AND customer_id = \(customer.customerId)
                 """, logger: logger)
             for try await sourceId in rows.decode(String.self) {
-                let key = PurchaseKey(environment: customer.environment, originalTransactionId: sourceId)
+                let key = PurchaseKey(environment: customer.environment, purchaseId: sourceId)
                 if batch.purchases[key] == nil { missing.insert(key) }
             }
         }

@@ -119,9 +119,9 @@ public final class EntitlementStore: Sendable {
                     productId: try cells["product"].decode(String.self), active: try cells["is_active"].decode(Bool.self),
                     activeFrom: try cells["active_from_at"].decode(Date?.self), activeUntil: try cells["active_until_at"].decode(Date?.self),
                     reason: try cells["why"].decode(String.self))
-                batch.entitlements[PurchaseKey(environment: env, originalTransactionId: id), default: []].append(grant)
+                batch.entitlements[PurchaseKey(environment: env, purchaseId: id), default: []].append(grant)
             case "c":
-                let key = PurchaseKey(environment: env, originalTransactionId: id)
+                let key = PurchaseKey(environment: env, purchaseId: id)
                 batch.consumables[key] = ConsumableGrant(
                     key: key, customer: try cells["customer"].decode(UUID?.self).map { CustomerKey(environment: env, customerId: $0) },
                     productId: try cells["product"].decode(String.self), entitlementKeys: try cells["ent_keys"].decode([String].self),
@@ -189,7 +189,7 @@ public final class EntitlementStore: Sendable {
     static func claimRows(_ state: PurchaseState, policy: GrantPolicy) -> [StoreRows.Claim] {
         state.claims.map { claim in
             StoreRows.Claim(
-                environment: state.key.environment, originalTransactionId: state.key.originalTransactionId,
+                environment: state.key.environment, originalTransactionId: state.key.purchaseId,
                 customerId: claim.customerId, firstClaimedAt: claim.first.at, verified: claim.verified,
                 status: state.status(of: claim, policy: policy.transferPolicy).rawValue, causeEventKey: claim.first.eventKey)
         }

@@ -15,11 +15,11 @@ struct GrantLoadArguments {
     init(_ events: [GrantEvent]) {
         for key in Set(events.compactMap(\.purchaseKey)).sorted() {
             purchaseEnvs.append(key.environment)
-            purchaseIds.append(key.originalTransactionId)
+            purchaseIds.append(key.purchaseId)
         }
         for (index, event) in events.enumerated() {
             add(
-                environment: event.environment, eventKey: event.eventKey, purchase: event.purchaseKey?.originalTransactionId,
+                environment: event.environment, eventKey: event.eventKey, purchase: event.purchaseKey?.purchaseId,
                 appTransaction: event.transaction?.appTransactionId ?? event.appTransactionId)
             for transaction in event.transactions where transaction.originalTransactionId != nil {
                 guard let id = transaction.transactionId else { continue }
@@ -35,9 +35,9 @@ struct GrantLoadArguments {
     init(purchases: [PurchaseKey], eventKeyPrefix: String) {
         for key in purchases {
             purchaseEnvs.append(key.environment)
-            purchaseIds.append(key.originalTransactionId)
+            purchaseIds.append(key.purchaseId)
             add(
-                environment: key.environment, eventKey: eventKeyPrefix + key.originalTransactionId, purchase: key.originalTransactionId,
+                environment: key.environment, eventKey: eventKeyPrefix + key.purchaseId, purchase: key.purchaseId,
                 appTransaction: nil)
         }
     }

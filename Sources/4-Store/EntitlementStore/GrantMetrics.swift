@@ -11,7 +11,7 @@ import Metrics
 ///   `outcome` the notifications table's (`applied`, `stale`, `recorded`) or `duplicate` when the
 ///   event had been recorded before.
 /// - `entitlement_latency_seconds{environment}` (histogram): from ingest's receipt of the record
-///   (its `received-at` header) to the commit that recorded it; duplicates are not measured.
+///   (its `ingested-at` header) to the commit that recorded it; duplicates are not measured.
 /// - `outbox_unpublished_rows`, `outbox_oldest_unpublished_age_seconds`: the outbox backlog.
 /// - `consumption_requests_pending`, `consumption_request_deadline_seconds`: requests still to
 ///   answer and the seconds until the earliest of their deadlines (``noDeadlineSeconds`` when none).
@@ -50,7 +50,7 @@ public enum GrantMetrics {
                     .increment(by: Int(report.succeededCount ?? 0))
                 Counter(label: "renewal_extension_results_total", dimensions: [("result", "failed")]).increment(by: Int(report.failedCount ?? 0))
             }
-            guard decision.outcome != .duplicate, let ingested = event.receivedAt else { continue }
+            guard decision.outcome != .duplicate, let ingested = event.ingestedAt else { continue }
             let seconds = max(0, committedAt.timeIntervalSince(ingested))
             latencies[event.environment, default: []].append(Int64(min(seconds, 1e9) * 1e9))
         }

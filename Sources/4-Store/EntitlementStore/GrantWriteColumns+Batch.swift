@@ -76,7 +76,7 @@ extension GrantWriteColumns {
             notificationPurchase.append(n.originalTransactionId)
             notificationTransaction.append(n.transactionId)
             notificationSignedDate.append(n.signedDate)
-            notificationVerifiedAt.append(n.receivedAt)
+            notificationVerifiedAt.append(n.verifiedAt)
             notificationIngestedAt.append(n.ingestedAt)
             notificationOutcome.append(n.outcome)
             notificationNote.append(n.note)

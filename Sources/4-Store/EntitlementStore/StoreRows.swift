@@ -36,7 +36,9 @@ enum StoreRows {
         var originalTransactionId: String?
         var transactionId: String?
         var signedDate: Date?
-        var receivedAt: Date
+        /// When verify accepted the record (`notifications.verified_at`).
+        var verifiedAt: Date
+        /// When the pipeline took it in: its `ingested-at` header (`notifications.ingested_at`).
         var ingestedAt: Date?
         var outcome: String
         var note: String?

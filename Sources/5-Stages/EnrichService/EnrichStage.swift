@@ -169,7 +169,7 @@ public struct EnrichStage: PipelineStage {
         var carriedHere: [String: PurchaseLookupResult?] = [:]
         for (index, item) in planned.enumerated() {
             guard case .enrich(let record, .history(let key)) = item else { continue }
-            let arrival = LookupCache.arrival(receivedAt: batch[index].receivedAt, verifiedAt: record.verifiedAt)
+            let arrival = LookupCache.arrival(ingestedAt: batch[index].ingestedAt, verifiedAt: record.verifiedAt)
             let purchase = key.coalescingKey
             if carriedHere[purchase] == nil { carriedHere[purchase] = .some(carried.take(purchase, now: startedAt)) }
             if let kept = carriedHere[purchase] ?? nil, LookupCache.serves(kept, fetchedFor: key, record: key, arrivedBy: arrival) {
@@ -281,7 +281,7 @@ public struct EnrichStage: PipelineStage {
     func historyNotVisible(_ error: any Error, record: VerifiedRecord, message: KafkaMessage) throws -> Enrichment {
         guard let api = error as? AppStoreAPIError, api.errorCode == Self.transactionNotFound, record.transaction?.transactionId != nil
         else { throw error }
-        let arrived = LookupCache.arrival(receivedAt: message.receivedAt, verifiedAt: record.verifiedAt)
+        let arrived = LookupCache.arrival(ingestedAt: message.ingestedAt, verifiedAt: record.verifiedAt)
         let waited = clock().timeIntervalSince(arrived)
         let limit = Double(historyWait.components.seconds) + Double(historyWait.components.attoseconds) / 1e18
         if waited < limit {

@@ -81,7 +81,7 @@ final class ReplayCache: Sendable {
 /// Recent lookup answers per purchase, shared across batches for a short time.
 ///
 /// An answer serves a record only if it was requested after the record arrived (the later of its
-/// `received-at` header and its `verifiedAt`, plus the millisecond those are rounded to), so every
+/// `ingested-at` header and its `verifiedAt`, plus the millisecond those are rounded to), so every
 /// genuinely new event is still enriched from data Apple gave after the event existed; and only
 /// while it is younger than the TTL. An answer fetched without the subscription status does not
 /// serve an auto-renewable's record.
@@ -135,9 +135,9 @@ final class LookupCache: Sendable {
         return fetchedFor.isAutoRenewable || !record.isAutoRenewable
     }
 
-    /// When a record arrived, at the latest: the later of ingest's `received-at` and verify's
+    /// When a record arrived, at the latest: the later of its `ingested-at` and verify's
     /// `verifiedAt`, plus one millisecond because both are written in whole milliseconds.
-    static func arrival(receivedAt: Date?, verifiedAt: Date) -> Date {
-        max(receivedAt ?? verifiedAt, verifiedAt).addingTimeInterval(0.001)
+    static func arrival(ingestedAt: Date?, verifiedAt: Date) -> Date {
+        max(ingestedAt ?? verifiedAt, verifiedAt).addingTimeInterval(0.001)
     }
 }

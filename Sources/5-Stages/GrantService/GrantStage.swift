@@ -59,7 +59,7 @@ public struct GrantStage: PipelineStage {
             do {
                 let record = try EnrichedRecord.decode(message.value)
                 var event = try GrantEvent(record)
-                event.receivedAt = message.receivedAt
+                event.ingestedAt = message.ingestedAt
                 event.traceContext = message.headers.string(PipelineHeader.traceparent)
                 events.append(event)
                 positions.append(i)
@@ -91,7 +91,7 @@ public struct GrantStage: PipelineStage {
             LogKey.partition: "\(message.partition)", LogKey.offset: "\(message.offset)",
             LogKey.grantEvent: "\(d.event.eventKey)", LogKey.grantOutcome: "\(d.outcome.rawValue)", LogKey.grantChanges: "\(d.changes.count)",
         ]
-        if let key = d.event.purchaseKey { metadata[LogKey.originalTransactionId] = "\(key.originalTransactionId)" }
+        if let key = d.event.purchaseKey { metadata[LogKey.originalTransactionId] = "\(key.purchaseId)" }
         if let uuid = d.event.notificationUUID { metadata[LogKey.notificationUUID] = "\(uuid)" }
         if let note = d.note { metadata[LogKey.grantNote] = "\(note)" }
         if d.refusedClaims.isEmpty {

@@ -68,8 +68,10 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
     /// An event grant logged about one of the customer's purchases (`notifications`).
     public struct Notification: Sendable, Hashable, OperatorJSONObject {
         public var environment: String
+        /// When the pipeline took it in (its `ingested-at` header), when the record carried one.
+        public var ingestedAt: Date?
         /// When verify accepted it.
-        public var receivedAt: Date
+        public var verifiedAt: Date
         /// When grant wrote it.
         public var processedAt: Date
         /// Apple's type (`DID_RENEW`, …) or `APP_UPLOAD`.
@@ -240,18 +242,20 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
             let notifications = try await database.query(
                 query(
                     purchases + """
-                        SELECT DISTINCT n.environment, n.received_at, n.processed_at, n.notification_type, n.subtype, n.outcome, n.note, n.source,
-                               n.event_key, n.original_transaction_id, n.transaction_id, n.trace_id
+                        SELECT DISTINCT n.environment, n.ingested_at, n.verified_at, n.processed_at, n.notification_type, n.subtype, n.outcome,
+                               n.note, n.source, n.event_key, n.original_transaction_id, n.transaction_id, n.trace_id
                         FROM notifications n JOIN chosen p ON n.environment = p.environment AND n.original_transaction_id = p.otid
-                        ORDER BY n.received_at, n.processed_at, n.event_key
+                        ORDER BY n.verified_at, n.processed_at, n.event_key
                         """, customer: id, environment: environment), logger: logger)
-            for try await (env, received, processed, type, subtype, outcome, note, source, key, original, transaction, trace)
-                in notifications.decode((String, Date, Date, String, String?, String, String?, String, String, String?, String?, String?).self)
+            for try await (env, ingested, verified, processed, type, subtype, outcome, note, source, key, original, transaction, trace)
+                in notifications.decode(
+                    (String, Date?, Date, Date, String, String?, String, String?, String, String, String?, String?, String?).self)
             {
                 report.notifications.append(
                     Notification(
-                        environment: env, receivedAt: received, processedAt: processed, type: type, subtype: subtype, outcome: outcome,
-                        note: note, source: source, eventKey: key, originalTransactionId: original, transactionId: transaction, traceId: trace))
+                        environment: env, ingestedAt: ingested, verifiedAt: verified, processedAt: processed, type: type, subtype: subtype,
+                        outcome: outcome, note: note, source: source, eventKey: key, originalTransactionId: original, transactionId: transaction,
+                        traceId: trace))
             }
             let claims = try await database.query(
                 query(
@@ -360,7 +364,7 @@ public struct CustomerReport: Sendable, Hashable, OperatorJSONObject {
         for n in notifications {
             let type = n.type + (n.subtype.map { "/\($0)" } ?? "")
             lines.append(
-                "  " + pad(Timestamp.iso8601(n.receivedAt), 26) + pad(type, 44) + pad(n.outcome, 9) + pad(n.source, 22)
+                "  " + pad(Timestamp.iso8601(n.verifiedAt), 26) + pad(type, 44) + pad(n.outcome, 9) + pad(n.source, 22)
                     + pad(n.originalTransactionId ?? "-", 20) + pad("trace " + (n.traceId ?? "-"), 39) + (n.note ?? ""))
         }
         lines += ["", "consumption requests:"]

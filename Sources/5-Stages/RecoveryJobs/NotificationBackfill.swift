@@ -53,7 +53,7 @@ public struct NotificationBackfill: Sendable {
         let messages = entries.map {
             RawMessage.make(
                 body: RawRecord.notificationBody(signedPayload: $0.signedPayload), topic: rawTopic,
-                source: PipelineHeader.Source.notificationHistory, receivedAt: now)
+                source: PipelineHeader.Source.notificationHistory, ingestedAt: now)
         }
         do {
             _ = try await producer.sendAll(messages)

@@ -73,7 +73,7 @@ struct GrantBench {
         return try await withDatabase { store in
             var lanes = [[GrantEvent]](repeating: [], count: lanesCount)
             for e in events {
-                let key = e.purchaseKey?.originalTransactionId ?? e.eventKey
+                let key = e.purchaseKey?.purchaseId ?? e.eventKey
                 lanes[Int(key.utf8.reduce(UInt32(2_166_136_261)) { ($0 ^ UInt32($1)) &* 16_777_619 } % UInt32(lanesCount))].append(e)
             }
             let started = ContinuousClock.now

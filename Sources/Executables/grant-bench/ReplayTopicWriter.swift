@@ -10,7 +10,7 @@ import StageRuntime
 
 /// `grant-bench produce TOPIC COUNT`: writes COUNT generated enriched events (whole customer
 /// lifecycles, in signing order) to TOPIC as enrich would — keyed `<environment>:<originalTransactionId>`,
-/// with the `received-at` and `schema` headers — so `deploy/local/bench e2e` can time the real grant
+/// with the `ingested-at` and `schema` headers — so `deploy/local/bench e2e` can time the real grant
 /// process replaying them. Broker from KAFKA_BOOTSTRAP_SERVERS.
 enum ReplayTopicWriter {
     static func run(topic: String, count: Int, logger: Logger) async throws {
@@ -28,7 +28,7 @@ enum ReplayTopicWriter {
         var sent = 0
         for chunk in stride(from: 0, to: records.count, by: 5000) {
             let messages = try records[chunk..<min(chunk + 5000, records.count)].map {
-                try EnrichedMessage.make($0, topic: topic, receivedAt: now)
+                try EnrichedMessage.make($0, topic: topic, ingestedAt: now)
             }
             sent += try await producer.sendAll(messages).count
         }

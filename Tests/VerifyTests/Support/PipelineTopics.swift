@@ -29,7 +29,7 @@ func produceRaw(_ topic: String, _ bodies: [(body: [UInt8], source: String)]) as
             topic: topic, key: "raw-\(index)", value: item.body,
             headers: [
                 KafkaHeader(key: PipelineHeader.source, string: item.source),
-                KafkaHeader(key: PipelineHeader.receivedAt, string: Timestamp.iso8601(Date())),
+                KafkaHeader(key: PipelineHeader.ingestedAt, string: Timestamp.iso8601(Date())),
                 KafkaHeader(key: PipelineHeader.requestID, string: "req-\(index)"),
                 KafkaHeader(key: PipelineHeader.contentType, string: "application/json"),
                 KafkaHeader(key: PipelineHeader.schema, string: Topics.raw),

@@ -125,7 +125,8 @@ BEGIN
 
     IF batch ? 'notifications' THEN
         INSERT INTO notifications (environment, event_key, notification_uuid, kind, source, notification_type, subtype,
-            original_transaction_id, transaction_id, signed_date, received_at, ingested_at, outcome, note, trace_id)
+            original_transaction_id, transaction_id, signed_date, verified_at, ingested_at, outcome, note, trace_id)
+        -- A batch's `receivedAt` is verify's moment (the name the releases that send jsonb gave it).
         SELECT r->>'environment', r->>'eventKey', r->>'notificationUUID', r->>'kind', r->>'source', r->>'type', r->>'subtype',
             r->>'originalTransactionId', r->>'transactionId', ms_to_timestamptz(r->'signedDate'),
             ms_to_timestamptz(r->'receivedAt'), ms_to_timestamptz(r->'ingestedAt'), r->>'outcome', r->>'note', r->>'traceId'
@@ -326,7 +327,7 @@ BEGIN
 
     IF cardinality(notification_env) > 0 THEN
         INSERT INTO notifications (environment, event_key, notification_uuid, kind, source, notification_type, subtype,
-            original_transaction_id, transaction_id, signed_date, received_at, ingested_at, outcome, note, trace_id)
+            original_transaction_id, transaction_id, signed_date, verified_at, ingested_at, outcome, note, trace_id)
         SELECT * FROM unnest(notification_env, notification_key, notification_id, notification_kind, notification_source,
             notification_type_name, notification_subtype, notification_purchase, notification_transaction, notification_signed_date,
             notification_verified_at, notification_ingested_at, notification_outcome, notification_note, notification_trace_id)

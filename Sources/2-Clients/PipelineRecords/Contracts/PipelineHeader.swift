@@ -2,8 +2,13 @@
 public enum PipelineHeader {
     /// Where the record came from: one of ``Source``.
     public static let source = "source"
-    /// When ingest (or the job that created the record) received it, ISO 8601 UTC with milliseconds.
-    public static let receivedAt = "received-at"
+    /// When the pipeline took the record in, ISO 8601 UTC with milliseconds: when ingest took the
+    /// webhook or upload, or when the job that created the record (backfill, reconcile, a replay
+    /// tool) made it. Carried unchanged to the verified and enriched topics.
+    public static let ingestedAt = "ingested-at"
+    /// The name ``ingestedAt`` had before: records already on a topic (raw is kept 35 days, and
+    /// replays read it) carry it. Only read, as a fallback, by `KafkaMessage.ingestedAt`; never written.
+    public static let legacyIngestedAt = "received-at"
     /// The HTTP request's id (`X-Request-Id` when the caller sent one), for tracing one delivery.
     public static let requestID = "request-id"
     /// The body's media type, `application/json`.

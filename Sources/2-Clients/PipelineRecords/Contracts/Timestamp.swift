@@ -6,7 +6,7 @@ public enum Timestamp {
         withFraction.format(date)
     }
 
-    /// A header's timestamp (`received-at`, …): with milliseconds as written, or without the
+    /// A header's timestamp (`ingested-at`, …): with milliseconds as written, or without the
     /// fraction as another producer may write it; nil for anything else.
     public static func parse(_ text: String) -> Date? {
         (try? withFraction.parse(text)) ?? (try? withoutFraction.parse(text))
