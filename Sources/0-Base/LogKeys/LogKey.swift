@@ -84,6 +84,8 @@ public enum LogKey {
     public static let grantOutcome = "grant.outcome"
     public static let grantChanges = "grant.changes"
     public static let grantNote = "grant.note"
+    /// Sampled committed events Postgres no longer holds (``RestoreWatch``).
+    public static let grantMissingEvents = "grant.missing_events"
     public static let grantProducts = "grant.products"
     public static let grantProductsFile = "grant.products_file"
     public static let postgresTarget = "postgres.target"

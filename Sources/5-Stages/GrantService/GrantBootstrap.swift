@@ -12,7 +12,7 @@ import StageRuntime
 public enum GrantBootstrap {
     /// The grant stage, the store (the consumption responder reads it too), and the services it
     /// needs running before it, in dependency order: the database client, the outbox producer, the
-    /// publisher.
+    /// publisher, the ``RestoreWatch``.
     public struct Parts: Sendable {
         public let stage: GrantStage
         public let store: EntitlementStore
@@ -35,13 +35,13 @@ public enum GrantBootstrap {
             logger: logger)
         let stage = GrantStage(
             store: store, policy: grant.policy, concurrentTransactions: grant.concurrentTransactions, gatherWindow: grant.gatherWindow,
-            recordKeys: grant.recordKeys, logger: logger
+            recordKeys: grant.recordKeys, restoreCheckInterval: grant.restoreCheckInterval, logger: logger
         ) {
             publisher.notify()
         }
         if grant.recordKeys == nil {
             logger.warning("RECORD_MAC_KEYS_FILE is not set: enriched records are applied without checking that enrich wrote them")
         }
-        return Parts(stage: stage, store: store, services: [client, outboxProducer, publisher])
+        return Parts(stage: stage, store: store, services: [client, outboxProducer, publisher, stage.restoreWatch])
     }
 }

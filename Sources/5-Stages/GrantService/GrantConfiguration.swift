@@ -26,6 +26,8 @@ public struct GrantConfiguration: Sendable {
     /// The keys an enriched record must be signed with to be applied (`RECORD_MAC_KEYS_FILE`); nil:
     /// records are applied unchecked.
     public var recordKeys: RecordKeys?
+    /// How often ``RestoreWatch`` checks.
+    public var restoreCheckInterval: Duration
 
     public static let productsFileSetting = Setting<String?>.optional(
         "ENTITLEMENTS_PRODUCTS_FILE",
@@ -56,13 +58,17 @@ public struct GrantConfiguration: Sendable {
         "GRANT_GATHER_MS", default: .milliseconds(5), in: 0...1_000,
         meaning: "how long a transaction started by an arriving batch waits for the batches arriving with it")
 
+    public static let restoreCheck = Setting<Duration>.milliseconds(
+        "GRANT_RESTORE_CHECK_MS", default: .seconds(30), in: 1_000...3_600_000,
+        meaning: "how often grant checks that Postgres still holds events it committed (a restore or failover loses them)")
+
     /// The variables, for `--help`.
     public static let variables =
         StoreConfiguration.variables + [
             productsFileSetting.help, expiryLeeway.help, transferPolicy.help, proratedRefund.help, rescindedConsent.help, outboxPoll.help,
             outboxBatch.help,
             outboxGather.help,
-            concurrentTransactionsSetting.help, gatherWindowSetting.help, RecordKeys.fileSetting.help,
+            concurrentTransactionsSetting.help, gatherWindowSetting.help, RecordKeys.fileSetting.help, restoreCheck.help,
         ]
 
     public init(
@@ -70,8 +76,9 @@ public struct GrantConfiguration: Sendable {
         outboxPollInterval: Duration = outboxPoll.defaultValue, outboxBatchSize: Int = outboxBatch.defaultValue,
         outboxGatherWindow: Duration = outboxGather.defaultValue,
         concurrentTransactions: Int = concurrentTransactionsSetting.defaultValue, gatherWindow: Duration = gatherWindowSetting.defaultValue,
-        recordKeys: RecordKeys? = nil
+        recordKeys: RecordKeys? = nil, restoreCheckInterval: Duration = restoreCheck.defaultValue
     ) {
+        self.restoreCheckInterval = restoreCheckInterval
         self.store = store
         self.policy = policy
         self.productsFile = productsFile
@@ -108,5 +115,6 @@ public struct GrantConfiguration: Sendable {
         concurrentTransactions = try env.read(Self.concurrentTransactionsSetting)
         gatherWindow = try env.read(Self.gatherWindowSetting)
         recordKeys = try env.read(RecordKeys.fileSetting)
+        restoreCheckInterval = try env.read(Self.restoreCheck)
     }
 }

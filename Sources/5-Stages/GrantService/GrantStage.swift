@@ -23,6 +23,8 @@ public struct GrantStage: PipelineStage {
     let committed: @Sendable () -> Void
     /// When set, a record no listed key signed is dead-lettered (`record.unauthenticated`).
     let recordKeys: RecordKeys?
+    /// Checks that Postgres keeps what grant committed; a service to run beside the stage.
+    public let restoreWatch: RestoreWatch
     let logger: Logger
 
     /// - Parameters:
@@ -32,9 +34,11 @@ public struct GrantStage: PipelineStage {
     public init(
         store: EntitlementStore, policy: GrantPolicy,
         concurrentTransactions: Int = GrantConfiguration.concurrentTransactionsSetting.defaultValue,
-        gatherWindow: Duration = GrantConfiguration.gatherWindowSetting.defaultValue, recordKeys: RecordKeys? = nil, logger: Logger,
+        gatherWindow: Duration = GrantConfiguration.gatherWindowSetting.defaultValue, recordKeys: RecordKeys? = nil,
+        restoreCheckInterval: Duration = GrantConfiguration.restoreCheck.defaultValue, logger: Logger,
         committed: @escaping @Sendable () -> Void = {}
     ) {
+        restoreWatch = RestoreWatch(store: store, interval: restoreCheckInterval, logger: logger)
         self.recordKeys = recordKeys
         self.merger = TransactionMerger(store: store, maximumConcurrentTransactions: concurrentTransactions, gatherWindow: gatherWindow)
         self.policy = policy
@@ -69,18 +73,28 @@ public struct GrantStage: PipelineStage {
                 results[i] = .failure(StageError.permanent(.malformedRecord, "the enriched record could not be decoded: \(error)"))
             }
         }
-        let decisions = try await merger.apply(events, policy: policy)
+        await restoreWatch.checkIfRecovering()
+        let decisions: [Result<GrantDecision, GrantRejection>]
+        do {
+            decisions = try await merger.apply(events, policy: policy)
+        } catch {
+            restoreWatch.failedToApply()
+            throw error
+        }
         var changed = false
+        var lastCommitted: [KafkaTopicPartition: CommittedEvent] = [:]
         for (position, decision) in zip(positions, decisions) {
             switch decision {
             case .success(let d):
                 changed = changed || d.publishes
                 log(d, batch[position])
                 results[position] = .success([])
+                lastCommitted[batch[position].topicPartition] = CommittedEvent(environment: d.event.environment, eventKey: d.event.eventKey)
             case .failure(let rejection):
                 results[position] = .failure(StageError.permanent(StageError.Code(rawValue: rejection.code.rawValue), rejection.message))
             }
         }
+        for (partition, event) in lastCommitted { restoreWatch.samples.committed(event, partition: partition) }
         if changed { committed() }
         return results.map { $0 ?? .success([]) }
     }
