@@ -312,8 +312,8 @@ public struct EnrichStage: PipelineStage {
 
     /// Runs the lookups, at most ``concurrency`` at a time: the next one starts as soon as one ends.
     /// A task group: an earlier note said its form crashed in release builds of an older toolchain,
-    /// with no reproduction kept; with 6.3.1 it runs in the release benchmarks and container tests
-    /// (docs/benchmarks.md, "enrich's lookups in a task group").
+    /// with no reproduction kept. With 6.3.1 it runs in release builds in `deploy/local/bench e2e`
+    /// and in the container tests, whose enrich is a release build.
     func run(_ jobs: [LookupJob: PurchaseKey]) async -> [LookupJob: Result<PurchaseLookupResult, any Error>] {
         let lookup = self.lookup
         return await withTaskGroup(of: (LookupJob, PurchaseKey, Result<PurchaseLookupResult, any Error>).self) { group in
