@@ -93,8 +93,7 @@ struct LeastPrivilegeTests {
             var configuration = db.configuration
             configuration.username = owner
             let applied = try await configuration.withTemporaryClient(logger: ScratchDatabase.logger) { client in
-                try await Migrator(migrations: Migration.load(directory: ScratchDatabase.migrationsDirectory))
-                    .migrate(client: client, logger: ScratchDatabase.logger)
+                try await Migrator(directory: ScratchDatabase.migrationsDirectory).migrate(client: client, logger: ScratchDatabase.logger)
             }
             #expect(applied.contains(21))
             try await ScratchDatabase.admin("DROP DATABASE IF EXISTS \(db.name) WITH (FORCE)")

@@ -7,14 +7,17 @@ import Testing
 @Suite("Migrations against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(15)))
 struct MigrationTests {
     private var migrations: [Migration] { get throws { try Migration.load(directory: ScratchDatabase.migrationsDirectory) } }
+    /// The function files, which some migrations carry (`-- migrate: functions`).
+    private var functions: [SchemaFunction] { get throws { try SchemaFunction.load(migrationsDirectory: ScratchDatabase.migrationsDirectory) } }
 
     @Test("migrations are applied in order, recorded with checksums, and not applied twice")
     func appliedAndRecorded() async throws {
         let migrations = try migrations
+        let functions = try functions
         try await ScratchDatabase.with(migrate: false) { db in
-            let applied = try await Migrator(migrations: migrations).migrate(client: db.client, logger: ScratchDatabase.logger)
+            let applied = try await Migrator(migrations: migrations, functions: functions).migrate(client: db.client, logger: ScratchDatabase.logger)
             #expect(applied == migrations.map(\.version))
-            let again = try await Migrator(migrations: migrations).migrate(client: db.client, logger: ScratchDatabase.logger)
+            let again = try await Migrator(migrations: migrations, functions: functions).migrate(client: db.client, logger: ScratchDatabase.logger)
             #expect(again.isEmpty)
             let recorded = try await db.dump([("schema_migrations", "version, name, checksum")])["schema_migrations"]
             // dump orders rows as text ("(10," before "(2,"), so the expected rows are ordered the same way.
@@ -26,10 +29,13 @@ struct MigrationTests {
     @Test("concurrent starters wait for each other instead of racing")
     func concurrent() async throws {
         let migrations = try migrations
+        let functions = try functions
         try await ScratchDatabase.with(migrate: false) { db in
             let results = try await withThrowingTaskGroup(of: [Int].self) { group in
                 for _ in 0..<4 {
-                    group.addTask { try await Migrator(migrations: migrations).migrate(client: db.client, logger: ScratchDatabase.logger) }
+                    group.addTask {
+                        try await Migrator(migrations: migrations, functions: functions).migrate(client: db.client, logger: ScratchDatabase.logger)
+                    }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }

@@ -6,7 +6,8 @@ import Testing
 
 /// Migration 0024 renames `notifications.received_at` to `verified_at` in one step: rows written
 /// before keep their moments under the new name, and the previous releases' calls of grant_write
-/// keep writing, with no window between the rename and the functions that name the column.
+/// keep writing, with no window between the rename and the functions that name the column (0024
+/// carries functions/grant_write.sql: `-- migrate: functions grant_write`).
 @Suite("notifications.verified_at migration against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(10)))
 struct VerifiedAtMigrationTests {
     static let version = 24
@@ -40,8 +41,19 @@ struct VerifiedAtMigrationTests {
                 logger: logger)
             #expect(try await db.count("SELECT count(*) FROM notifications WHERE received_at IS NOT NULL") == 1)
 
-            // 0024 alone, without the function files: the functions it defines already name verified_at.
-            try await Migrator(migrations: migrations.filter { $0.version <= Self.version }).migrate(client: db.client, logger: logger)
+            // 0024 alone, with only the function file it carries: grant_write, which names verified_at,
+            // defined and recorded in 0024's transaction; the function pass after it finds the file current.
+            let carried = functions.filter { $0.name == "grant_write" }
+            #expect(migrations.first { $0.version == Self.version }?.carriedFunctions == ["grant_write"])
+            try await Migrator(migrations: migrations.filter { $0.version <= Self.version }, functions: carried)
+                .migrate(client: db.client, logger: logger)
+            let recorded = try await db.dump([("schema_functions", "name, checksum")])["schema_functions"]
+            #expect(recorded == carried.map { "(\($0.name),\($0.checksum))" }.joined())
+            let together = """
+                SELECT count(*) FROM schema_functions f JOIN schema_migrations m ON m.applied_at = f.applied_at
+                WHERE f.name = 'grant_write' AND m.version = \(Self.version)
+                """
+            #expect(try await db.count(together) == 1)
             try await db.client.query(
                 "SELECT grant_write(\(Self.jsonbBatch(uuid: "between", verifiedMs: 1_790_000_001_250, ingestedMs: 1_790_000_001_125))::jsonb)",
                 logger: logger)

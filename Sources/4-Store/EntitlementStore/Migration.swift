@@ -8,22 +8,29 @@ public struct Migration: Hashable, Sendable {
     public var sql: String
     /// SHA-256 of the file, hex: an applied file that changed afterwards stops the start.
     public var checksum: String
-    /// False when the file's first line is ``MigrationRules/noTransactionDirective``: its statements
+    /// False when one of the file's directives (its first lines) is ``MigrationRules/noTransactionDirective``: its statements
     /// then run one by one outside a transaction (for `CREATE INDEX CONCURRENTLY`), so each must be
     /// safe to run again (`IF NOT EXISTS`) should the migration be retried.
     public var transactional: Bool
+    /// The function files (``SchemaFunction``) this migration carries, named by its directive
+    /// ``MigrationRules/functionsDirective``: run in its own transaction right after its statements
+    /// and recorded in `schema_functions`, so a migration that changes what a function reads takes the
+    /// function's current definition with it, while the function stays defined in its one file.
+    public var carriedFunctions: [String]
 
     public init(version: Int, name: String, sql: String) {
         self.version = version
         self.name = name
         self.sql = sql
         self.checksum = SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined()
-        let firstLine = sql.split(separator: "\n", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        self.transactional = firstLine != MigrationRules.noTransactionDirective
+        let directives = MigrationRules.directives(in: sql)
+        self.transactional = !directives.contains(MigrationRules.noTransactionDirective)
+        self.carriedFunctions = directives.flatMap(MigrationRules.functionNames)
     }
 
-    /// Reads every `NNNN_name.sql` of `directory`, ordered by version; refuses duplicates and
-    /// files whose name does not start with a version number.
+    /// Reads every `NNNN_name.sql` of `directory`, ordered by version; refuses duplicates, files
+    /// whose name does not start with a version number, unsafe files (``MigrationRules``), malformed
+    /// directives and a directive that names a function file `directory/functions` does not have.
     public static func load(directory: String) throws(MigrationError) -> [Migration] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
             throw MigrationError.directoryUnreadable(directory)
@@ -38,7 +45,17 @@ public struct Migration: Hashable, Sendable {
             }
             if migrations.contains(where: { $0.version == version }) { throw MigrationError.duplicateVersion(version) }
             let migration = Migration(version: version, name: stem, sql: sql)
-            let problems = MigrationRules.problems(in: migration)
+            let directiveProblems = MigrationRules.directiveProblems(in: migration)
+            guard directiveProblems.isEmpty else { throw MigrationError.badDirective(version: version, name: stem, problems: directiveProblems) }
+            let functionFiles = directory + "/" + SchemaFunction.subdirectory + "/"
+            for function in migration.carriedFunctions where !FileManager.default.fileExists(atPath: functionFiles + function + ".sql") {
+                throw MigrationError.unknownFunction(version: version, name: stem, function: function)
+            }
+            let defined = (try? FileManager.default.contentsOfDirectory(atPath: functionFiles)) ?? []
+            let problems =
+                MigrationRules.problems(in: migration)
+                + MigrationRules.redefinitions(
+                    in: migration, functionFiles: Set(defined.filter { $0.hasSuffix(".sql") }.map { String($0.dropLast(4)) }))
             guard problems.isEmpty else { throw MigrationError.unsafe(version: version, name: stem, problems: problems) }
             migrations.append(migration)
         }
@@ -85,6 +102,10 @@ public enum MigrationError: Error, Hashable, Sendable, CustomStringConvertible {
     case unsafeFunction(name: String, problems: [String])
     /// A function file the database refused.
     case functionFailed(name: String, reason: String)
+    /// A `-- migrate:` directive that is unknown, misplaced, or combined with one it cannot be.
+    case badDirective(version: Int, name: String, problems: [String])
+    /// A migration's functions directive names a function file that does not exist.
+    case unknownFunction(version: Int, name: String, function: String)
 
     public var code: String {
         switch self {
@@ -99,6 +120,8 @@ public enum MigrationError: Error, Hashable, Sendable, CustomStringConvertible {
         case .lockTimeout: "migrate.lock_timeout"
         case .unsafeFunction: "migrate.unsafe_function"
         case .functionFailed: "migrate.function_failed"
+        case .badDirective: "migrate.bad_directive"
+        case .unknownFunction: "migrate.unknown_function"
         }
     }
 
@@ -120,6 +143,10 @@ public enum MigrationError: Error, Hashable, Sendable, CustomStringConvertible {
         case .unsafeFunction(let name, let problems):
             "\(code): functions/\(name).sql must define the function \(name) and nothing else (docs/migrations.md, \"Functions\"): \(problems.joined(separator: "; "))"
         case .functionFailed(let name, let reason): "\(code): functions/\(name).sql failed: \(reason)"
+        case .badDirective(let v, let name, let problems):
+            "\(code): migration \(v) (\(name)) has a directive it cannot have (docs/migrations.md): \(problems.joined(separator: "; "))"
+        case .unknownFunction(let v, let name, let function):
+            "\(code): migration \(v) (\(name)) carries the function \(function), but there is no functions/\(function).sql"
         }
     }
 }

@@ -14,6 +14,84 @@ public enum MigrationRules {
     /// transaction.
     public static let noTransactionDirective = "-- migrate: no-transaction"
 
+    /// The directive `-- migrate: functions <name> …`: the migration carries these function files
+    /// (``Migration/carriedFunctions``), run in its transaction right after its statements.
+    public static let functionsDirective = "-- migrate: functions"
+
+    /// From this version on, a migration may not define a function that has its own file: it names
+    /// the file in its functions directive instead (versions 22–23 copied definitions before that).
+    public static let firstFunctionFileVersion = 24
+
+    /// The file's directives: its first lines that start with `-- migrate:`, trimmed.
+    public static func directives(in sql: String) -> [String] {
+        var directives: [String] = []
+        for line in sql.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard trimmed.hasPrefix("-- migrate:") else { break }
+            directives.append(trimmed)
+        }
+        return directives
+    }
+
+    /// The function names a functions directive lists (separated by spaces or commas); none for any
+    /// other directive.
+    static func functionNames(_ directive: String) -> [String] {
+        guard directive.hasPrefix(functionsDirective) else { return [] }
+        let rest = directive.dropFirst(functionsDirective.count)
+        guard rest.isEmpty || rest.first?.isWhitespace == true else { return [] }
+        return rest.split { $0.isWhitespace || $0 == "," }.map(String.init)
+    }
+
+    /// Why the file's `-- migrate:` directives cannot be followed; empty when they can.
+    public static func directiveProblems(in migration: Migration) -> [String] {
+        let directives = directives(in: migration.sql)
+        var problems: [String] = []
+        let misplaced = migration.sql.split(separator: "\n").dropFirst(directives.count)
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { $0.hasPrefix("-- migrate:") }
+        for line in misplaced {
+            problems.append("'\(line)' is not among the file's first lines, where directives go (it would be ignored)")
+        }
+        for directive in directives where directive != noTransactionDirective {
+            guard directive.hasPrefix(functionsDirective), directive == functionsDirective || !functionNames(directive).isEmpty else {
+                problems.append("'\(directive)' is not a directive ('\(noTransactionDirective)', '\(functionsDirective) <name> …')")
+                continue
+            }
+            let names = functionNames(directive)
+            if names.isEmpty { problems.append("'\(directive)' names no function") }
+            for name in names where !isFunctionName(name) {
+                problems.append("'\(name)' in '\(directive)' is not a function file's name")
+            }
+        }
+        for name in Set(migration.carriedFunctions) where migration.carriedFunctions.count(where: { $0 == name }) > 1 {
+            problems.append("the functions directive names \(name) twice")
+        }
+        if !migration.transactional, !migration.carriedFunctions.isEmpty {
+            problems.append(
+                "'\(noTransactionDirective)' cannot carry functions: they run in the migration's own transaction, which it has none of (carry them in a transactional migration)"
+            )
+        }
+        return problems
+    }
+
+    /// Statements of a migration from ``firstFunctionFileVersion`` on that define a function which
+    /// has its own file, `functions/<name>.sql`: the file is carried by name instead of copied.
+    public static func redefinitions(in migration: Migration, functionFiles: Set<String>) -> [String] {
+        guard migration.version >= firstFunctionFileVersion else { return [] }
+        return SQLStatements.split(migration.sql).map(SQLStatements.normalized).compactMap { statement in
+            let prefixes = ["create or replace function ", "create function "]
+            guard let prefix = prefixes.first(where: statement.hasPrefix) else { return nil }
+            let name = tableName(String(statement.dropFirst(prefix.count).prefix { $0 != " " }))
+            guard functionFiles.contains(name) else { return nil }
+            return
+                "'\(statement.prefix(80))' redefines \(name), which functions/\(name).sql defines: name it in '\(functionsDirective) \(name)' instead of copying it"
+        }
+    }
+
+    private static func isFunctionName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, first == "_" || ("a"..."z").contains(first) else { return false }
+        return name.unicodeScalars.allSatisfy { $0 == "_" || ("a"..."z").contains($0) || ("0"..."9").contains($0) }
+    }
+
     /// Why `migration` is unsafe to run on a live database; empty when it is safe.
     public static func problems(in migration: Migration) -> [String] {
         guard migration.version >= firstCheckedVersion else { return [] }

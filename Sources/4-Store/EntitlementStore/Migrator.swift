@@ -5,9 +5,12 @@ import PostgresNIO
 
 /// Applies pending migrations in order, each in its own transaction with its record in
 /// `schema_migrations` (version, name, checksum); a `-- migrate: no-transaction` file statement by
-/// statement, recorded after its last. Then every function file (``SchemaFunction``) whose checksum
-/// differs from the one `schema_functions` records, each in its own transaction. A session advisory lock makes concurrent starters (several
-/// grant replicas, the migration job) wait for each other instead of racing.
+/// statement, recorded after its last. A migration with a functions directive
+/// (``Migration/carriedFunctions``) runs those function files in its transaction right after its
+/// statements and records them in `schema_functions`. Then every function file (``SchemaFunction``)
+/// whose checksum differs from the one `schema_functions` records, each in its own transaction. A
+/// session advisory lock makes concurrent starters (several grant replicas, the migration job) wait
+/// for each other instead of racing.
 ///
 /// Every statement waits at most ``lockTimeout`` for a table's lock: a migration queued behind a
 /// long transaction would otherwise hold every later writer of that table behind itself (grant
@@ -72,6 +75,15 @@ public struct Migrator: Sendable {
                 applied_at timestamptz NOT NULL DEFAULT now()
             )
             """, logger: logger)
+        // Before any migration: one that carries function files records them here.
+        try await connection.query(
+            """
+            CREATE TABLE IF NOT EXISTS schema_functions (
+                name       text        PRIMARY KEY,
+                checksum   text        NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """, logger: logger)
         var recorded: [Int: (String, String)] = [:]
         for try await (version, name, checksum) in try await connection.query(
             "SELECT version, name, checksum FROM schema_migrations ORDER BY version", logger: logger
@@ -83,9 +95,11 @@ public struct Migrator: Sendable {
             guard let migration = known[version] else { throw MigrationError.unknownApplied(version: version) }
             guard migration.checksum == checksum else { throw MigrationError.checksumMismatch(version: version, name: name) }
         }
+        let pending = migrations.filter { recorded[$0.version] == nil }
+        let carried = try Dictionary(uniqueKeysWithValues: pending.map { ($0.version, try carriedFunctions(of: $0)) })
         var appliedNow: [Int] = []
-        for migration in migrations where recorded[migration.version] == nil {
-            try await applyRetryingLocks(migration, on: connection, logger: logger)
+        for migration in pending {
+            try await applyRetryingLocks(migration, carrying: carried[migration.version] ?? [], on: connection, logger: logger)
             logger.info("migration applied", metadata: [LogKey.migrationVersion: "\(migration.version)", LogKey.migrationName: "\(migration.name)"])
             appliedNow.append(migration.version)
         }
@@ -96,14 +110,6 @@ public struct Migrator: Sendable {
     /// Runs each function file whose checksum `schema_functions` does not hold, and records it.
     private func applyFunctions(on connection: PostgresConnection, logger: Logger) async throws {
         guard !functions.isEmpty else { return }
-        try await connection.query(
-            """
-            CREATE TABLE IF NOT EXISTS schema_functions (
-                name       text        PRIMARY KEY,
-                checksum   text        NOT NULL,
-                applied_at timestamptz NOT NULL DEFAULT now()
-            )
-            """, logger: logger)
         var recorded: [String: String] = [:]
         for try await (name, checksum) in try await connection.query("SELECT name, checksum FROM schema_functions", logger: logger).decode(
             (String, String).self)
@@ -112,15 +118,11 @@ public struct Migrator: Sendable {
         }
         for function in functions where recorded[function.name] != function.checksum {
             let timeout = "SET LOCAL lock_timeout = '\(Self.milliseconds(lockTimeout))ms'"
-            let record: PostgresQuery = """
-                INSERT INTO schema_functions (name, checksum) VALUES (\(function.name), \(function.checksum))
-                ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = now()
-                """
             do {
                 try await connection.withTransaction(logger: logger) { tx in
                     try await tx.query(PostgresQuery(unsafeSQL: timeout), logger: logger)
                     try await tx.query(PostgresQuery(unsafeSQL: Self.executeBlock(function.sql)), logger: logger)
-                    try await tx.query(record, logger: logger)
+                    try await tx.query(Self.record(function), logger: logger)
                 }
             } catch {
                 let classified = StoreError.classify(error)
@@ -131,12 +133,34 @@ public struct Migrator: Sendable {
         }
     }
 
+    /// The function files `migration` carries, as this migrator has them.
+    private func carriedFunctions(of migration: Migration) throws(MigrationError) -> [SchemaFunction] {
+        let problems = MigrationRules.directiveProblems(in: migration)
+        guard problems.isEmpty else { throw MigrationError.badDirective(version: migration.version, name: migration.name, problems: problems) }
+        return try migration.carriedFunctions.map { (name) throws(MigrationError) -> SchemaFunction in
+            guard let function = functions.first(where: { $0.name == name }) else {
+                throw MigrationError.unknownFunction(version: migration.version, name: migration.name, function: name)
+            }
+            return function
+        }
+    }
+
+    /// Records that the database runs `function` as its file says now.
+    static func record(_ function: SchemaFunction) -> PostgresQuery {
+        """
+        INSERT INTO schema_functions (name, checksum) VALUES (\(function.name), \(function.checksum))
+        ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = now()
+        """
+    }
+
     /// Applies one migration, again after a pause whenever a statement waited too long for a lock.
-    private func applyRetryingLocks(_ migration: Migration, on connection: PostgresConnection, logger: Logger) async throws {
+    private func applyRetryingLocks(
+        _ migration: Migration, carrying carried: [SchemaFunction], on connection: PostgresConnection, logger: Logger
+    ) async throws {
         var delay = retryDelay
         for attempt in 1...attempts {
             do {
-                try await apply(migration, on: connection, logger: logger)
+                try await apply(migration, carrying: carried, on: connection, logger: logger)
                 return
             } catch {
                 let classified = StoreError.classify(error)
@@ -158,7 +182,11 @@ public struct Migrator: Sendable {
         throw MigrationError.lockTimeout(version: migration.version, name: migration.name, attempts: attempts)
     }
 
-    private func apply(_ migration: Migration, on connection: PostgresConnection, logger: Logger) async throws {
+    /// Runs `migration` and records it; in its transaction, after its statements, the function
+    /// files it carries, each recorded (a no-transaction migration carries none: refused at load).
+    private func apply(
+        _ migration: Migration, carrying carried: [SchemaFunction], on connection: PostgresConnection, logger: Logger
+    ) async throws {
         let timeout = "SET lock_timeout = '\(Self.milliseconds(lockTimeout))ms'"
         let record: PostgresQuery = """
             INSERT INTO schema_migrations (version, name, checksum)
@@ -183,7 +211,16 @@ public struct Migrator: Sendable {
         try await connection.withTransaction(logger: logger) { tx in
             try await tx.query(PostgresQuery(unsafeSQL: timeout.replacingOccurrences(of: "SET ", with: "SET LOCAL ")), logger: logger)
             try await tx.query(PostgresQuery(unsafeSQL: Self.executeBlock(migration.sql)), logger: logger)
+            for function in carried {
+                try await tx.query(PostgresQuery(unsafeSQL: Self.executeBlock(function.sql)), logger: logger)
+                try await tx.query(Self.record(function), logger: logger)
+            }
             try await tx.query(record, logger: logger)
+        }
+        for function in carried {
+            logger.info(
+                "function defined",
+                metadata: [LogKey.migrationName: "functions/\(function.name).sql", LogKey.migrationVersion: "\(migration.version)"])
         }
     }
 
