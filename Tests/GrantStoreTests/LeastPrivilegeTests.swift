@@ -35,7 +35,7 @@ struct LeastPrivilegeTests {
         }
     }
 
-    @Test("grant's role applies a stream of lifecycles but cannot drop, truncate or alter a table, nor rewrite the migrations")
+    @Test("grant's role applies a stream of lifecycles but cannot drop, truncate or alter a table, nor rewrite the migrations or the function files' records")
     func grantRole() async throws {
         try await ScratchDatabase.with { db in
             let records = LifecycleGenerator(seed: 21).stream(customers: 40)
@@ -49,6 +49,7 @@ struct LeastPrivilegeTests {
                         await failure("ALTER TABLE transactions ADD COLUMN x text", on: client),
                         await failure("CREATE TABLE mine (x int)", on: client),
                         await failure("DELETE FROM schema_migrations", on: client),
+                        await failure("UPDATE schema_functions SET checksum = 'forged'", on: client),
                         await failure("CREATE OR REPLACE FUNCTION grant_write(batch jsonb) RETURNS integer LANGUAGE sql AS 'SELECT 0'", on: client),
                     ]
                 )
