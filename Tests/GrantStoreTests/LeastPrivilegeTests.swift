@@ -35,7 +35,7 @@ struct LeastPrivilegeTests {
         }
     }
 
-    @Test("grant's role applies a stream of lifecycles but cannot drop, truncate or alter a table, nor rewrite the migrations or the function files' records")
+    @Test("grant's role applies a stream of lifecycles but cannot drop, truncate or alter a table, nor rewrite the migrations' or functions' records")
     func grantRole() async throws {
         try await ScratchDatabase.with { db in
             let records = LifecycleGenerator(seed: 21).stream(customers: 40)
