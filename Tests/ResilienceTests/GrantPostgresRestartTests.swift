@@ -34,13 +34,8 @@ extension Resilience {
             let changeColumns = [
                 ("entitlement_changes", "environment, customer_id, entitlement_key, source_id, change, active, active_until, reason, cause_event_key")
             ]
-            let (expected, expectedChanges) = try await ScratchDatabase.with { db in
-                for start in stride(from: 0, to: records.count, by: 250) {
-                    let events = try records[start..<min(start + 250, records.count)].map { try GrantEvent($0) }
-                    for r in try await db.store.apply(events, policy: policy) { _ = try r.get() }
-                }
-                return (try await db.dump(stateTables), try await db.dump(changeColumns))
-            }
+            let truth = try await groundTruth(records, policy: policy, tables: [stateTables, changeColumns])
+            let (expected, expectedChanges) = (truth[0], truth[1])
 
             try await ScratchDatabase.with { db in
                 let logger = ScratchDatabase.logger
@@ -105,14 +100,5 @@ extension Resilience {
         }
 
         private static func identity(_ m: KafkaMessage) -> String { "\(m.keyString ?? "")#\(m.headers.string("seq") ?? "")" }
-
-        private func waitUntil(timeout: Duration, _ condition: () async throws -> Bool) async throws {
-            let deadline = ContinuousClock.now + timeout
-            while ContinuousClock.now < deadline {
-                if try await condition() { return }
-                try await Task.sleep(for: .milliseconds(200))
-            }
-            throw TestSupportError("condition not met within \(timeout)")
-        }
     }
 }

@@ -32,13 +32,7 @@ extension Resilience {
             let messages = try records.map { KafkaOutgoingMessage(topic: input, key: $0.key, value: try $0.encoded()) }
 
             // The truth: every event applied to a database that is never restored.
-            let expected = try await ScratchDatabase.with { db in
-                for start in stride(from: 0, to: records.count, by: 250) {
-                    let events = try records[start..<min(start + 250, records.count)].map { try GrantEvent($0) }
-                    for r in try await db.store.apply(events, policy: policy) { _ = try r.get() }
-                }
-                return try await db.dump(ScratchDatabase.stateTables)
-            }
+            let expected = try await groundTruth(records, policy: policy, tables: [ScratchDatabase.stateTables])[0]
 
             try await ScratchDatabase.with { db in
                 func applied() async -> Int? { try? await db.count("SELECT count(*) FROM notifications") }
@@ -139,15 +133,6 @@ extension Resilience {
             try await postgres("pg_restore", ["--dbname=\(restored)", "--no-owner", backup.path])
             try await ScratchDatabase.admin("DROP DATABASE \(name) WITH (FORCE)")
             try await ScratchDatabase.admin("ALTER DATABASE \(restored) RENAME TO \(name)")
-        }
-
-        private func waitUntil(timeout: Duration, _ condition: () async throws -> Bool) async throws {
-            let deadline = ContinuousClock.now + timeout
-            while ContinuousClock.now < deadline {
-                if try await condition() { return }
-                try await Task.sleep(for: .milliseconds(200))
-            }
-            throw TestSupportError("condition not met within \(timeout)")
         }
     }
 }

@@ -1,4 +1,8 @@
+import EntitlementStore
 import Foundation
+import GrantDecision
+import GrantTestSupport
+import PipelineRecords
 import TestSupport
 import Testing
 
@@ -25,5 +29,32 @@ func loadgenIDs(_ bodies: [[UInt8]]) -> [Int] {
             let payload = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         else { return nil }
         return payload["loadgenId"] as? Int
+    }
+}
+
+/// Polls `condition` every 200 ms until it holds; throws after `timeout` (a guard against a hang,
+/// not a measurement).
+func waitUntil(timeout: Duration, _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(200))
+    }
+    throw TestSupportError("condition not met within \(timeout)")
+}
+
+/// The truth for a grant run: `records` applied in batches of 250 straight to a scratch database that
+/// nothing disturbs; the dump of `tables` afterwards.
+func groundTruth(
+    _ records: [EnrichedRecord], policy: GrantPolicy, tables: [[(table: String, columns: String)]]
+) async throws -> [[String: String]] {
+    try await ScratchDatabase.with { db in
+        for start in stride(from: 0, to: records.count, by: 250) {
+            let events = try records[start..<min(start + 250, records.count)].map { try GrantEvent($0) }
+            for r in try await db.store.apply(events, policy: policy) { _ = try r.get() }
+        }
+        var dumps: [[String: String]] = []
+        for t in tables { dumps.append(try await db.dump(t)) }
+        return dumps
     }
 }
