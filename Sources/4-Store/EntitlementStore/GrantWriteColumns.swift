@@ -9,7 +9,7 @@ import PostgresNIO
 /// decisions changed, one array per column of each table, bound as Postgres arrays and read there
 /// with `unnest`. Nothing is JSON but Apple's transaction payloads and the purchase states, which
 /// the tables keep as jsonb. ``parameters`` names each parameter once, with its SQL type and its
-/// value, so the statement and its bindings cannot disagree; `StoreWriteTests` holds the list equal
+/// value, so the statement and its bindings cannot disagree; `GrantWriteContractTests` holds the list equal
 /// to the function's signature.
 struct GrantWriteColumns {
     var customerEnv: [String] = [], customerId: [UUID] = [], customerExternalUser: [String?] = []
@@ -46,40 +46,8 @@ struct GrantWriteColumns {
     }
 
     /// One parameter of `grant_write`: its name and SQL type in the function's signature, and how
-    /// its value is bound.
-    struct Parameter: Sendable {
-        let name: String
-        let type: String
-        /// The array type the value is sent as (``GrantWriteStatement`` declares it when preparing).
-        let dataType: PostgresDataType
-        let bind: @Sendable (GrantWriteColumns, inout PostgresBindings) -> Void
-
-        init<T: PostgresArrayEncodable & PostgresNonThrowingEncodable>(
-            _ name: String, _ type: String, _ column: KeyPath<GrantWriteColumns, [T]> & Sendable
-        ) {
-            (self.name, self.type, dataType) = (name, type, T.psqlArrayType)
-            bind = { columns, bindings in bindings.append(columns[keyPath: column]) }
-        }
-
-        init<T: PostgresArrayEncodable & PostgresNonThrowingEncodable>(
-            _ name: String, _ type: String, _ column: KeyPath<GrantWriteColumns, [T?]> & Sendable
-        ) {
-            (self.name, self.type, dataType) = (name, type, T.psqlArrayType)
-            bind = { columns, bindings in bindings.append(NullableColumn(columns[keyPath: column])) }
-        }
-
-        /// Moments, sent to the nearest microsecond (``PostgresMicroseconds``).
-        init(_ name: String, _ type: String, moments column: KeyPath<GrantWriteColumns, [Date]> & Sendable) {
-            (self.name, self.type, dataType) = (name, type, .timestamptzArray)
-            bind = { columns, bindings in bindings.append(columns[keyPath: column].map(PostgresMicroseconds.init)) }
-        }
-
-        /// Moments, some absent, sent to the nearest microsecond.
-        init(_ name: String, _ type: String, moments column: KeyPath<GrantWriteColumns, [Date?]> & Sendable) {
-            (self.name, self.type, dataType) = (name, type, .timestamptzArray)
-            bind = { columns, bindings in bindings.append(NullableColumn(columns[keyPath: column].map { $0.map(PostgresMicroseconds.init) })) }
-        }
-    }
+    /// its column is bound.
+    typealias Parameter = ArrayParameter<GrantWriteColumns>
 
     /// `grant_write`'s parameters in order.
     static let parameters: [Parameter] = [
@@ -143,9 +111,9 @@ struct GrantWriteColumns {
         + parameters.enumerated().map { "$\($0.offset + 1)::\($0.element.type)" }.joined(separator: ", ") + ")"
 
     /// The bindings of ``statement``.
-    var bindings: PostgresBindings {
+    func bindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: Self.parameters.count)
-        for parameter in Self.parameters { parameter.bind(self, &bindings) }
+        for parameter in Self.parameters { try parameter.bind(self, &bindings) }
         return bindings
     }
 }
@@ -159,7 +127,29 @@ struct GrantWriteStatement: PostgresPreparedStatement {
 
     let columns: GrantWriteColumns
 
-    func makeBindings() throws -> PostgresBindings { columns.bindings }
+    func makeBindings() throws -> PostgresBindings { try columns.bindings() }
 
     func decodeRow(_ row: PostgresRow) throws -> Int { try row.decode(Int.self) }
+}
+
+extension ArrayParameter where Source == GrantWriteColumns {
+    init<T: PostgresArrayEncodable & PostgresNonThrowingEncodable>(
+        _ name: String, _ type: String, _ column: KeyPath<GrantWriteColumns, [T]> & Sendable
+    ) {
+        self.init(name, type, values: { $0[keyPath: column] })
+    }
+
+    init<T: PostgresArrayEncodable & PostgresNonThrowingEncodable>(
+        _ name: String, _ type: String, _ column: KeyPath<GrantWriteColumns, [T?]> & Sendable
+    ) {
+        self.init(name, type, values: { $0[keyPath: column] })
+    }
+
+    init(_ name: String, _ type: String, moments column: KeyPath<GrantWriteColumns, [Date]> & Sendable) {
+        self.init(name, type, moments: { $0[keyPath: column] })
+    }
+
+    init(_ name: String, _ type: String, moments column: KeyPath<GrantWriteColumns, [Date?]> & Sendable) {
+        self.init(name, type, moments: { $0[keyPath: column] })
+    }
 }

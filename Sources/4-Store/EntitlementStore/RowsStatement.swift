@@ -2,42 +2,76 @@ import Foundation
 import JSONCoding
 import PostgresNIO
 
-/// One column of a statement's rows: its name and SQL type where the statement reads the rows, and
-/// how the rows' values are bound (one array parameter per column). Naming each column once, with
-/// its type and its field, keeps the SQL and the bindings from disagreeing.
-struct RowColumn<Row>: Sendable {
+/// One array parameter of a statement, read from `Source`: its name and SQL type where the
+/// statement names it, the array type it is sent as (declared when the statement is prepared), and
+/// how it is bound. The one place that says how a Swift column goes to Postgres: as it is (`[T]`),
+/// with NULLs (``NullableColumn``, which postgres-nio lacks), as moments to the nearest microsecond
+/// (``PostgresMicroseconds``; postgres-nio's `Date` truncates), or as the project's own JSON.
+/// `grant_write`'s parameters (``GrantWriteColumns``) and the rarer statements' columns
+/// (``RowColumn``) are both built on it.
+struct ArrayParameter<Source>: Sendable {
     let name: String
     let type: String
-    /// The array type the values are sent as (declared when the statement is prepared).
     let dataType: PostgresDataType
-    let bind: @Sendable ([Row], inout PostgresBindings) throws -> Void
+    let bind: @Sendable (Source, inout PostgresBindings) throws -> Void
 
-    init<T: PostgresArrayEncodable & PostgresNonThrowingEncodable>(_ name: String, _ type: String, _ field: KeyPath<Row, T> & Sendable) {
+    init<T: PostgresArrayEncodable & PostgresNonThrowingEncodable>(
+        _ name: String, _ type: String, values: @escaping @Sendable (Source) -> [T]
+    ) {
         (self.name, self.type, dataType) = (name, type, T.psqlArrayType)
-        bind = { rows, bindings in bindings.append(rows.map { $0[keyPath: field] }) }
+        bind = { source, bindings in bindings.append(values(source)) }
     }
 
-    init<T: PostgresArrayEncodable & PostgresNonThrowingEncodable>(_ name: String, _ type: String, _ field: KeyPath<Row, T?> & Sendable) {
+    init<T: PostgresArrayEncodable & PostgresNonThrowingEncodable>(
+        _ name: String, _ type: String, values: @escaping @Sendable (Source) -> [T?]
+    ) {
         (self.name, self.type, dataType) = (name, type, T.psqlArrayType)
-        bind = { rows, bindings in bindings.append(NullableColumn(rows.map { $0[keyPath: field] })) }
+        bind = { source, bindings in bindings.append(NullableColumn(values(source))) }
     }
 
-    /// Moments, to the nearest microsecond (``PostgresMicroseconds``).
-    init(_ name: String, moments field: KeyPath<Row, Date> & Sendable) {
-        (self.name, type, dataType) = (name, "timestamptz", .timestamptzArray)
-        bind = { rows, bindings in bindings.append(rows.map { PostgresMicroseconds($0[keyPath: field]) }) }
+    init(_ name: String, _ type: String, moments: @escaping @Sendable (Source) -> [Date]) {
+        (self.name, self.type, dataType) = (name, type, .timestamptzArray)
+        bind = { source, bindings in bindings.append(moments(source).map(PostgresMicroseconds.init)) }
     }
 
-    /// Moments, some absent.
-    init(_ name: String, moments field: KeyPath<Row, Date?> & Sendable) {
-        (self.name, type, dataType) = (name, "timestamptz", .timestamptzArray)
-        bind = { rows, bindings in bindings.append(NullableColumn(rows.map { $0[keyPath: field].map(PostgresMicroseconds.init) })) }
+    init(_ name: String, _ type: String, moments: @escaping @Sendable (Source) -> [Date?]) {
+        (self.name, self.type, dataType) = (name, type, .timestamptzArray)
+        bind = { source, bindings in bindings.append(NullableColumn(moments(source).map { $0.map(PostgresMicroseconds.init) })) }
     }
 
-    /// A value written as the project's own JSON (``StreamingJSONEncoder``), sent as text.
-    init<T: Encodable>(_ name: String, json field: KeyPath<Row, T> & Sendable) {
-        (self.name, type, dataType) = (name, "text", .textArray)
-        bind = { rows, bindings in bindings.append(try rows.map { try StreamingJSONEncoder.encodeToString($0[keyPath: field]) }) }
+    init<T: Encodable>(_ name: String, _ type: String, json: @escaping @Sendable (Source) -> [T]) {
+        (self.name, self.type, dataType) = (name, type, .textArray)
+        bind = { source, bindings in bindings.append(try json(source).map { try StreamingJSONEncoder.encodeToString($0) }) }
+    }
+}
+
+/// One column of a statement's rows: named with its element's SQL type, read as the table `r`
+/// (``RowsStatement/rowsTable``), one array of every row's field.
+typealias RowColumn<Row> = ArrayParameter<[Row]>
+
+extension ArrayParameter {
+    init<Row, T: PostgresArrayEncodable & PostgresNonThrowingEncodable>(
+        _ name: String, _ type: String, _ field: KeyPath<Row, T> & Sendable
+    ) where Source == [Row] {
+        self.init(name, type, values: { $0.map { $0[keyPath: field] } })
+    }
+
+    init<Row, T: PostgresArrayEncodable & PostgresNonThrowingEncodable>(
+        _ name: String, _ type: String, _ field: KeyPath<Row, T?> & Sendable
+    ) where Source == [Row] {
+        self.init(name, type, values: { $0.map { $0[keyPath: field] } })
+    }
+
+    init<Row>(_ name: String, moments field: KeyPath<Row, Date> & Sendable) where Source == [Row] {
+        self.init(name, "timestamptz", moments: { $0.map { $0[keyPath: field] } })
+    }
+
+    init<Row>(_ name: String, moments field: KeyPath<Row, Date?> & Sendable) where Source == [Row] {
+        self.init(name, "timestamptz", moments: { $0.map { $0[keyPath: field] } })
+    }
+
+    init<Row, T: Encodable>(_ name: String, json field: KeyPath<Row, T> & Sendable) where Source == [Row] {
+        self.init(name, "text", json: { $0.map { $0[keyPath: field] } })
     }
 }
 
