@@ -76,16 +76,6 @@ public final class ResumeOnce<Value: Sendable, Failure: Error>: Sendable {
         continuation?.resume(with: outcome)
         return decided
     }
-
-    /// Whether a racer has decided.
-    public var isDecided: Bool {
-        state.withLock { s in
-            switch s {
-            case .waiting, .armed: false
-            case .decidedEarly, .decided: true
-            }
-        }
-    }
 }
 
 extension ResumeOnce {
