@@ -288,8 +288,34 @@ expect "connection limit: a second upload while the client's one slot is taken i
 expect "connection limit: Apple's route is not limited by it" "$(req limited POST /v2/notifications "$tmp/notification.json")" 200
 kill "$slow_pid" 2>/dev/null || true
 
+# Issue 28's gateway test: 2,000 slow uploads from two addresses (gateway_flood.py) while the
+# allow-listed client bursts 400 notifications in a second, on a gateway with compose's limits.
+start_gateway flooded "$ingest" 100r/s 200 "GATEWAY_NOTIFICATION_ALLOW=127.0.0.1/32" GATEWAY_CONN_LIMIT=32
+# The same burst alone first: what the machine itself takes for it, the yardstick for the p99 below.
+echo "  burst alone: $(python3 "$repo_root/deploy/checks/gateway_flood.py" "$(cat "$tmp/flooded/port")" "$tmp/tls.crt" \
+  "$tmp/notification.json" 0 400 2>&1)"
+before="$(ingest_notifications)"
+if python3 "$repo_root/deploy/checks/gateway_flood.py" "$(cat "$tmp/flooded/port")" "$tmp/tls.crt" "$tmp/notification.json" \
+  2000 400 >"$tmp/flood.json" 2>"$tmp/flood.log"; then
+  echo "  flood: $(cat "$tmp/flood.json")"
+  python3 - "$tmp/flood.json" "$tmp/flood.checks" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+with open(sys.argv[2], "w") as out:
+    out.write(f"{r['statuses']}\n")
+PY
+  expect "slow connections: every one of the 400 notifications got 200 (none 429, none refused)" "$(sed -n 1p "$tmp/flood.checks")" "{'200': 400}"
+  expect "slow connections: ingest answered all 400" "$(($(ingest_notifications) - before))" 400
+else
+  fail "the slow-connection flood ran" "$(tail -5 "$tmp/flood.log")"
+fi
+echo "  the flooded gateway's error log, by message: $(sed -E 's/^[0-9\/: ]+\[([a-z]+)\] [0-9#]+: (\*[0-9]+ )?//; s/, client:.*//; s/[0-9]+/N/g' "$tmp/flooded/error.log" | sort | uniq -c | sort -rn | head -5 | tr '\n' ';')"
+if grep -q "worker_connections are not enough" "$tmp/flooded/error.log" 2>/dev/null; then
+  fail "slow connections: nginx never ran out of worker connections" "$(grep -m1 "worker_connections" "$tmp/flooded/error.log")"
+else ok "slow connections: nginx never ran out of worker connections"; fi
+
 # Stop: nginx quits gracefully, ingest drains and exits 0 on SIGTERM.
-for g in open apple proxied recorded-direct recorded-proxied limited; do
+for g in open apple proxied recorded-direct recorded-proxied limited flooded; do
   mpid="$(cat "$tmp/$g/master.pid")"
   kill -QUIT "$mpid" 2>/dev/null || true
   for _ in $(seq 1 50); do kill -0 "$mpid" 2>/dev/null || break; sleep 0.1; done
