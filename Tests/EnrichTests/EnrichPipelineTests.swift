@@ -76,9 +76,12 @@ struct EnrichPipelineTests {
         try await outage(FaultPlan(errorShare: 1, errorStatus: 500, errorCode: 5_000_001), for: .seconds(seconds), topic: "enrich-outage")
     }
 
-    @Test("Apple refusing our key (401) for 15 s is an outage: records wait, none is dead-lettered, all go through once it heals")
+    /// As long as the adversarial test: past the retry cap (RETRY_CAP_MS, 120 s), which an
+    /// outage must never trip.
+    @Test("Apple refusing our key (401) for 120 s is an outage: records wait, none is dead-lettered, all go through once it heals")
     func refusedKey() async throws {
-        try await outage(FaultPlan(errorShare: 1, errorStatus: 401), for: .seconds(15), topic: "enrich-401")
+        let seconds = Int64(ProcessInfo.processInfo.environment["ENRICH_401_SECONDS"] ?? "120") ?? 120
+        try await outage(FaultPlan(errorShare: 1, errorStatus: 401), for: .seconds(seconds), topic: "enrich-401")
     }
 
     /// Every API call answers as `plan` says for `outage`; the records wait in place and all come
