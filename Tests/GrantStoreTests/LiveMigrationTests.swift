@@ -160,7 +160,7 @@ struct LiveMigrationDatabaseTests {
 }
 
 /// A flag one task raises and another watches.
-private final class Flag: Sendable {
+final class Flag: Sendable {
     private let value = Atomic(false)
     func raise() { value.store(true, ordering: .sequentiallyConsistent) }
     var isRaised: Bool { value.load(ordering: .sequentiallyConsistent) }
