@@ -14,7 +14,7 @@ import Testing
 /// Apple's `EXTERNAL_PURCHASE_TOKEN` through all four stages to the changes topic, for the service
 /// that reports external purchases to Apple.
 @Suite(
-    "External purchase tokens end to end", .enabled(if: TestServices.brokerEnabled && ScratchDatabase.enabled), .timeLimit(.minutes(10)))
+    "External purchase tokens end to end", .enabled(if: TestServices.brokerEnabled && ScratchDatabase.enabled), .timeLimit(.minutes(15)))
 struct ExternalPurchaseTokenEndToEndTests {
     struct Published: Decodable {
         struct Cause: Decodable {

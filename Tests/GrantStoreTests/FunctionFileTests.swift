@@ -6,7 +6,7 @@ import Testing
 
 /// Each SQL function grant calls is defined in one file (schemas/migrations/functions), applied after
 /// the migrations whenever the file changes, and nowhere else.
-@Suite("Function files against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(10)))
+@Suite("Function files against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(15)))
 struct FunctionFileTests {
     private var functions: [SchemaFunction] {
         get throws { try SchemaFunction.load(migrationsDirectory: ScratchDatabase.migrationsDirectory) }

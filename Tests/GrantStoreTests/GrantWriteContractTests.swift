@@ -11,7 +11,7 @@ import Testing
 
 /// grant_write's typed parameters and what it publishes: the Swift side and the SQL side name each
 /// column once, and nothing but a test holds them together.
-@Suite("grant_write's contract", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(10)))
+@Suite("grant_write's contract", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(15)))
 struct GrantWriteContractTests {
     @Test("the columns grant binds are the typed grant_write's parameters, by name, type and order")
     func parametersMatchTheSignature() async throws {

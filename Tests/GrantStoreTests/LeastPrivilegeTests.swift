@@ -8,7 +8,7 @@ import Testing
 
 /// Migration 0021's roles (issue 28): grant's role changes rows and nothing else; the support role
 /// reads. Each test logs in as its own members of the two group roles.
-@Suite("Least privilege in the database", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(10)))
+@Suite("Least privilege in the database", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(15)))
 struct LeastPrivilegeTests {
     /// Runs `body` with a client logged in as a new login role that is a member of `group`.
     private func asMember<T: Sendable>(

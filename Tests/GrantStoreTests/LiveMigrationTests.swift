@@ -57,7 +57,7 @@ struct LiveMigrationTests {
     }
 }
 
-@Suite("Migrations on a live database, against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(10)))
+@Suite("Migrations on a live database, against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(15)))
 struct LiveMigrationDatabaseTests {
     private static let table = Migration(
         version: 21, name: "0021_items", sql: "CREATE TABLE items (id bigint PRIMARY KEY, code text);\nCREATE INDEX items_code ON items (code);")
@@ -160,7 +160,7 @@ struct LiveMigrationDatabaseTests {
 }
 
 /// A flag one task raises and another watches.
-final class Flag: Sendable {
+private final class Flag: Sendable {
     private let value = Atomic(false)
     func raise() { value.store(true, ordering: .sequentiallyConsistent) }
     var isRaised: Bool { value.load(ordering: .sequentiallyConsistent) }

@@ -9,7 +9,7 @@ import Testing
 
 /// The pieces of grant's restore detection; the whole story (a real backup restored under a running
 /// grant, then the runbook) is `GrantRestoreTests` in the resilience suite.
-@Suite("Restore watch", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(5)))
+@Suite("Restore watch", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(15)))
 struct RestoreWatchTests {
     @Test("samples: one per partition and minute, the newest of the minute, at most the window's minutes")
     func samples() {

@@ -8,7 +8,7 @@ import Testing
 /// before keep their moments under the new name, and the previous releases' calls of grant_write
 /// keep writing, with no window between the rename and the functions that name the column (0024
 /// carries functions/grant_write.sql: `-- migrate: functions grant_write`).
-@Suite("notifications.verified_at migration against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(10)))
+@Suite("notifications.verified_at migration against Postgres", .enabled(if: ScratchDatabase.enabled), .timeLimit(.minutes(15)))
 struct VerifiedAtMigrationTests {
     static let version = 24
 

@@ -9,7 +9,7 @@ import Testing
 @testable import IngestService
 
 /// One signed-in user cannot fill the broker: uploads per authenticated user are limited.
-@Suite("uploads per user", .timeLimit(.minutes(5)))
+@Suite("uploads per user", .timeLimit(.minutes(15)))
 struct UploadQuotaTests {
     /// A clock the test moves.
     final class Clock: Sendable {

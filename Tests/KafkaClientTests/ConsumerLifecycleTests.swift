@@ -5,7 +5,7 @@ import Testing
 /// A consumer's handle is reachable only through its state machine, and only while open: a call
 /// made after ``KafkaConsumer/close()`` is refused as closed, and a call racing the close finishes
 /// on a live handle (a check-then-use would hand it a destroyed one, and crash).
-@Suite("Kafka consumer lifecycle", .timeLimit(.minutes(5)))
+@Suite("Kafka consumer lifecycle", .timeLimit(.minutes(15)))
 struct ConsumerLifecycleTests {
     let logger = TestServices.logger
 

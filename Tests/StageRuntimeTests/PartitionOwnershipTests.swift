@@ -19,7 +19,7 @@ final class OwnershipRecordingStage: PipelineStage {
     }
 }
 
-@Suite("Each member is told its part of the input", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(10)))
+@Suite("Each member is told its part of the input", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct PartitionOwnershipTests {
     /// Polls `condition` until it holds; gives up (and the caller's expectation fails) after
     /// `attempts` rounds, generous for a loaded machine that joins groups slowly.
