@@ -142,8 +142,9 @@ struct LiveMigrationDatabaseTests {
                     try await db.client.withTransaction(logger: ScratchDatabase.logger) { tx in
                         try await tx.query("LOCK TABLE items IN ACCESS SHARE MODE", logger: ScratchDatabase.logger)
                         held.raise()
-                        // Released by the test, or after 60 s should the migration wait without a timeout.
-                        let deadline = ContinuousClock.now + .seconds(60)
+                        // Released by the test, or after 10 minutes should the migration wait without a
+                        // timeout (60 s was not enough for three 200 ms attempts on a loaded CI machine).
+                        let deadline = ContinuousClock.now + .seconds(600)
                         while !release.isRaised, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
                     }
                 }

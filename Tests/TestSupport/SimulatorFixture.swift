@@ -34,9 +34,11 @@ public enum SimFixture {
     }
 
     /// An API client for the simulator at `baseURL`, verifying what it returns with ``verifier()``.
+    /// Its default timeout is long: on a loaded CI machine the in-process simulator has taken over
+    /// 15 s to answer, and a test that is not about timeouts must not see one.
     public static func client(
         baseURL: String, credentials: AppStoreAPICredentials = credentials, rateLimits: RateLimitPolicy = RateLimitPolicy(scale: 1000),
-        timeout: Duration = .seconds(10)
+        timeout: Duration = .seconds(60)
     ) throws -> AppStoreServerAPIClient {
         try AppStoreServerAPIClient(
             configuration: .init(credentials: [credentials], baseURLOverride: baseURL, requestTimeout: timeout, rateLimits: rateLimits),
@@ -46,7 +48,7 @@ public enum SimFixture {
     /// An API client for `sim`.
     public static func client(
         _ sim: RunningSimulator, credentials: AppStoreAPICredentials = credentials,
-        rateLimits: RateLimitPolicy = RateLimitPolicy(scale: 1000), timeout: Duration = .seconds(10)
+        rateLimits: RateLimitPolicy = RateLimitPolicy(scale: 1000), timeout: Duration = .seconds(60)
     ) throws -> AppStoreServerAPIClient {
         try client(baseURL: sim.baseURL, credentials: credentials, rateLimits: rateLimits, timeout: timeout)
     }
