@@ -26,7 +26,7 @@ burst_total = int(sys.argv[5]) if len(sys.argv) > 5 else 400
 attackers = ["127.0.0.2", "127.0.0.3"]
 
 # Every connection is a file descriptor here: raise the soft limit to the hard one.
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+_, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 if hard < slow_total + burst_total + 100:
     sys.exit(f"gateway_flood: {hard} file descriptors cannot hold {slow_total + burst_total} connections")
@@ -54,10 +54,10 @@ async def slow_connection(source, trickle_body, stop):
         state["open"] += 1
         state["opened"] += 1
         head = b"POST /v1/transactions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-        writer.write(head + (b"Content-Length: 100000\r\n\r\n" if trickle_body else b""))
         closed = asyncio.ensure_future(reader.read(1))
         stopped = asyncio.ensure_future(stop.wait())
         try:
+            writer.write(head + (b"Content-Length: 100000\r\n\r\n" if trickle_body else b""))
             while not stop.is_set() and not closed.done():
                 await asyncio.wait([closed, stopped], timeout=1)
                 if closed.done() or stop.is_set():
