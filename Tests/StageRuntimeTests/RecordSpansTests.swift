@@ -41,26 +41,36 @@ struct RecordSpansTests {
         #expect(spans.context(from: 0).inMemorySpanContext?.spanID == first.spanID)
     }
 
-    @Test("a delivered record's span ends with its attempts; a dead-lettered one with its code and an error status; a left one is marked")
+    @Test(
+        "a delivered record's span ends with its attempts and its outputs' count; a dead-lettered one with its code and an error status; a left one is marked"
+    )
     func endings() throws {
         let tracer = InMemoryTracer()
-        let spans = RecordSpans((0..<3).map { Self.record(offset: $0, headers: []) }, stage: "enrich", tracer: tracer)
+        let spans = RecordSpans((0..<5).map { Self.record(offset: $0, headers: []) }, stage: "enrich", tracer: tracer)
         struct Outage: Error {}
         spans.retrying(Outage(), code: "apple_api.unavailable", attempt: 1)
-        spans.delivered(1, attempts: 2)
+        spans.delivered(outputs: [1], attempts: 2)
         spans.deadLettered(code: "record.malformed", attempts: 1)
-        #expect(spans.firstPending == 2)
+        spans.delivered(outputs: [0, 2], attempts: 1)
+        #expect(spans.firstPending == 4)
         spans.endUnfinished()
 
         let finished = tracer.finishedSpans
-        #expect(finished.count == 3)
+        #expect(finished.count == 5)
         let delivered = try #require(finished.first { $0.attributes["messaging.kafka.offset"]?.toSpanAttribute() == .int64(0) })
         #expect(delivered.errors.count == 1 && delivered.status?.code != .error, "the retried failure is recorded; the record still succeeded")
         #expect(delivered.attributes["appstore.attempts"]?.toSpanAttribute() == .int64(2))
+        #expect(delivered.attributes["appstore.outputs"]?.toSpanAttribute() == .int64(1))
+        // A record that produced nothing (a dropped replay) says so: its trace ends there on purpose.
+        let dropped = try #require(finished.first { $0.attributes["messaging.kafka.offset"]?.toSpanAttribute() == .int64(2) })
+        #expect(dropped.attributes["appstore.outputs"]?.toSpanAttribute() == .int64(0))
+        #expect(dropped.attributes["appstore.attempts"] == nil, "tried once")
+        let fanned = try #require(finished.first { $0.attributes["messaging.kafka.offset"]?.toSpanAttribute() == .int64(3) })
+        #expect(fanned.attributes["appstore.outputs"]?.toSpanAttribute() == .int64(2))
         let dead = try #require(finished.first { $0.attributes["messaging.kafka.offset"]?.toSpanAttribute() == .int64(1) })
         #expect(dead.status?.code == .error)
         #expect(dead.attributes["appstore.dead_letter.code"]?.toSpanAttribute() == .string("record.malformed"))
-        let left = try #require(finished.first { $0.attributes["messaging.kafka.offset"]?.toSpanAttribute() == .int64(2) })
+        let left = try #require(finished.first { $0.attributes["messaging.kafka.offset"]?.toSpanAttribute() == .int64(4) })
         #expect(left.attributes["appstore.unfinished"]?.toSpanAttribute() == .bool(true))
     }
 }

@@ -16,6 +16,8 @@ public enum SpanAttributeName {
     /// The project's own: how many times a record was tried, and the code it was dead-lettered with.
     public static let attempts = "appstore.attempts"
     public static let deadLetterCode = "appstore.dead_letter.code"
+    /// How many records a record's handling produced for the next stage (0: its journey ended there).
+    public static let outputs = "appstore.outputs"
 }
 
 /// Span names after OpenTelemetry's conventions: `{operation} {destination}` for messaging.

@@ -180,7 +180,7 @@ final class PartitionWorker: Sendable {
                     for _ in inputs { context.metrics.processing.recordNanoseconds(elapsed) }
                     context.metrics.succeeded.increment(by: inputs.count)
                     context.progress.recordSucceeded()
-                    spans.delivered(inputs.count, attempts: attempts + 1)
+                    spans.delivered(outputs: outputs.map(\.count), attempts: attempts + 1)
                     attempts = 0
                     firstFailure = nil
                     firstFailureInstant = nil

@@ -65,11 +65,14 @@ final class RecordSpans {
     /// The index of the first record not finished yet.
     var firstPending: Int { next }
 
-    /// The next `count` records were delivered.
-    func delivered(_ count: Int, attempts: Int) {
-        for _ in 0..<count {
+    /// The next records were delivered, each having produced `outputs[i]` records: 0 says its
+    /// journey ended here (enrich's dropped replay, grant's write to Postgres), so a trace that
+    /// stops at this stage says why.
+    func delivered(outputs: [Int], attempts: Int) {
+        for count in outputs {
             guard next < spans.count else { return }
             if attempts > 1 { spans[next].attributes[SpanAttributeName.attempts] = Int64(attempts) }
+            spans[next].attributes[SpanAttributeName.outputs] = Int64(count)
             spans[next].end()
             next += 1
         }
