@@ -378,7 +378,7 @@ let package = Package(
                 dependencies: [
                     "KafkaClient", "StageRuntime", "AppStore", "AppStoreSigning", "AppStoreServerAPI", "AppStoreSimulator",
                     "SimulatedCustomers", serviceLifecycle, logging, jwtKit, crypto, cryptoExtras, asyncHTTPClient, hummingbird, x509, swiftASN1,
-                    subprocess, systemPackage,  // SystemPackage: Linux's FilePath (macOS's is in the SDK)
+                    nioCore, subprocess, systemPackage,  // SystemPackage: Linux's FilePath (macOS's is in the SDK)
                 ],
                 path: "Tests/TestSupport"
             ),

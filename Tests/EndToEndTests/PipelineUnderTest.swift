@@ -474,14 +474,14 @@ final class PipelineUnderTest: @unchecked Sendable {
     // MARK: HTTP
 
     func get(_ path: String, absolute: Bool = false) async throws -> Data {
-        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: absolute ? path : simURL + path), timeout: .seconds(10))
+        let response = try await LocalHTTP.client.execute(HTTPClientRequest(url: absolute ? path : simURL + path), timeout: .seconds(10))
         let body = try await response.body.collect(upTo: 64 << 20)
         guard response.status.code == 200 else { throw TestSupportError("GET \(path) answered \(response.status.code)") }
         return Data(body.readableBytesView)
     }
 
     func status(_ url: String) async throws -> Int {
-        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(5))
+        let response = try await LocalHTTP.client.execute(HTTPClientRequest(url: url), timeout: .seconds(5))
         _ = try await response.body.collect(upTo: 1 << 20)
         return Int(response.status.code)
     }
@@ -492,7 +492,7 @@ final class PipelineUnderTest: @unchecked Sendable {
         request.method = method
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(bytes: Array(try AppStoreJSON.encoder.encode(json))))
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let response = try await LocalHTTP.client.execute(request, timeout: .seconds(10))
         _ = try await response.body.collect(upTo: 1 << 20)
         return Int(response.status.code)
     }

@@ -285,7 +285,7 @@ struct AppStoreServerAPIClientTests {
         request.headers.add(name: "Authorization", value: "Bearer \(try RequestToken.make(credentials: SimFixture.credentials))")
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(string: #"{"appAccountToken":"not-a-uuid"}"#))
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let response = try await LocalHTTP.client.execute(request, timeout: .seconds(10))
         let body = String(buffer: try await response.body.collect(upTo: 1 << 16))
         #expect(response.status.code == 400 && body.contains("4000183"), "\(body)")
     }
@@ -347,7 +347,7 @@ struct AppStoreServerAPIClientTests {
             let token = try RequestToken.sign(header: header, claims: claims, key: key.privateKey)
             var request = HTTPClientRequest(url: sim.baseURL + "/inApps/v1/transactions/2000000000300000000")
             request.headers.add(name: "Authorization", value: "Bearer \(token)")
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+            let response = try await LocalHTTP.client.execute(request, timeout: .seconds(10))
             _ = try await response.body.collect(upTo: 1 << 16)
             return response.status.code
         }
@@ -384,7 +384,7 @@ struct AppStoreServerAPIClientTests {
         let skew = Atomic<Int>(0)
         let client = try AppStoreServerAPIClient(
             configuration: .init(credentials: [SimFixture.credentials], baseURLOverride: sim.baseURL, rateLimits: RateLimitPolicy(scale: 1000)),
-            httpClient: HTTPClient.shared, verifier: SimFixture.verifier(), logger: TestServices.logger,
+            httpClient: LocalHTTP.client, verifier: SimFixture.verifier(), logger: TestServices.logger,
             clock: { Date().addingTimeInterval(Double(skew.load(ordering: .relaxed))) })
         let id = "2000000000400000000"
         for _ in 0..<5 { _ = try await client.transactionInfo(transactionId: id, target: SimFixture.target) }

@@ -25,7 +25,7 @@ struct JSONLogProcessTests {
     }
 
     func get(_ url: String) async throws -> (Int, String) {
-        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
+        let response = try await LocalHTTP.client.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
         return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 20)))
     }
 
@@ -35,7 +35,7 @@ struct JSONLogProcessTests {
         request.headers.add(name: "Content-Type", value: contentType)
         request.headers.add(name: "X-Request-Id", value: requestID)
         request.body = .bytes(ByteBuffer(string: body))
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let response = try await LocalHTTP.client.execute(request, timeout: .seconds(10))
         _ = try await response.body.collect(upTo: 1 << 20)
         return Int(response.status.code)
     }

@@ -68,7 +68,7 @@ extension Resilience {
         func waitUntilProcessed(atLeast count: Int, port: Int) async throws {
             let deadline = ContinuousClock.now + .seconds(120)
             while ContinuousClock.now < deadline {
-                if let text = try? await HTTPClient.shared.get(url: "http://127.0.0.1:\(port)/metrics").get(),
+                if let text = try? await LocalHTTP.client.get(url: "http://127.0.0.1:\(port)/metrics").get(),
                     let body = text.body.map({ String(buffer: $0) }),
                     let line = body.split(separator: "\n").first(where: { $0.hasPrefix("pipeline_messages_processed_total") }),
                     let value = line.split(separator: " ").last.flatMap({ Double($0) }), Int(value) >= count

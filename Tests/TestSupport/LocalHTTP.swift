@@ -1,4 +1,6 @@
+import AsyncHTTPClient
 import Foundation
+import NIOCore
 import Synchronization
 
 public struct TestSupportError: Error, CustomStringConvertible {
@@ -8,6 +10,16 @@ public struct TestSupportError: Error, CustomStringConvertible {
 
 /// Small HTTP helpers for process tests.
 public enum LocalHTTP {
+    /// The tests' HTTP client for the processes they start. It lets an idle pooled connection go
+    /// after 30 s, before ingest does (75 s): `LocalHTTP.client` keeps one 600 s, and a request sent
+    /// on one ingest closed at that moment failed with "I/O on closed channel" on a loaded machine.
+    /// The gateway keeps the same order (nginx's upstream keep-alive, 60 s).
+    public static let client: HTTPClient = {
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.connectionPool = .init(idleTimeout: .seconds(30))
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
     /// Every port this process handed out: the kernel may offer a released port again at once, and
     /// two pipelines started side by side then gave one port to two children (grant stopped on
     /// "Address already in use" while the other's listener answered for it).

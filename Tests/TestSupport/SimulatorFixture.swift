@@ -42,7 +42,7 @@ public enum SimFixture {
     ) throws -> AppStoreServerAPIClient {
         try AppStoreServerAPIClient(
             configuration: .init(credentials: [credentials], baseURLOverride: baseURL, requestTimeout: timeout, rateLimits: rateLimits),
-            httpClient: HTTPClient.shared, verifier: verifier(), logger: TestServices.logger)
+            httpClient: LocalHTTP.client, verifier: verifier(), logger: TestServices.logger)
     }
 
     /// An API client for `sim`.

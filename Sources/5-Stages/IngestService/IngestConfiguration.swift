@@ -50,12 +50,12 @@ public struct IngestConfiguration: Sendable {
         "MAX_BODY_BYTES", default: 128 << 10, in: 1024...(64 << 20), meaning: "larger bodies get 413")
     public static let maxJWSBytesSetting = Setting<Int>.int(
         "MAX_JWS_BYTES", default: 64 << 10, in: 1024...(16 << 20), meaning: "larger JWS get 400")
-    /// Longer than the gateway's keep-alive to ingest (nginx's upstream `keepalive_timeout`, 60 s), so
-    /// the gateway, not ingest, ends an idle pooled connection and never sends on one ingest closed.
     /// A StoreKit 2 transaction is about 5 KiB (its certificate chain most of it); a notification
     /// nests two of them, hence MAX_JWS_BYTES's larger default.
     public static let maxUploadJWSBytesSetting = Setting<Int>.int(
         "MAX_UPLOAD_JWS_BYTES", default: 16 << 10, in: 1024...(16 << 20), meaning: "an app's uploaded signedTransaction larger than this gets 400")
+    /// Longer than the gateway's keep-alive to ingest (nginx's upstream `keepalive_timeout`, 60 s), so
+    /// the gateway, not ingest, ends an idle pooled connection and never sends on one ingest closed.
     public static let idleTimeoutSetting = Setting<Duration>.milliseconds(
         "INGEST_IDLE_TIMEOUT_MS", default: .seconds(75), in: 1000...3_600_000,
         meaning: "a connection with no request in progress for this long is closed")
