@@ -1279,6 +1279,10 @@ def main():
             problems = upload_auth_problems(docs, production=label == "production")
             checks.check(f"{label}: ingest authenticates uploads (INGEST_UPLOAD_AUTH {'jwt or hmac' if label == 'production' else 'set'}, "
                          "with the settings its mode needs)", not problems, "; ".join(problems))
+        if label != "base":  # every overlay: least privilege is not a production-only setting
+            problems = grant_login_problems(docs)
+            checks.check(f"{label}: grant logs in to Postgres as its own login (appstore_grant), never with the owner's Secret",
+                         not problems, "; ".join(problems))
     check_monitoring_component(kubectl)
     check_stack()
     problems = kustomization_replicas_problems()
@@ -1311,9 +1315,6 @@ def main():
                      f"may reach a collector on OTLP/HTTP {OTLP_HTTP_PORT}", not problems, "; ".join(problems))
         problems = record_mac_problems(prod)
         checks.check("production: enrich signs and grant checks enriched records with one Secret no other workload mounts",
-                     not problems, "; ".join(problems))
-        problems = grant_login_problems(prod)
-        checks.check("production: grant logs in to Postgres as its own login (appstore_grant), never with the owner's Secret",
                      not problems, "; ".join(problems))
 
         principals = kafka_principals()

@@ -14,7 +14,9 @@ play` (podman 4.3) can run, keeping every pod spec as rendered except where podm
                  an env var from the downward API's metadata.namespace -> the rendered namespace as
                  its value (podman 4.3 knows metadata.name but refuses metadata.namespace; it does not
                  expand $(VAR) in values either, so OTEL_RESOURCE_ATTRIBUTES stays literal text, unused
-                 while tracing is off)
+                 while tracing is off);
+                 an env var from a Secret's key (secretKeyRef) -> that key's value read from the
+                 test's secrets directory (podman 4.3 looks it up among podman secrets only)
   removed        probes (podman runs none without systemd: the test curls each readiness endpoint
                  itself), the preStop `sleep` handler (unknown to podman 4.3), and the kinds podman
                  does not run: HorizontalPodAutoscaler, PodDisruptionBudget, Ingress, Service,
@@ -176,11 +178,27 @@ def prepare_spec(name, template, args, publish, plan):
             c["ports"] = [p for p in c["ports"] if "hostPort" in p]
             if not c["ports"]:
                 del c["ports"]
+    for c in spec.get("initContainers", []) + containers:
+        for e in c.get("env", []):
+            ref = e.get("valueFrom", {}).get("secretKeyRef")
+            if ref:
+                e["value"] = secret_key(name, ref["name"], ref["key"], args)
+                del e["valueFrom"]
+                plan["converted"].append(f"{name} {c['name']}: {e['name']} from Secret {ref['name']} key {ref['key']} -> its value")
     group = spec.get("securityContext", {}).get("fsGroup")
     for v in spec.get("volumes", []):
         if "secret" in v:
             v["hostPath"] = {"path": secret_dir(name, v, args, group, plan), "type": "Directory"}
             del v["secret"]
+
+
+def secret_key(workload, secret, key, args):
+    """One key of a Secret the test made (a file in its directory), as the kubelet passes it in env."""
+    path = os.path.join(args.secrets, secret, key)
+    if not os.path.isfile(path):
+        sys.exit(f"podman_play: {workload} reads key {key} of the Secret {secret}, which the test did not create ({path})")
+    with open(path) as f:
+        return f.read()
 
 
 def secret_dir(workload, volume, args, group, plan):
