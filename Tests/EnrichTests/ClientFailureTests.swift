@@ -22,10 +22,10 @@ struct ClientFailureTests {
     func rateLimitedIsWaitedOut() async throws {
         let (sim, client) = try await seeded()
         defer { Task { await sim.stop() } }
-        // A first call warms the connection and the token, so the limited call reaches Apple inside
-        // the window even on a loaded machine; the window and Retry-After are 2 s.
-        _ = try await client.transactionInfo(transactionId: "2000000000400000", target: SimFixture.target)
-        sim.apple.faults.set(FaultPlan(rateLimitedShare: 1, retryAfterMilliseconds: 2_000, until: Date().addingTimeInterval(2)))
+        // Apple limits every call until the test has seen one 429 (then its window ends), whenever
+        // that call arrives: a window of fixed length had passed before the call reached the
+        // simulator on a loaded machine. Retry-After points 2 s ahead.
+        sim.apple.faults.set(FaultPlan(rateLimitedShare: 1, retryAfterMilliseconds: 2_000))
         let started = ContinuousClock.now
         var attempts = 0
         var waits: [Duration] = []
@@ -43,6 +43,7 @@ struct ClientFailureTests {
                 // Apple's UNIX-ms time less now: at most 2 s; 0 when the answer arrived after it (a loaded machine).
                 #expect(wait >= .zero && wait <= .milliseconds(2_000))
                 waits.append(wait)
+                sim.apple.faults.set(.none)
                 // What the stage runtime does with a transient error: back off, at least as long as asked.
                 try await Task.sleep(
                     for: RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .seconds(5)).delay(afterAttempt: attempts, retryAfter: wait))
