@@ -11,7 +11,7 @@ public struct TestSupportError: Error, CustomStringConvertible {
 /// Small HTTP helpers for process tests.
 public enum LocalHTTP {
     /// The tests' HTTP client for the processes they start. It lets an idle pooled connection go
-    /// after 30 s, before ingest does (75 s): `LocalHTTP.client` keeps one 600 s, and a request sent
+    /// after 30 s, before ingest does (75 s): `HTTPClient.shared` keeps one 600 s, and a request sent
     /// on one ingest closed at that moment failed with "I/O on closed channel" on a loaded machine.
     /// The gateway keeps the same order (nginx's upstream keep-alive, 60 s).
     public static let client: HTTPClient = {
