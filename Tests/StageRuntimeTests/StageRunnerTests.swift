@@ -245,7 +245,10 @@ struct StageRunnerTests {
         try await first.stop()
         try await produceNumbered(input, count: 100, keys: 4) { "\($0 + 100)" }
         let second = try StageHarness(stage: ScriptedStage(output: output), input: input, deadLetters: dlq, groupID: group)
-        let out = try await TopicReader.read(output) { $0.count >= 200 }
+        // Alone it takes seconds; beside the whole suite a stage has been seen to take minutes (its group
+        // joined late, the broker slow). The first read may end early (the stop then lands mid-stream,
+        // which the test covers as well); this one is a deadline against a hang, not a figure.
+        let out = try await TopicReader.read(output, timeout: .seconds(600)) { $0.count >= 200 }
         // A fresh reader takes everything there is for a while (a loaded machine joins groups slowly);
         // a record processed twice would show up as a 201st.
         let settled = try await TopicReader.read(output, timeout: .seconds(90)) { $0.count > 200 }
