@@ -26,7 +26,8 @@ struct JunkFloodTests {
         // the whole suite on two cores, may take seconds to acknowledge: a 503 here would say nothing.
         let config = IngestConfiguration(
             kafka: KafkaClientConfiguration(bootstrapServers: TestServices.bootstrapServers), uploadAuthentication: TestUploads.jwt(.file(jwks)),
-            rawTopic: topic, ackTimeout: .seconds(60), userUploadsPerMinute: 1, userUploadBurst: 120, uploadPrecheck: ChainPrecheck(trustedRoots: [TestPKI.trusted.root]))
+            rawTopic: topic, ackTimeout: .seconds(60), userUploadsPerMinute: 1, userUploadBurst: 120,
+            uploadPrecheck: ChainPrecheck(trustedRoots: [TestPKI.trusted.root]))
         let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
         let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
         let junkCount = 20_000

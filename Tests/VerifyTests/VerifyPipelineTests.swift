@@ -120,7 +120,8 @@ struct VerifyPipelineTests {
         let topics = try await PipelineTopics.make("verify-ingest")
         // Open uploads (Sandbox-only app): the body's userId is stored, marked "none".
         let uploads = try UploadAuthSettings.read(EnvironmentReader(["INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "\(TestPKI.bundleId)::Sandbox"]))
-        let config = IngestConfiguration(kafka: TestServices.clientConfiguration("ingest"), uploadAuthentication: uploads, rawTopic: topics.raw, ackTimeout: .seconds(60))
+        let config = IngestConfiguration(
+            kafka: TestServices.clientConfiguration("ingest"), uploadAuthentication: uploads, rawTopic: topics.raw, ackTimeout: .seconds(60))
         let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
         let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
         let notification = try TestPKI.notification(originalTransactionId: "200000000000555")
