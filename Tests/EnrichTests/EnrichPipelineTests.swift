@@ -47,7 +47,7 @@ struct EnrichPipelineTests {
         let harness = try StageHarness(
             stage: try EnrichFixture.stage(sim, outputTopic: topics.enriched), input: topics.verified, deadLetters: topics.deadLetters,
             groupID: TestServices.uniqueGroup("enrich"), batchSize: 50)
-        let enriched = try await TopicReader.read(topics.enriched, timeout: .seconds(120)) { $0.count >= 3 }
+        let enriched = try await TopicReader.read(topics.enriched) { $0.count >= 3 }
         try await harness.stop()
         let letters = try await TopicReader.readAll(topics.deadLetters)
         #expect(letters.isEmpty)
@@ -150,8 +150,8 @@ struct EnrichPipelineTests {
             stage: try EnrichFixture.stage(sim, outputTopic: topics.enriched, rateLimits: RateLimitPolicy(scale: 3.2, burst: .seconds(1))),
             input: topics.verified, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("enrich"), batchSize: 10,
             retry: RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .seconds(2)))
-        let enriched = try await TopicReader.read(topics.enriched, timeout: .seconds(90)) { $0.count >= records.count - 1 }
-        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(90)) { $0.count >= 1 }
+        let enriched = try await TopicReader.read(topics.enriched) { $0.count >= records.count - 1 }
+        let letters = try await TopicReader.read(topics.deadLetters) { $0.count >= 1 }
         try await harness.stop()
         sim.apple.faults.set(.none)
         #expect(enriched.count == records.count - 1)
@@ -180,7 +180,7 @@ struct EnrichPipelineTests {
             stage: try EnrichFixture.stage(sim, outputTopic: topics.enriched), input: topics.verified, deadLetters: topics.deadLetters,
             groupID: TestServices.uniqueGroup("enrich"), batchSize: 10,
             retry: RetryPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(1)))
-        let first = try await TopicReader.read(topics.enriched, timeout: .seconds(120)) { $0.count >= 1 }
+        let first = try await TopicReader.read(topics.enriched) { $0.count >= 1 }
         try await harness.stop()
         #expect(sim.apple.faults.statistics.historyNotVisible == 2, "the history answered 404 twice")
         let fromHistory = try EnrichedRecord.decode(try #require(first.first).value)
@@ -195,7 +195,7 @@ struct EnrichPipelineTests {
         harness = try StageHarness(
             stage: try EnrichFixture.stage(sim, outputTopic: later.enriched, historyWait: .zero), input: later.verified,
             deadLetters: later.deadLetters, groupID: TestServices.uniqueGroup("enrich"), batchSize: 10)
-        let both = try await TopicReader.read(later.enriched, timeout: .seconds(120)) { $0.count >= 1 }
+        let both = try await TopicReader.read(later.enriched) { $0.count >= 1 }
         try await harness.stop()
         let fallback = try EnrichedRecord.decode(try #require(both.last).value)
         #expect(fallback.verified.transactionId == never.transactionId)

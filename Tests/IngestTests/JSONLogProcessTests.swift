@@ -86,7 +86,7 @@ struct JSONLogProcessTests {
         let (status, metrics) = try await get("http://127.0.0.1:\(ingestPort)/metrics")
         #expect(status == 200)
         #expect(metrics.contains(#"pipeline_stage_ready{stage="ingest"} 1"#))
-        let deadLetters = try await TopicReader.read(dlq, timeout: .seconds(90)) { $0.count >= 3 }
+        let deadLetters = try await TopicReader.read(dlq) { $0.count >= 3 }
         #expect(deadLetters.count >= 3)
         var verifyMetrics = ""
         for _ in 0..<40 {  // ready once it has joined its group and taken its partition

@@ -194,7 +194,7 @@ struct UploadAuthRouteTests {
             let rs256 = try await postUpload(client, body: uploadBody(jws: jws[1], userId: nil), headers: bearer(rsToken))
             #expect(rs256.status == .ok, "\(rs256.text)")
         }
-        let records = try await TopicReader.read(topic, timeout: .seconds(60)) { $0.count >= 2 }
+        let records = try await TopicReader.read(topic) { $0.count >= 2 }
         #expect(
             records.map(\.text) == [
                 stored(jws: jws[0], token: customer("user-es"), user: "user-es", auth: "jwt"),
@@ -213,7 +213,7 @@ struct UploadAuthRouteTests {
             let result = try await postUpload(client, body: uploadBody(jws: jws[2]), headers: bearer(uidToken))
             #expect(result.status == .ok, "\(result.text)")
         }
-        let customRecords = try await TopicReader.read(custom, timeout: .seconds(60)) { !$0.isEmpty }
+        let customRecords = try await TopicReader.read(custom) { !$0.isEmpty }
         #expect(customRecords.first?.text == stored(jws: jws[2], token: customer("user-from-uid"), user: "user-from-uid", auth: "jwt"))
     }
 
@@ -227,7 +227,7 @@ struct UploadAuthRouteTests {
                 client, body: body, headers: UploadTokens.hmacHeaders(secret: TestUploads.secret, body: Array(body.utf8)))
             #expect(result.status == .ok, "\(result.text)")
         }
-        let records = try await TopicReader.read(topic, timeout: .seconds(60)) { !$0.isEmpty }
+        let records = try await TopicReader.read(topic) { !$0.isEmpty }
         let record = try #require(records.first)
         #expect(record.text == stored(jws: jws, token: customer(#"user "quoted" \ back"#), user: #"user \"quoted\" \\ back"#, auth: "hmac"))
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: String])
@@ -320,7 +320,7 @@ struct UploadAuthRouteTests {
                 uri: "/v2/notifications")
             #expect(tooLong.headers[HTTPField.Name("X-Request-Id")!].flatMap(UUID.init(uuidString:)) != nil)
         }
-        let records = try await TopicReader.read(topic, timeout: .seconds(60)) { $0.count >= 3 }
+        let records = try await TopicReader.read(topic) { $0.count >= 3 }
         #expect(records.count == 3)
         #expect(records.allSatisfy { $0.text == #"{"signedPayload":"\#(jws)"}"# })
         #expect(records.map { $0.headers.string(PipelineHeader.requestID) ?? "" }.filter { UUID(uuidString: $0) != nil }.count == 2)

@@ -43,7 +43,7 @@ struct BackfillAndOrderTests {
             #expect(report.undelivered == 1)
             #expect(report.byType == ["SUBSCRIBED/INITIAL_BUY": 2])
 
-            let records = try await TopicReader.read(raw, timeout: .seconds(90)) { $0.count >= 2 }
+            let records = try await TopicReader.read(raw) { $0.count >= 2 }
             #expect(records.count == 2)
             let payloads = Set(records.map { String(decoding: $0.value, as: UTF8.self) })
             #expect(payloads == Set([delivered, failed].map { #"{"signedPayload":"\#($0.signedPayload)"}"# }))
@@ -65,7 +65,7 @@ struct BackfillAndOrderTests {
             let onlyFailures = try await NotificationBackfill(client: sim.client, producer: producer, rawTopic: failuresTopic).run(
                 target: SimFixture.target, since: now.addingTimeInterval(-7200), until: now, onlyFailures: true)
             #expect(onlyFailures.fetched == 1)
-            let failureRecords = try await TopicReader.read(failuresTopic, timeout: .seconds(90)) { $0.count >= 1 }
+            let failureRecords = try await TopicReader.read(failuresTopic) { $0.count >= 1 }
             #expect(failureRecords.map { String(decoding: $0.value, as: UTF8.self) } == [#"{"signedPayload":"\#(failed.signedPayload)"}"#])
 
             await #expect(throws: OperationsError.self) {
@@ -99,7 +99,7 @@ struct BackfillAndOrderTests {
             let keys = try await job.feed(result, target: SimFixture.target, producer: producer, verifiedTopic: verified)
             await producer.close()
             #expect(Set(keys) == ["Sandbox:4100", "Sandbox:4200"])
-            let records = try await TopicReader.read(verified, timeout: .seconds(90)) { $0.count >= 2 }
+            let records = try await TopicReader.read(verified) { $0.count >= 2 }
             let decoded = try records.map { try VerifiedRecord.decode($0.value) }
             #expect(Set(decoded.compactMap(\.transactionId)) == ["4100", "4200"])
             #expect(decoded.allSatisfy { $0.kind == .transaction && $0.source == "reconcile" && $0.signedTransaction != nil })

@@ -87,7 +87,7 @@ struct ReconcileAndCustomerTests {
                 await producer.close()
                 #expect(items.map(\.failure) == [nil, nil])
                 #expect(items.map(\.transactionId) == ["5101", "5006"])
-                let records = try await TopicReader.read(verified, timeout: .seconds(90)) { $0.count >= 2 }
+                let records = try await TopicReader.read(verified) { $0.count >= 2 }
                 #expect(Set(records.compactMap(\.keyString)) == ["Sandbox:5001", "Sandbox:5006"])
                 for message in records {
                     let record = try VerifiedRecord.decode(message.value)

@@ -73,7 +73,7 @@ struct RefundSweepTests {
                 #expect(first.allSatisfy { $0.failure == nil })
                 #expect(first.map(\.listed).reduce(0, +) == 2)
                 #expect(first.flatMap(\.fed) == ["7002"], "the refund grant knew is not fed again")
-                let records = try await TopicReader.read(verified, timeout: .seconds(90)) { $0.count >= 1 }
+                let records = try await TopicReader.read(verified) { $0.count >= 1 }
                 #expect(records.compactMap(\.keyString) == ["Sandbox:7002"])
                 let record = try VerifiedRecord.decode(try #require(records.first).value)
                 #expect(record.source == PipelineHeader.Source.refundHistory)

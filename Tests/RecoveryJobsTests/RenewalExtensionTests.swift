@@ -47,7 +47,7 @@ struct RenewalExtensionTests {
                 let newEnd = purchased.addingTimeInterval(37 * 86_400)
                 #expect(result.effectiveDate.map { abs($0.timeIntervalSince(newEnd)) < 0.002 } == true)
                 #expect(result.fed == "Sandbox:7301")
-                let records = try await TopicReader.read(verified, timeout: .seconds(90)) { $0.count >= 1 }
+                let records = try await TopicReader.read(verified) { $0.count >= 1 }
                 let record = try VerifiedRecord.decode(try #require(records.first).value)
                 #expect(record.transaction?.expiresDate == result.effectiveDate)
                 let announced = sim.apple.store.notifications(bundleId: SimFixture.bundleId).filter { $0.notificationType == .renewalExtended }

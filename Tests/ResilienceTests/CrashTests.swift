@@ -52,7 +52,7 @@ extension Resilience {
             let accepted = Set(try String(contentsOfFile: idsFile, encoding: .utf8).split(separator: "\n").compactMap { Int($0) })
 
             var seen: [Int: Int] = [:]
-            let stored = try await TopicReader.read(output, timeout: .seconds(180)) { records in
+            let stored = try await TopicReader.read(output) { records in
                 records.count >= accepted.count && Set(loadgenIDs(records.map(\.value))).isSuperset(of: accepted)
             }
             for id in loadgenIDs(stored.map(\.value)) { seen[id, default: 0] += 1 }

@@ -94,7 +94,7 @@ extension Resilience {
                 #expect(gaps == 0)
 
                 // Every committed change is on the changes topic, and nothing else is.
-                let published = try await TopicReader.read(changes, timeout: .seconds(120)) { Set($0.map(Self.identity)).count >= changeCount }
+                let published = try await TopicReader.read(changes) { Set($0.map(Self.identity)).count >= changeCount }
                 #expect(Set(published.map(Self.identity)).count == changeCount)
                 #expect(published.allSatisfy { $0.headers.string("seq") != nil })
                 let letters = try await TopicReader.readAll(dlq)

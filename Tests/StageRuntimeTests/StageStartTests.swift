@@ -36,7 +36,7 @@ struct StageStartTests {
         let port = LocalHTTP.freePort()
         environment["HTTP_PORT"] = "\(port)"
         let relay = try await ManagedProcess("stage-relay", environment: environment, logName: "start-port-free")
-        let copied = try await TopicReader.read(output, timeout: .seconds(240)) { $0.count >= 40 }
+        let copied = try await TopicReader.read(output) { $0.count >= 40 }
         let members = try await offsets.describeGroup(group)?.members ?? []
         #expect(await relay.terminate(grace: .seconds(60)) == .exited(0))
         #expect(copied.count == 40, "the group handed its partitions to the new member: \(members)")

@@ -93,7 +93,7 @@ public enum TopicReader {
     /// what it wrote lies before the marker in each partition, so the absence of a record is seen
     /// at a point the topic had to pass, not waited out for a while. Throws when the markers do not
     /// all come back within `timeout` (a generous deadline against a hang, never a claim about speed).
-    public static func readAll(_ topic: String, timeout: Duration = .seconds(120)) async throws -> [KafkaMessage] {
+    public static func readAll(_ topic: String, timeout: Duration = patience) async throws -> [KafkaMessage] {
         let partitions = try await KafkaGroupOffsets(configuration: TestServices.clientConfiguration("tests-marker")).partitions(of: topic)
         let marker = UUID().uuidString
         let producer = try TestServices.makeProducer()
@@ -120,13 +120,18 @@ public enum TopicReader {
         return seen.filter { !$0.headers.contains { $0.key == markerHeader } }
     }
 
+    /// How long a read waits by default for what a test expects: a deadline against a hang. Beside
+    /// the whole suite on two cores a stage has taken minutes for what takes it seconds alone (100
+    /// trivial records in more than 120 s on CI), and a read that succeeds returns at once anyway.
+    public static let patience: Duration = .seconds(600)
+
     /// Reads `topic` from the beginning in a fresh group until `until` returns true for the
     /// records so far (asked when the topic goes quiet, and at most every 200 ms while records
     /// flow), or `timeout` passes. Returns what was read.
     ///   - settle: after `until` holds, how long to keep reading, so records beyond the condition
     ///     (duplicates) are seen too.
     public static func read(
-        _ topic: String, timeout: Duration = .seconds(120), settle: Duration = .zero, until: ([KafkaMessage]) -> Bool
+        _ topic: String, timeout: Duration = patience, settle: Duration = .zero, until: ([KafkaMessage]) -> Bool
     ) async throws -> [KafkaMessage] {
         let consumer = try KafkaConsumer(
             configuration: TestServices.consumerConfiguration(group: TestServices.uniqueGroup("reader"), topics: [topic]),

@@ -70,8 +70,8 @@ struct VerifyPipelineTests {
 
         let harness = try StageHarness(
             stage: try makeStage(topics), input: topics.raw, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("verify"))
-        let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { $0.count >= inputs.count }
-        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(120)) { $0.count >= forged.count }
+        let verified = try await TopicReader.read(topics.verified) { $0.count >= inputs.count }
+        let letters = try await TopicReader.read(topics.deadLetters) { $0.count >= forged.count }
         try await harness.stop()
         // Nothing more arrived (no duplicates): read up to end markers written after the stage stopped, the topic holds exactly as many.
         let verifiedAgain = try await TopicReader.readAll(topics.verified)
@@ -147,8 +147,8 @@ struct VerifyPipelineTests {
 
         let harness = try StageHarness(
             stage: try makeStage(topics), input: topics.raw, deadLetters: topics.deadLetters, groupID: TestServices.uniqueGroup("verify"))
-        let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { $0.count >= 2 }
-        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(120)) { !$0.isEmpty }
+        let verified = try await TopicReader.read(topics.verified) { $0.count >= 2 }
+        let letters = try await TopicReader.read(topics.deadLetters) { !$0.isEmpty }
         try await harness.stop()
 
         #expect(verified.count == 2)
@@ -192,8 +192,8 @@ struct VerifyPipelineTests {
                 (TestPKI.webhookBody(token), "apple-webhook"),
                 (TestPKI.webhookBody(try TestPKI.notification(originalTransactionId: "200000000000889", signer: TestPKI.forger)), "apple-webhook"),
             ])
-        let verified = try await TopicReader.read(topics.verified, timeout: .seconds(120)) { !$0.isEmpty }
-        let letters = try await TopicReader.read(topics.deadLetters, timeout: .seconds(120)) { !$0.isEmpty }
+        let verified = try await TopicReader.read(topics.verified) { !$0.isEmpty }
+        let letters = try await TopicReader.read(topics.deadLetters) { !$0.isEmpty }
         let status = await stage.terminate(grace: .seconds(30))
         #expect(status == .exited(0), "\(stage.output)")
         #expect(verified.first?.keyString == "Sandbox:200000000000888")
