@@ -16,7 +16,9 @@ play` (podman 4.3) can run, keeping every pod spec as rendered except where podm
                  expand $(VAR) in values either, so OTEL_RESOURCE_ATTRIBUTES stays literal text, unused
                  while tracing is off);
                  an env var from a Secret's key (secretKeyRef) -> that key's value read from the
-                 test's secrets directory (podman 4.3 looks it up among podman secrets only)
+                 test's secrets directory (podman 4.3 looks it up among podman secrets only);
+                 a container's envFrom ConfigMaps, when its env sets one of their keys too -> env
+                 entries, env's own value kept (Kubernetes lets env win; podman 4.3 lets envFrom win)
   removed        probes (podman runs none without systemd: the test curls each readiness endpoint
                  itself), the preStop `sleep` handler (unknown to podman 4.3), and the kinds podman
                  does not run: HorizontalPodAutoscaler, PodDisruptionBudget, Ingress, Service,
@@ -53,6 +55,7 @@ def main():
     plan = {"units": [], "readiness": [], "removed": [], "converted": [], "configmaps": [], "secret_dirs": []}
     configmaps = [d for d in docs if d["kind"] == "ConfigMap"]
     plan["configmaps"] = [c["metadata"]["name"] for c in configmaps]
+    args.configmap_data = {c["metadata"]["name"]: c.get("data", {}) for c in configmaps}
     # podman 4.3 reads one ConfigMap per --configmap file: one file each, listed in configmaps.txt.
     paths = []
     for c in configmaps:
@@ -179,6 +182,7 @@ def prepare_spec(name, template, args, publish, plan):
             if not c["ports"]:
                 del c["ports"]
     for c in spec.get("initContainers", []) + containers:
+        env_over_env_from(name, c, args, plan)
         for e in c.get("env", []):
             ref = e.get("valueFrom", {}).get("secretKeyRef")
             if ref:
@@ -190,6 +194,27 @@ def prepare_spec(name, template, args, publish, plan):
         if "secret" in v:
             v["hostPath"] = {"path": secret_dir(name, v, args, group, plan), "type": "Directory"}
             del v["secret"]
+
+
+def env_over_env_from(workload, container, args, plan):
+    """Kubernetes gives a variable set in env precedence over the same name from envFrom; podman 4.3
+    does the opposite (grant's POSTGRES_PASSWORD_FILE, set in env by the grant-database-login
+    component, came out as the ConfigMap's). When env sets a key of an envFrom ConfigMap, every
+    envFrom ConfigMap becomes env entries in order (a later one wins, as in Kubernetes), then env's own."""
+    sources = container.get("envFrom", [])
+    own = [e["name"] for e in container.get("env", [])]
+    refs = [s.get("configMapRef", {}).get("name") for s in sources]
+    shadowed = {k for r in refs for k in args.configmap_data.get(r, {}) if k in own}
+    if not shadowed:
+        return
+    if not all(refs) or any(r not in args.configmap_data for r in refs) or any("prefix" in s for s in sources):
+        sys.exit(f"podman_play: {workload} {container['name']}: env overrides envFrom, which this script expands only for rendered ConfigMaps without a prefix")
+    values = {}
+    for r in refs:
+        values.update(args.configmap_data[r])
+    container["env"] = [{"name": k, "value": str(v)} for k, v in values.items() if k not in own] + container["env"]
+    del container["envFrom"]
+    plan["converted"].append(f"{workload} {container['name']}: envFrom {refs} -> env, env's own {sorted(shadowed)} kept (podman 4.3 lets envFrom win)")
 
 
 def secret_key(workload, secret, key, args):
