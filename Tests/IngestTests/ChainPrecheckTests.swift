@@ -69,7 +69,7 @@ struct ChainPrecheckTests {
         let topic = try await TestServices.makeTopic("precheck-raw")
         let config = IngestConfiguration(
             kafka: KafkaClientConfiguration(bootstrapServers: TestServices.bootstrapServers), uploadAuthentication: try TestUploads.open(),
-            rawTopic: topic, ackTimeout: .seconds(60), uploadPrecheck: ChainPrecheck(trustedRoots: [TestPKI.trusted.root]))
+            rawTopic: topic, ackTimeout: TestServices.ingestAckTimeout, uploadPrecheck: ChainPrecheck(trustedRoots: [TestPKI.trusted.root]))
         let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
         let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
         let forged = try TestPKI.signedTransaction(originalTransactionId: "2000000000100002", signer: TestPKI.forger)

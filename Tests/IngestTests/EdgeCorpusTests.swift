@@ -69,8 +69,7 @@ struct EdgeCorpusTests {
             environment: [
                 "KAFKA_BOOTSTRAP_SERVERS": TestServices.bootstrapServers, "HTTP_HOST": "127.0.0.1", "HTTP_PORT": "\(port)",
                 "RAW_TOPIC": topic, "INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.edge::Sandbox", "LOG_LEVEL": "warning",
-                // A broker slowed by the whole suite must not turn a 200 into a 503 (the answer under test).
-                "INGEST_ACK_TIMEOUT_MS": "50000",
+                "INGEST_ACK_TIMEOUT_MS": TestServices.ingestAckTimeoutMilliseconds,
             ], logName: "edge-corpus-ingest-\(UUID().uuidString.prefix(8))")
         defer { ingest.sendKill() }
         try await LocalHTTP.waitForPort(port)

@@ -38,10 +38,8 @@ func expectError(
 
 @Suite("ingest answers", .enabled(if: TestServices.brokerEnabled), .timeLimit(.minutes(15)))
 struct IngestRouteTests {
-    /// The acknowledgement wait is long by default: a test about answers must not turn into a 503 because
-    /// the whole suite keeps the broker busy on two cores.
     func withIngest(
-        ackTimeout: Duration = .seconds(60), bootstrap: String = TestServices.bootstrapServers,
+        ackTimeout: Duration = TestServices.ingestAckTimeout, bootstrap: String = TestServices.bootstrapServers,
         registry: PrometheusCollectorRegistry? = nil, _ body: @Sendable (String, any TestClientProtocol) async throws -> Void
     ) async throws {
         let topic = try await TestServices.makeTopic("raw")

@@ -56,8 +56,7 @@ struct JSONLogProcessTests {
             "ingest",
             environment: common.merging([
                 "RAW_TOPIC": raw, "HTTP_PORT": "\(ingestPort)", "INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "com.example.jsonlog::Sandbox",
-                // A broker slowed by the whole suite must not turn the 200s this test expects into 503s.
-                "INGEST_ACK_TIMEOUT_MS": "60000",
+                "INGEST_ACK_TIMEOUT_MS": TestServices.ingestAckTimeoutMilliseconds,
             ]) { $1 }, logName: "jsonlog-\(id)-ingest")
         let verify = try await ManagedProcess(
             "verify",

@@ -22,11 +22,10 @@ struct JunkFloodTests {
         let jwks = try UploadTokens.jwksFile([signer])
         defer { try? FileManager.default.removeItem(atPath: jwks) }
         let attacker = [(name: "Authorization", value: "Bearer \(try await signer.token(TestUploads.claims("mallory")))")]
-        // One upload a minute after a burst of 120: the flood outruns any refill. The broker, shared with
-        // the whole suite on two cores, may take seconds to acknowledge: a 503 here would say nothing.
+        // One upload a minute after a burst of 120: the flood outruns any refill.
         let config = IngestConfiguration(
             kafka: KafkaClientConfiguration(bootstrapServers: TestServices.bootstrapServers), uploadAuthentication: TestUploads.jwt(.file(jwks)),
-            rawTopic: topic, ackTimeout: .seconds(60), userUploadsPerMinute: 1, userUploadBurst: 120,
+            rawTopic: topic, ackTimeout: TestServices.ingestAckTimeout, userUploadsPerMinute: 1, userUploadBurst: 120,
             uploadPrecheck: ChainPrecheck(trustedRoots: [TestPKI.trusted.root]))
         let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
         let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)

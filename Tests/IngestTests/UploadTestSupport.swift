@@ -62,11 +62,10 @@ func withUploadIngest(
     offerSigning: OfferSigningSettings? = nil, userUploads: (perMinute: Int, burst: Int) = (60, 120),
     _ body: @Sendable (any TestClientProtocol) async throws -> Void
 ) async throws {
-    // Without a broker an upload that gets through answers 503 after the acknowledgement timeout: keep it
-    // short. With one, keep it long: a broker slowed by the whole suite must not turn a 200 into a 503.
+    // Without a broker an upload that gets through answers 503 after the acknowledgement timeout: keep it short.
     let config = IngestConfiguration(
         kafka: KafkaClientConfiguration(bootstrapServers: bootstrap), uploadAuthentication: uploads, rawTopic: topic,
-        ackTimeout: bootstrap == "127.0.0.1:1" ? .seconds(1) : .seconds(60), offerSigning: offerSigning,
+        ackTimeout: bootstrap == "127.0.0.1:1" ? .seconds(1) : TestServices.ingestAckTimeout, offerSigning: offerSigning,
         userUploadsPerMinute: userUploads.perMinute, userUploadBurst: userUploads.burst)
     let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
     let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)

@@ -13,6 +13,14 @@ public enum TestServices {
         ProcessInfo.processInfo.environment["KAFKA_BOOTSTRAP_SERVERS"] ?? "127.0.0.1:\(LocalStack.value("BROKER_PORT"))"
     }
 
+    /// How long an ingest a test starts waits for the broker's acknowledgement before answering 503.
+    /// Beside the whole suite on two cores Tansu has taken longer than ingest's default (5 s), and a
+    /// test of ingest's answers must not get the 503 meant for a slow broker. Shorter than the tests'
+    /// HTTP clients wait (60 s and more), so a broker that never answers still shows as a 503.
+    public static let ingestAckTimeout: Duration = .seconds(50)
+    /// ``ingestAckTimeout`` as an ingest process reads it from `INGEST_ACK_TIMEOUT_MS`.
+    public static var ingestAckTimeoutMilliseconds: String { "\(ingestAckTimeout.components.seconds * 1000)" }
+
     /// True when the broker accepts TCP connections, or when running in CI.
     public static var brokerEnabled: Bool { isCI || portOpen(bootstrapServers) }
 

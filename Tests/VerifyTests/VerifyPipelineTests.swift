@@ -121,7 +121,8 @@ struct VerifyPipelineTests {
         // Open uploads (Sandbox-only app): the body's userId is stored, marked "none".
         let uploads = try UploadAuthSettings.read(EnvironmentReader(["INGEST_UPLOAD_AUTH": "none", "APPSTORE_APPS": "\(TestPKI.bundleId)::Sandbox"]))
         let config = IngestConfiguration(
-            kafka: TestServices.clientConfiguration("ingest"), uploadAuthentication: uploads, rawTopic: topics.raw, ackTimeout: .seconds(60))
+            kafka: TestServices.clientConfiguration("ingest"), uploadAuthentication: uploads, rawTopic: topics.raw,
+            ackTimeout: TestServices.ingestAckTimeout)
         let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
         let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
         let notification = try TestPKI.notification(originalTransactionId: "200000000000555")
