@@ -93,6 +93,9 @@ final class PipelineUnderTest: @unchecked Sendable {
         ingest["INGEST_UPLOAD_AUTH"] = "none"  // open uploads: the simulated app is Sandbox-only
         ingest["APPSTORE_APPS"] = apps["APPSTORE_APPS"]
         ingest["APPSTORE_TRUSTED_ROOTS"] = apps["APPSTORE_TRUSTED_ROOTS"]  // the upload pre-check
+        // The tests post as the app and expect 200; a broker slower than 5 s beside the whole suite is
+        // not what they examine (the 503 has tests of its own).
+        ingest["INGEST_ACK_TIMEOUT_MS"] = TestServices.ingestAckTimeoutMilliseconds
         environments["ingest"] = ingest.merging(ingestSettings) { _, given in given }
         environments["verify"] = stageEnvironment(.verify, input: Topics.raw, output: Topics.verified, dlq: Topics.verifyDeadLetters)
             .merging(apps) { a, _ in a }
