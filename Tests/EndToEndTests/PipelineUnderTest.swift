@@ -51,8 +51,7 @@ final class PipelineUnderTest: @unchecked Sendable {
     /// The keys enrich signs enriched records with and grant checks (`RECORD_MAC_KEYS_FILE`).
     var recordKeys: URL { stateDirectory.appendingPathComponent("record-mac.keys") }
 
-    /// Creates the topics and the database, starts the simulator and the four stages, and waits
-    /// until every consuming stage is ready.
+    /// Creates the topics and the database, starts the simulator and the four stages, and waits until the consumers are ready.
     func start() async throws {
         for (name, _) in Topics.catalogue { topics[name] = "\(name).e2e-\(id)" }
         try await KafkaAdmin(configuration: TestServices.clientConfiguration("e2e-admin")).createTopics(
@@ -93,8 +92,7 @@ final class PipelineUnderTest: @unchecked Sendable {
         ingest["INGEST_UPLOAD_AUTH"] = "none"  // open uploads: the simulated app is Sandbox-only
         ingest["APPSTORE_APPS"] = apps["APPSTORE_APPS"]
         ingest["APPSTORE_TRUSTED_ROOTS"] = apps["APPSTORE_TRUSTED_ROOTS"]  // the upload pre-check
-        // The tests post as the app and expect 200; a broker slower than 5 s beside the whole suite is
-        // not what they examine (the 503 has tests of its own).
+        // The tests post as the app and expect 200, also from a broker slowed by the whole suite (the 503 is tested apart).
         ingest["INGEST_ACK_TIMEOUT_MS"] = TestServices.ingestAckTimeoutMilliseconds
         environments["ingest"] = ingest.merging(ingestSettings) { _, given in given }
         environments["verify"] = stageEnvironment(.verify, input: Topics.raw, output: Topics.verified, dlq: Topics.verifyDeadLetters)
