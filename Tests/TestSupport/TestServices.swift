@@ -19,7 +19,7 @@ public enum TestServices {
     /// HTTP clients wait (60 s and more), so a broker that never answers still shows as a 503.
     public static let ingestAckTimeout: Duration = .seconds(50)
     /// ``ingestAckTimeout`` as an ingest process reads it from `INGEST_ACK_TIMEOUT_MS`.
-    public static var ingestAckTimeoutMilliseconds: String { "\(ingestAckTimeout.components.seconds * 1000)" }
+    public static var ingestAckTimeoutMilliseconds: String { "\(ingestAckTimeout.milliseconds)" }
 
     /// True when the broker accepts TCP connections, or when running in CI.
     public static var brokerEnabled: Bool { isCI || portOpen(bootstrapServers) }
