@@ -126,6 +126,96 @@ struct EnrichPipelineTests {
         }
     }
 
+    @Test(
+        "Apple answering 500 for one purchase for good: the rest of its partition goes on; the purchase is dead-lettered after the retry cap, its notifications in order"
+    )
+    func onePurchaseBrokenForGood() async throws {
+        let sim = try await RunningSimulator.start()
+        defer { Task { await sim.stop() } }
+        let topics = try await Topics3.make("enrich-broken")
+        var purchases: [[JWSTransactionDecodedPayload]] = []
+        for k in 0..<16 {
+            let prefix = "20000000010\(String(format: "%02d", k))00"
+            let transactions = (0..<2).map {
+                SimFixture.transaction(original: "\(prefix)0", id: "\(prefix)\($0)", purchased: t0.addingTimeInterval(Double($0) * 86_400))
+            }
+            try sim.apple.store.upsert(transactions)
+            purchases.append(transactions)
+        }
+        sim.apple.faults.break(purchase: try #require(purchases[0][0].originalTransactionId))
+        let brokenRecords = purchases[0].map { EnrichFixture.notification($0) }
+        let others = purchases.dropFirst().flatMap { $0.map { EnrichFixture.notification($0) } }
+        try await EnrichFixture.produce(brokenRecords + others, to: topics.verified)
+        // Other customers' notifications keep coming, so the stage makes progress while the purchase fails.
+        let healthy = purchases.dropFirst().map { $0[1] }
+        let traffic = Task {
+            let producer = try TestServices.makeProducer()
+            var sent = 0
+            while !Task.isCancelled {
+                _ = try await producer.send(
+                    try EnrichFixture.outgoing(EnrichFixture.notification(healthy[sent % healthy.count]), topic: topics.verified))
+                sent += 1
+                do { try await Task.sleep(for: .milliseconds(100)) } catch { break }
+            }
+            await producer.close()
+            return sent
+        }
+        defer { traffic.cancel() }
+        let harness = try StageHarness(
+            stage: try EnrichFixture.stage(sim, outputTopic: topics.enriched), input: topics.verified, deadLetters: topics.deadLetters,
+            groupID: TestServices.uniqueGroup("enrich"), batchSize: 10,
+            retry: RetryPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(2), capAttempts: 5, capTime: .seconds(20)))
+        let letters = try await TopicReader.read(topics.deadLetters) { $0.count >= 2 }
+        traffic.cancel()
+        let total = brokenRecords.count + others.count + (try await traffic.value)
+        let inputs = try await TopicReader.read(topics.verified) { $0.count >= total }
+        func enriched(_ records: [KafkaMessage]) -> Set<String> {
+            Set(records.compactMap { try? EnrichedRecord.decode($0.value).verified.notificationUUID })
+        }
+        let outputs = try await TopicReader.read(topics.enriched) { enriched($0).count >= total - brokenRecords.count }
+        try await harness.stop()
+        // Dead-lettered after the cap, in order, as Apple's error.
+        #expect(letters.count == 2)
+        #expect(try letters.map { try VerifiedRecord.decode($0.value).notificationUUID } == brokenRecords.map(\.notificationUUID))
+        for letter in letters {
+            #expect(letter.headers.string(DeadLetterHeader.errorCode) == "apple_api.5000000")
+            #expect(letter.headers.string(DeadLetterHeader.errorMessage)?.hasPrefix("retry cap reached after") == true)
+            #expect(Int(letter.headers.string(DeadLetterHeader.attempts) ?? "") ?? 0 >= 5)
+        }
+        // Every other notification was enriched; those sharing the broken purchase's partition did not
+        // wait for it: the first notifications, produced beside it, came out before its first dead letter.
+        let partition = try #require(letters.first?.headers.string(DeadLetterHeader.sourcePartition).flatMap(Int32.init))
+        let firstLetter = try #require(letters.first?.timestamp)
+        var produced: [String: KafkaMessage] = [:]
+        for input in inputs { if let uuid = try VerifiedRecord.decode(input.value).notificationUUID { produced[uuid] = input } }
+        let initial = Set(others.compactMap(\.notificationUUID))
+        let brokenOffset = try #require(produced[brokenRecords[0].notificationUUID ?? ""]?.offset)
+        var latencies: [Double] = []
+        var initialOnPartition = 0
+        for output in outputs {
+            let record = try EnrichedRecord.decode(output.value)
+            #expect(record.key != brokenRecords[0].key, "the broken purchase was never enriched")
+            guard let uuid = record.verified.notificationUUID, let input = produced[uuid], input.partition == partition,
+                let sent = input.timestamp, let done = output.timestamp
+            else { continue }
+            // Latency of what came while the purchase kept failing (the first notifications waited
+            // for the stage to join its group too).
+            if !initial.contains(uuid) { latencies.append(done.timeIntervalSince(sent)) }
+            if initial.contains(uuid), input.offset > brokenOffset {
+                initialOnPartition += 1
+                #expect(done < firstLetter, "\(record.key ?? ""), behind the broken purchase on its partition, waited for its dead letter")
+            }
+        }
+        #expect(initialOnPartition > 0, "other purchases' first notifications share the broken one's partition")
+        #expect(enriched(outputs).count == inputs.count - brokenRecords.count)
+        latencies.sort()
+        let p = { (q: Double) in latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * q))] }
+        print(
+            "one purchase broken for good: \(latencies.count) notifications produced on its partition while it failed, "
+                + "\(initialOnPartition) of the first ones behind it before its first dead letter; latency p50 \(p(0.5)) s, p99 \(p(0.99)) s, max \(latencies.last ?? 0) s"
+        )
+    }
+
     @Test("Apple's rate limiting (429 with Retry-After) is waited out, never dead-lettered; an unknown purchase is dead-lettered with Apple's code")
     func rateLimitingAndPermanentErrors() async throws {
         let sim = try await RunningSimulator.start()

@@ -10,13 +10,14 @@ import TestSupport
 import Testing
 
 /// Copies input to output; fails as the body asks: "poison…" permanently, "flaky…" transiently
-/// on its first three attempts, "stuck…" transiently on every attempt; every record transiently
-/// while ``down`` is set (an outage).
+/// on its first three attempts, "stuck…" transiently on every attempt, "sick…" transiently while
+/// ``sick`` is set; every record transiently while ``down`` is set (an outage).
 final class ScriptedStage: PipelineStage {
     let name = "scripted"
     let output: String
     let attempts = Mutex<[String: Int]>([:])
     let down = Mutex(false)
+    let sick = Mutex(true)
     let maxDelayMs: Int
 
     init(output: String, maxDelayMs: Int = 0) {
@@ -32,7 +33,7 @@ final class ScriptedStage: PipelineStage {
         }
         if maxDelayMs > 0 { try await Task.sleep(for: .milliseconds(Int.random(in: 0...maxDelayMs))) }
         if body.hasPrefix("poison") { throw StageError.permanent(.init(rawValue: "test.poisoned"), "the record \(body) can never be processed") }
-        if down.withLock({ $0 }) || body.hasPrefix("stuck") {
+        if down.withLock({ $0 }) || body.hasPrefix("stuck") || (body.hasPrefix("sick") && sick.withLock { $0 }) {
             throw StageError.transient(.init(rawValue: "test.dependency_down"), "try again", retryAfter: .milliseconds(10))
         }
         if body.hasPrefix("flaky"), attempt <= 3 {
@@ -121,16 +122,7 @@ struct StageRunnerTests {
         let harness = try StageHarness(
             stage: stage, input: input, deadLetters: dlq, groupID: TestServices.uniqueGroup("cap"),
             retry: RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100), capAttempts: 5, capTime: .milliseconds(500)))
-        // The rest of the stage keeps working: a record on the other partition every 50 ms.
-        let traffic = Task {
-            let producer = try TestServices.makeProducer()
-            for i in 0..<2_400 where !Task.isCancelled {
-                _ = try await producer.send(
-                    KafkaOutgoingMessage(topic: input, key: Array("other".utf8), value: Array("other-\(i)".utf8), partition: 1))
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            await producer.close()
-        }
+        let traffic = Self.steadyTraffic(input, partition: 1)
         let letters = try await TopicReader.read(dlq) { !$0.isEmpty }
         let out = try await TopicReader.read(output) { records in records.filter { $0.keyString == "k0" }.count >= 5 }
         traffic.cancel()
@@ -142,6 +134,58 @@ struct StageRunnerTests {
         #expect(letter.headers.string(DeadLetterHeader.errorMessage)?.hasPrefix("retry cap reached after") == true)
         #expect(Int(letter.headers.string(DeadLetterHeader.attempts) ?? "") ?? 0 >= 5)
         #expect(out.filter { $0.keyString == "k0" }.map(\.text) == ["0", "1", "3", "4", "5"], "the partition moved on, in order")
+    }
+
+    @Test("a record failing on its own is parked: its partition moves on, its key's later record waits behind it, no committed offset passes it")
+    func parkedRecord() async throws {
+        let input = try await TestServices.makeTopic("park-in", partitions: 2)
+        let output = try await TestServices.makeTopic("park-out", partitions: 2)
+        let dlq = try await TestServices.makeTopic("park-dlq")
+        let group = TestServices.uniqueGroup("park")
+        // Partition 0: one purchase (key S) that keeps failing, its later record, other keys around them.
+        let records = [("A", "a-0"), ("S", "sick-1"), ("B", "b-2"), ("S", "s-3"), ("B", "b-4"), ("A", "a-5")]
+        let seed = try TestServices.makeProducer()
+        _ = try await seed.sendAll(
+            records.map { KafkaOutgoingMessage(topic: input, key: Array($0.0.utf8), value: Array($0.1.utf8), partition: 0) })
+        await seed.close()
+        let retry = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200), capAttempts: 0)
+        let traffic = Self.steadyTraffic(input, partition: 1)
+        defer { traffic.cancel() }
+        let first = ScriptedStage(output: output)
+        let harness = try StageHarness(stage: first, input: input, deadLetters: dlq, groupID: group, retry: retry)
+        let moved = try await TopicReader.read(output) { out in Set(out.map(\.text)).isSuperset(of: ["a-0", "b-2", "b-4", "a-5"]) }
+        #expect(!moved.contains { $0.text == "sick-1" || $0.text == "s-3" }, "the failing purchase's records wait, in order")
+        #expect(first.attempts.withLock { $0["s-3"] } == nil, "its later record is not even tried before it")
+        // A restart while it still fails: the committed offset stopped at it, so the next owner reads
+        // it and the record held behind it again (and repeats what followed: duplicates are dropped
+        // downstream); what came before it is not read again.
+        try await harness.stop()
+        let second = ScriptedStage(output: output)
+        let restarted = try StageHarness(stage: second, input: input, deadLetters: dlq, groupID: group, retry: retry)
+        let patience = ContinuousClock.now + TopicReader.patience
+        while second.attempts.withLock({ $0["sick-1"] ?? 0 }) < 2 {
+            guard ContinuousClock.now < patience else { throw TestSupportError("the restarted stage never read sick-1 again") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(second.attempts.withLock { $0["a-0"] } == nil, "a-0 was committed past before sick-1 failed")
+        second.sick.withLock { $0 = false }
+        let out = try await TopicReader.read(output) { out in out.contains { $0.text == "s-3" } }
+        try await restarted.stop()
+        #expect(out.filter { $0.keyString == "S" }.map(\.text) == ["sick-1", "s-3"], "the purchase's order kept")
+        #expect(try await TopicReader.readAll(dlq).isEmpty)
+    }
+
+    /// The rest of the stage keeps working: a record on `partition` every 50 ms.
+    static func steadyTraffic(_ input: String, partition: Int32) -> Task<Void, any Error> {
+        Task {
+            let producer = try TestServices.makeProducer()
+            for i in 0..<2_400 where !Task.isCancelled {
+                _ = try await producer.send(
+                    KafkaOutgoingMessage(topic: input, key: Array("other".utf8), value: Array("other-\(i)".utf8), partition: partition))
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            await producer.close()
+        }
     }
 
     @Test("during an outage (every record failing) nothing is dead-lettered, however long past the cap; all go through after it")

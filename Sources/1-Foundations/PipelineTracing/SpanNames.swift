@@ -18,6 +18,9 @@ public enum SpanAttributeName {
     public static let deadLetterCode = "appstore.dead_letter.code"
     /// How many records a record's handling produced for the next stage (0: its journey ended there).
     public static let outputs = "appstore.outputs"
+    /// Set on a record's span when it was set aside, to be tried again later while the rest of its
+    /// partition moved on (its next attempt has a span of its own, in the same trace).
+    public static let parked = "appstore.parked"
 }
 
 /// Span names after OpenTelemetry's conventions: `{operation} {destination}` for messaging.

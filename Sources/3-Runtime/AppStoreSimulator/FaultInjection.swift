@@ -105,6 +105,8 @@ public final class FaultInjector: Sendable {
     private let historyLookups = Mutex<[String: Int]>([:])
     /// Lookups still to hide per transaction ID (``hideHistory(of:lookups:)``).
     private let hiddenPurchases = Mutex<[String: Int]>([:])
+    /// Purchases (by original transaction ID) whose lookups all fail: see ``break(purchase:)``.
+    private let brokenPurchases = Mutex<Set<String>>([])
     let clock: @Sendable () -> Date
 
     init(clock: @escaping @Sendable () -> Date) {
@@ -124,6 +126,20 @@ public final class FaultInjector: Sendable {
     /// history lookups answer 404 `4040010`, whatever the plan says.
     public func hideHistory(of transactionId: String, lookups: Int) {
         hiddenPurchases.withLock { $0[transactionId] = lookups }
+    }
+
+    /// One purchase Apple answers 500 (`5000000`) for on every history lookup, for good, whatever the
+    /// plan says, while every other lookup works: it happens (one purchase's data broken on Apple's
+    /// side), and it must hold back no other customer.
+    public func `break`(purchase originalTransactionId: String) {
+        _ = brokenPurchases.withLock { $0.insert(originalTransactionId) }
+    }
+
+    /// The error a lookup of a purchase ``break(purchase:)`` broke answers with, counted as injected.
+    func brokenPurchaseError(_ originalTransactionId: String) -> SimulatorError? {
+        guard brokenPurchases.withLock({ $0.contains(originalTransactionId) }) else { return nil }
+        stats.withLock { $0.injectedFaults += 1 }
+        return SimulatorError(.internalServerError, 5_000_000, "An unknown error occurred.")
     }
 
     /// Whether this history lookup of `transactionId` is one the plan, or ``hideHistory(of:lookups:)``,

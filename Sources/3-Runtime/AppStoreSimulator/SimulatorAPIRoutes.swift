@@ -113,6 +113,7 @@ struct SimulatorAPIRoutes: Sendable {
     func history(_ request: Request, _ context: BasicRequestContext, _ bundleId: String) throws -> Response {
         let id = try Self.transactionID(context)
         let owner = try customer(of: id, bundleId: bundleId)
+        if let broken = faults.brokenPurchaseError(owner.payload.originalTransactionId ?? id) { throw broken }
         if faults.hidesHistory(of: id) { throw SimulatorError.notFound(4_040_010, "Transaction id not found.") }
         let query = request.uri.queryParameters
         let filter = try HistoryFilter(query)

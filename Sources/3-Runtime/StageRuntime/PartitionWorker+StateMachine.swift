@@ -22,6 +22,8 @@ extension PartitionWorker {
         private var buffer = Deque<KafkaMessage>()
         private var pausedForBuffer = false
         private var pausedForRetry = false
+        /// A wake-up (a parked record's time came) that found the task not yet waiting.
+        private var wakePending = false
         /// When the record being retried first failed.
         private(set) var retryingSince: ContinuousClock.Instant?
         /// Above this many buffered records the partition is paused; resumed at half.
@@ -90,8 +92,30 @@ extension PartitionWorker {
         /// Keeps the task's continuation until a record or a stop comes; false when one already
         /// did (the caller resumes it at once).
         mutating func wait(_ continuation: CheckedContinuation<Void, Never>) -> Bool {
-            guard case .running(_, let inFlight) = state, buffer.isEmpty else { return false }
+            guard case .running(_, let inFlight) = state, buffer.isEmpty, !wakePending else {
+                wakePending = false
+                return false
+            }
             state = .running(waiter: continuation, inFlight: inFlight)
+            return true
+        }
+
+        /// Wakes the task waiting for records (a parked record is due); remembered when it is not
+        /// waiting yet, so the wake-up is not lost.
+        mutating func wakeWaiter() -> CheckedContinuation<Void, Never>? {
+            guard case .running(let waiter, let inFlight) = state else { return nil }
+            guard let waiter else {
+                wakePending = true
+                return nil
+            }
+            state = .running(waiter: nil, inFlight: inFlight)
+            return waiter
+        }
+
+        /// Marks a parked record's retry in flight, as a batch is; false when stopping.
+        mutating func beginParkedRetry() -> Bool {
+            guard case .running(let waiter, _) = state else { return false }
+            state = .running(waiter: waiter, inFlight: true)
             return true
         }
 

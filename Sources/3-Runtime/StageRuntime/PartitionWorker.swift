@@ -12,9 +12,11 @@ import Tracing
 /// Processes one assigned partition's records in order, one batch at a time, on its own task.
 ///
 /// Its buffer is bounded: above the high-water mark the partition is paused in the consumer, and
-/// resumed once the buffer drains to half. While a record is retried after a transient failure
-/// the partition is paused too, so nothing is fetched that could overtake it. The state shared by
-/// the consumer's thread and the worker's task is one ``StateMachine``; stopping waits on it for the
+/// resumed once the buffer drains to half. A record that fails transiently is retried in place, the
+/// partition paused meanwhile so nothing is fetched that could overtake it; when the failure proves
+/// its own (the rest of the stage makes progress), the record is parked instead (``Parking``) and
+/// the partition moves on, its key's later records held behind it. The state shared by the
+/// consumer's thread and the worker's task is one ``StateMachine``; stopping waits on it for the
 /// batch in flight, never by polling.
 final class PartitionWorker: Sendable {
     struct Context: Sendable {
@@ -35,12 +37,15 @@ final class PartitionWorker: Sendable {
     /// Whether the consumer was last told to pause this partition (see ``applyPaused()``).
     private let consumerPaused = Mutex(false)
     private let task = Mutex<Task<Void, Never>?>(nil)
+    /// Touched only by the worker's task (a lock for `Sendable`'s sake, never contended).
+    private let parking: Mutex<Parking>
 
     init(partition: KafkaTopicPartition, context: Context) {
         self.partition = partition
         self.context = context
         state = Mutex(
             StateMachine(highWater: context.configuration.maxBufferedPerPartition, maxBatch: context.configuration.maxBatchSize))
+        parking = Mutex(Parking(capacity: context.configuration.maxParkedPerPartition))
         let t = Task { [self] in await self.loop() }
         task.withLock { $0 = t }
     }
@@ -87,42 +92,70 @@ final class PartitionWorker: Sendable {
     // MARK: The worker task
 
     private func loop() async {
-        while let batch = await take() {
-            await handle(batch)
+        while let work = await next() {
+            var records = work.records
+            var history = work.history
+            // A pass that parked a record hands back the records after it.
+            while !records.isEmpty, !stopping {
+                records = await handle(records, history: history)
+                history = FailureHistory()
+            }
+            if work.parked { storeOffset(parking.withLock { $0.advance() }) }
             for drained in state.withLock({ $0.batchFinished() }) { drained() }
         }
     }
 
-    /// Waits for records; returns up to `maxBatchSize` of them, marked in flight, or nil when stopping.
-    private func take() async -> [KafkaMessage]? {
+    /// Waits for work, marked in flight: a parked record whose time came (with the records held
+    /// behind it), else up to `maxBatchSize` buffered records. Nil when stopping.
+    private func next() async -> (records: [KafkaMessage], history: FailureHistory, parked: Bool)? {
         while true {
+            if let due = parking.withLock({ $0.takeDue() }) {
+                guard state.withLock({ $0.beginParkedRetry() }) else { return nil }
+                return (due.records, due.history, true)
+            }
+            let (full, due) = parking.withLock { ($0.isFull, $0.nextDue) }
+            if full, let due {
+                // No new batch until a parked record ends: the buffer fills and pauses the partition.
+                do { try await Task.sleep(until: due) } catch { return nil }
+                if stopping { return nil }
+                continue
+            }
             switch state.withLock({ $0.take() }) {
             case .stop: return nil
             case .batch(let batch, let resume):
                 if resume { applyPaused() }
-                return batch
+                return (batch, FailureHistory(), false)
             case .wait:
+                let timer = due.map { due in
+                    EventLoopTimer.after(max(.zero, due - .now)) { [self] in state.withLock { $0.wakeWaiter() }?.resume() }
+                }
                 await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                     if !state.withLock({ $0.wait(c) }) { c.resume() }
                 }
+                timer?.cancel()
             }
         }
     }
 
     private var stopping: Bool { state.withLock { $0.isStopping } || Task.isCancelled }
 
-    /// Runs a batch to completion: every record ends produced-and-stored or dead-lettered-and-stored,
-    /// unless the worker is stopped, in which case the rest is left for the partition's next owner.
-    private func handle(_ batch: [KafkaMessage]) async {
+    /// Runs records to completion: each ends produced, dead-lettered or parked (its offset stored
+    /// as far as ``Parking`` allows), unless the worker is stopped, in which case the rest is left for
+    /// the partition's next owner. Records whose key has a parked record are held behind it. Parking
+    /// a record ends the pass: the records after it are returned, to be handled next.
+    ///
+    /// - Parameter history: the first record's failures so far (a parked record tried again).
+    private func handle(_ records: [KafkaMessage], history: FailureHistory) async -> [KafkaMessage] {
+        let batch = parking.withLock { parking in records.filter { !parking.holdIfBlocked($0) } }
+        guard !batch.isEmpty else { return [] }
+        var history = batch.first?.offset == records.first?.offset ? history : FailureHistory()
         let spans = RecordSpans(batch, stage: context.stage.name)
         defer { spans.endUnfinished() }
         var pending = spans.records[...]
-        var attempts = 0
-        var firstFailure: Date?
-        var firstFailureInstant: ContinuousClock.Instant?
-        var lastFailureInstant: ContinuousClock.Instant?
-        // Set when the cap would apply to a failure the whole batch threw: the next pass goes one
-        // record at a time, so that only the record that fails is dead-lettered.
+        // Whether the first pending record already failed in this call (retried in place since).
+        var failedHere = false
+        // Set when a failure the whole batch threw proves not an outage: the next pass goes one
+        // record at a time, so that only the record that fails is parked or dead-lettered.
         var isolate = false
         // Inputs whose outputs were delivered, told to the stage before any wait and at the end.
         var delivered: [KafkaMessage] = []
@@ -160,7 +193,7 @@ final class PartitionWorker: Sendable {
             }
             var index = 0
             passOverResults: while index < results.count {
-                guard let message = pending.first, !stopping else { return }
+                guard let message = pending.first, !stopping else { return [] }
                 switch results[index] {
                 case .success:
                     // The records that succeeded in a row send their outputs together, in order, and
@@ -174,68 +207,117 @@ final class PartitionWorker: Sendable {
                         outputs.append(next)
                     }
                     let inputs = Array(pending.prefix(outputs.count))
-                    guard await deliver(outputs, for: inputs) else { return }
+                    guard await deliver(outputs, for: inputs) else { return [] }
                     delivered.append(contentsOf: inputs)
                     let elapsed = (ContinuousClock.now - started).nanoseconds
                     for _ in inputs { context.metrics.processing.recordNanoseconds(elapsed) }
                     context.metrics.succeeded.increment(by: inputs.count)
                     context.progress.recordSucceeded()
-                    spans.delivered(outputs: outputs.map(\.count), attempts: attempts + 1)
-                    attempts = 0
-                    firstFailure = nil
-                    firstFailureInstant = nil
-                    lastFailureInstant = nil
+                    spans.delivered(outputs: outputs.map(\.count), attempts: history.attempts + 1)
+                    history = FailureHistory()
+                    failedHere = false
                     endRetry()
                     pending = pending.dropFirst(inputs.count)
                     index += inputs.count
                 case .failure(let error):
                     var failure = FailureClassification(error)
-                    attempts += 1
                     let now = Date()
-                    if firstFailure == nil { firstFailure = now }
-                    let since = firstFailureInstant ?? .now
-                    firstFailureInstant = since
-                    let previousFailure = lastFailureInstant
-                    lastFailureInstant = .now
-                    if failure.isTransient {
-                        // Its own failure, not an outage: another record succeeded while it waited.
-                        let capped =
-                            context.configuration.retry.capReached(attempts: attempts, since: since)
-                            && previousFailure.map { context.progress.succeeded(after: $0) } == true
-                        if capped, batchThrew, pending.count > 1 {
-                            isolate = true
-                        } else if capped {
-                            failure = failure.capped(attempts: attempts, over: .now - since)
-                        }
-                    }
-                    if failure.isTransient {
-                        spans.retrying(error, code: "\(failure.code)", attempt: attempts)
+                    let previousFailure = history.lastFailure
+                    history.attempts += 1
+                    history.firstFailureDate = history.firstFailureDate ?? now
+                    history.firstFailure = history.firstFailure ?? .now
+                    history.lastFailure = .now
+                    let decision = decide(
+                        failure, history: history, previousFailure: previousFailure, failedHere: failedHere,
+                        wholeBatch: batchThrew && pending.count > 1)
+                    switch decision {
+                    case .retryInPlace, .confirmInPlace, .isolate:
+                        // The whole batch threw: the next pass finds the record whose failure it is.
+                        if case .isolate = decision { isolate = true }
+                        spans.retrying(error, code: "\(failure.code)", attempt: history.attempts)
                         reportDelivered()
-                        guard await backoff(message, failure: failure, attempt: attempts) else { return }
+                        var delayAfter = history.attempts
+                        if case .confirmInPlace = decision { delayAfter = 1 }
+                        guard await backoff(message, failure: failure, attempt: delayAfter) else { return [] }
+                        failedHere = true
                         // A transient failure ends this pass over the results: retry from that record.
                         break passOverResults
+                    case .park:
+                        park(batch[spans.firstPending], after: error, failure: failure, history: history, spans: spans)
+                        return Array(batch[spans.firstPending...])
+                    case .deadLetter(let final):
+                        failure = final
                     }
                     let letter = DeadLetterHeader.record(
                         for: message, topic: context.configuration.deadLetterTopic, stage: context.stage.name,
-                        failure: failure, attempts: attempts, firstFailure: firstFailure ?? now, lastFailure: now)
+                        failure: failure, attempts: history.attempts, firstFailure: history.firstFailureDate ?? now, lastFailure: now)
                     context.logger.warning(
                         "record dead-lettered",
                         metadata: log(message).merging([
                             LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)",
                         ]) { a, _ in a })
-                    guard await deliver([letter], for: message, deadLetter: true) else { return }
+                    guard await deliver([letter], for: message, deadLetter: true) else { return [] }
                     context.metrics.deadLettered(code: failure.code)
-                    spans.deadLettered(code: "\(failure.code)", attempts: attempts)
-                    attempts = 0
-                    firstFailure = nil
-                    firstFailureInstant = nil
-                    lastFailureInstant = nil
+                    spans.deadLettered(code: "\(failure.code)", attempts: history.attempts)
+                    history = FailureHistory()
                     endRetry()
                     pending = pending.dropFirst()
                     index += 1
                 }
             }
         }
+        return []
+    }
+
+    enum FailureDecision {
+        /// Wait, then try again; the partition is paused meanwhile.
+        case retryInPlace
+        /// Wait the shortest delay and try again in place: a parked record reached the retry cap,
+        /// and only a failure right after one more attempt tells its own failure from an outage.
+        case confirmInPlace
+        /// The whole batch threw: retry one record at a time, to find whose failure it is.
+        case isolate
+        /// Set the record aside; the partition moves on.
+        case park
+        case deadLetter(FailureClassification)
+    }
+
+    /// What to do with a record that failed (`history` counts this failure). A transient failure is
+    /// the record's own, not an outage, when another record succeeded after its previous failure; a
+    /// failure of its own is parked while there is room, and dead-lettered after the retry cap.
+    private func decide(
+        _ failure: FailureClassification, history: FailureHistory, previousFailure: ContinuousClock.Instant?, failedHere: Bool,
+        wholeBatch: Bool
+    ) -> FailureDecision {
+        guard failure.isTransient else { return .deadLetter(failure) }
+        let own = previousFailure.map { context.progress.succeeded(after: $0) } == true
+        guard own else { return .retryInPlace }
+        if wholeBatch { return .isolate }
+        let since = history.firstFailure ?? .now
+        if context.configuration.retry.capReached(attempts: history.attempts, since: since) {
+            // A parked record's previous failure is long past: others succeeding since then says
+            // little about now (an outage may have begun).
+            guard failedHere else { return .confirmInPlace }
+            return .deadLetter(failure.capped(attempts: history.attempts, over: .now - since))
+        }
+        return parking.withLock { $0.canPark } ? .park : .retryInPlace
+    }
+
+    /// Sets `message` (as it came from the broker) aside until its next attempt is due.
+    private func park(
+        _ message: KafkaMessage, after error: any Error, failure: FailureClassification, history: FailureHistory, spans: RecordSpans
+    ) {
+        let delay = context.configuration.retry.delay(afterAttempt: history.attempts, retryAfter: failure.retryAfter)
+        parking.withLock { $0.park(message, history: history, due: .now + delay) }
+        context.metrics.parked.increment()
+        spans.parked(error, code: "\(failure.code)", attempt: history.attempts)
+        endRetry()
+        context.logger.info(
+            "record parked after a failure of its own; its partition moves on",
+            metadata: log(message).merging([
+                LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)", LogKey.attempt: "\(history.attempts)",
+                LogKey.retryDelay: "\(delay.milliseconds)",
+            ]) { a, _ in a })
     }
 
     private func oneByOne(_ pending: ArraySlice<KafkaMessage>, spans: RecordSpans) async -> [Result<[KafkaOutgoingMessage], any Error>] {
@@ -275,13 +357,18 @@ final class PartitionWorker: Sendable {
         return true
     }
 
-    /// Marks the input finished, so the consumer commits past it.
+    /// Marks the input finished, so the consumer commits past it, or up to the lowest parked record.
     private func storeOffset(_ message: KafkaMessage) {
+        storeOffset(parking.withLock { $0.finished(message.offset) })
+    }
+
+    private func storeOffset(_ next: Int64?) {
+        guard let next else { return }
         do {
-            try context.consumer.storeOffset(message)
+            try context.consumer.storeOffset(partition, nextOffset: next)
         } catch {
-            // The partition was revoked meanwhile: its next owner redoes this record.
-            context.logger.debug("offset not stored", error: error, metadata: log(message))
+            // The partition was revoked meanwhile: its next owner redoes from its committed offset.
+            context.logger.debug("offset not stored", error: error, metadata: [LogKey.partition: "\(partition)", LogKey.offset: "\(next)"])
         }
     }
 

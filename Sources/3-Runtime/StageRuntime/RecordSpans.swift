@@ -84,6 +84,15 @@ final class RecordSpans {
         spans[next].recordError(error, attributes: [SpanAttributeName.errorType: .string(code), SpanAttributeName.attempts: .int64(Int64(attempt))])
     }
 
+    /// The next record was set aside after `error`, to be tried again later: its span ends here.
+    func parked(_ error: any Error, code: String, attempt: Int) {
+        guard next < spans.count else { return }
+        retrying(error, code: code, attempt: attempt)
+        spans[next].attributes[SpanAttributeName.parked] = true
+        spans[next].end()
+        next += 1
+    }
+
     /// The next record was dead-lettered with `code`.
     func deadLettered(code: String, attempts: Int) {
         guard next < spans.count else { return }

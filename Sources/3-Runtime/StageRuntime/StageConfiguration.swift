@@ -89,6 +89,9 @@ public struct StageConfiguration: Sendable {
         meaning: "time since a record's first failure before the retry cap may dead-letter it")
     public static let maxBufferedPerPartition = Setting<Int>.int(
         "MAX_BUFFERED_PER_PARTITION", default: 500, in: 2...1_000_000, meaning: "records buffered before a partition is paused")
+    public static let maxParkedPerPartition = Setting<Int>.int(
+        "MAX_PARKED_PER_PARTITION", default: 100, in: 0...100_000,
+        meaning: "records set aside after a failure of their own while the partition moves on; 0: retry in place only")
     public static let drainTimeout = Setting<Duration>.milliseconds(
         "DRAIN_TIMEOUT_MS", default: .seconds(10), in: 0...600_000, meaning: "wait for in-flight records on rebalance and shutdown")
     /// Shared with ingest, which stops the same way.
@@ -103,7 +106,7 @@ public struct StageConfiguration: Sendable {
             assignor.help, sessionTimeout.help, heartbeatInterval.help, fetchWaitMax.help, commitInterval.help,
             deliveryTimeout.help, linger.help, compression.help, retryInitial.help, retryMax.help, retryCapAttempts.help,
             retryCapTime.help, settings.batchSize.help,
-            maxBufferedPerPartition.help, drainTimeout.help, shutdownTimeout.help, httpHost.help, settings.httpPort.help,
+            maxBufferedPerPartition.help, maxParkedPerPartition.help, drainTimeout.help, shutdownTimeout.help, httpHost.help, settings.httpPort.help,
         ]
     }
 
@@ -149,6 +152,7 @@ public struct StageConfiguration: Sendable {
             deadLetterTopic: deadLetterTopic, retry: retry,
             maxBatchSize: try env.read(settings.batchSize),
             maxBufferedPerPartition: try env.read(Self.maxBufferedPerPartition),
+            maxParkedPerPartition: try env.read(Self.maxParkedPerPartition),
             drainTimeout: try env.read(Self.drainTimeout))
         logLevel = try env.logLevel()
         logFormat = try env.logFormat()

@@ -7,6 +7,7 @@ public struct StageMetrics: Sendable {
     let consumed: Counter
     let produced: Counter
     let retried: Counter
+    let parked: Counter
     let succeeded: Counter
     let processing: Timer
 
@@ -16,6 +17,7 @@ public struct StageMetrics: Sendable {
         consumed = Counter(label: "pipeline_messages_consumed_total", dimensions: dims)
         produced = Counter(label: "pipeline_messages_produced_total", dimensions: dims)
         retried = Counter(label: "pipeline_retries_total", dimensions: dims)
+        parked = Counter(label: "pipeline_records_parked_total", dimensions: dims)
         succeeded = Counter(label: "pipeline_messages_processed_total", dimensions: dims)
         processing = Timer(label: "pipeline_processing_duration_seconds", dimensions: dims, preferredDisplayUnit: .seconds)
     }

@@ -13,6 +13,10 @@ public struct StageRunnerConfiguration: Sendable {
     public var maxBatchSize: Int
     /// Records buffered per partition before it is paused.
     public var maxBufferedPerPartition: Int
+    /// Records of a partition set aside after a failure of their own, with those of the same key
+    /// held behind them, so the rest of the partition moves on; 0: a failing record is retried in
+    /// place, holding its partition back.
+    public var maxParkedPerPartition: Int
     /// How long a rebalance or shutdown waits for a record in flight before abandoning it (its
     /// offset is then not committed, so the partition's next owner processes it again).
     public var drainTimeout: Duration
@@ -27,13 +31,15 @@ public struct StageRunnerConfiguration: Sendable {
 
     public init(
         deadLetterTopic: String, retry: RetryPolicy = RetryPolicy(), maxBatchSize: Int = 1,
-        maxBufferedPerPartition: Int = 500, drainTimeout: Duration = .seconds(10), stuckAfter: Duration = .seconds(30),
+        maxBufferedPerPartition: Int = 500, maxParkedPerPartition: Int = 100, drainTimeout: Duration = .seconds(10),
+        stuckAfter: Duration = .seconds(30),
         unownedAfter: Duration = .seconds(90), watchInterval: Duration = .seconds(5)
     ) {
         self.deadLetterTopic = deadLetterTopic
         self.retry = retry
         self.maxBatchSize = max(1, maxBatchSize)
         self.maxBufferedPerPartition = max(2, maxBufferedPerPartition)
+        self.maxParkedPerPartition = max(0, maxParkedPerPartition)
         self.drainTimeout = drainTimeout
         self.stuckAfter = stuckAfter
         self.unownedAfter = unownedAfter
