@@ -312,10 +312,15 @@ final class PartitionWorker: Sendable {
         context.metrics.parked.increment()
         spans.parked(error, code: "\(failure.code)", attempt: history.attempts)
         endRetry()
+        logWait("record parked after a failure of its own; its partition moves on", message, failure, history.attempts, delay)
+    }
+
+    /// Logs a wait before `message`'s next attempt.
+    private func logWait(_ text: Logger.Message, _ message: KafkaMessage, _ failure: FailureClassification, _ attempt: Int, _ delay: Duration) {
         context.logger.info(
-            "record parked after a failure of its own; its partition moves on",
+            text,
             metadata: log(message).merging([
-                LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)", LogKey.attempt: "\(history.attempts)",
+                LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)", LogKey.attempt: "\(attempt)",
                 LogKey.retryDelay: "\(delay.milliseconds)",
             ]) { a, _ in a })
     }
@@ -404,12 +409,7 @@ final class PartitionWorker: Sendable {
         let pause = state.withLock { $0.retrying() }
         if pause { applyPaused() }
         let delay = context.configuration.retry.delay(afterAttempt: attempt, retryAfter: failure.retryAfter)
-        context.logger.info(
-            "transient failure; retrying in place",
-            metadata: log(message).merging([
-                LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)", LogKey.attempt: "\(attempt)",
-                LogKey.retryDelay: "\(delay.milliseconds)",
-            ]) { a, _ in a })
+        logWait("transient failure; retrying in place", message, failure, attempt, delay)
         do { try await Task.sleep(for: delay) } catch { return false }
         return !stopping
     }
