@@ -175,6 +175,38 @@ struct StageRunnerTests {
         #expect(try await TopicReader.readAll(dlq).isEmpty)
     }
 
+    @Test("parking is bounded: with room for one record, a second purchase failing waits with the rest of its partition until the first ends")
+    func parkingBounded() async throws {
+        let input = try await TestServices.makeTopic("parkfull-in", partitions: 2)
+        let output = try await TestServices.makeTopic("parkfull-out", partitions: 2)
+        let dlq = try await TestServices.makeTopic("parkfull-dlq")
+        let records = [("SA", "sick-a"), ("SB", "sick-b"), ("C", "c-2")]
+        let seed = try TestServices.makeProducer()
+        _ = try await seed.sendAll(
+            records.map { KafkaOutgoingMessage(topic: input, key: Array($0.0.utf8), value: Array($0.1.utf8), partition: 0) })
+        await seed.close()
+        let traffic = Self.steadyTraffic(input, partition: 1)
+        defer { traffic.cancel() }
+        let stage = ScriptedStage(output: output)
+        let harness = try StageHarness(
+            stage: stage, input: input, deadLetters: dlq, groupID: TestServices.uniqueGroup("parkfull"),
+            retry: RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100), capAttempts: 0), maxParked: 1)
+        // The first purchase parked fills the room: tried again and again, while nothing after it moves.
+        let patience = ContinuousClock.now + TopicReader.patience
+        while stage.attempts.withLock({ $0["sick-a"] ?? 0 }) < 8 {
+            guard ContinuousClock.now < patience else { throw TestSupportError("sick-a was not retried") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let meanwhile = try await TopicReader.readAll(output)
+        #expect(meanwhile.contains { $0.text.hasPrefix("other-") }, "the other partition went on")
+        #expect(!meanwhile.contains { $0.text == "c-2" || $0.text == "sick-b" }, "no room to park: partition 0 waits")
+        stage.sick.withLock { $0 = false }
+        let out = try await TopicReader.read(output) { out in out.contains { $0.text == "c-2" } }
+        try await harness.stop()
+        let partition0 = out.map(\.text).filter { records.map(\.1).contains($0) }
+        #expect(partition0.sorted() == ["c-2", "sick-a", "sick-b"], "all of it, once each, once the purchase healed")
+    }
+
     /// The rest of the stage keeps working: a record on `partition` every 50 ms.
     static func steadyTraffic(_ input: String, partition: Int32) -> Task<Void, any Error> {
         Task {

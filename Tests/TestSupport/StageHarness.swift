@@ -13,7 +13,8 @@ public struct StageHarness {
 
     public init(
         stage: any PipelineStage, input: String, deadLetters: String, groupID: String, batchSize: Int = 1,
-        retry: RetryPolicy = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200)), maxBuffered: Int = 500
+        retry: RetryPolicy = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200)), maxBuffered: Int = 500,
+        maxParked: Int = 100
     ) throws {
         let logger = TestServices.logger
         producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
@@ -21,7 +22,8 @@ public struct StageHarness {
             stage: stage, consumerConfiguration: TestServices.consumerConfiguration(group: groupID, topics: [input]),
             producer: producer,
             configuration: StageRunnerConfiguration(
-                deadLetterTopic: deadLetters, retry: retry, maxBatchSize: batchSize, maxBufferedPerPartition: maxBuffered),
+                deadLetterTopic: deadLetters, retry: retry, maxBatchSize: batchSize, maxBufferedPerPartition: maxBuffered,
+                maxParkedPerPartition: maxParked),
             logger: logger)
         group = ServiceGroup(services: [producer, runner.consumer, runner], logger: logger)
         let group = self.group
