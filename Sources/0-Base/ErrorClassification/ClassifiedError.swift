@@ -14,10 +14,15 @@ public protocol ClassifiedError: Error {
     var isTransient: Bool { get }
     /// How long the dependency asked us to wait before trying again, if it said.
     var retryAfter: Duration? { get }
+    /// True when the record is not failing but must wait for something only records like it
+    /// spend (a Sandbox API budget): the runtime sets it aside until ``retryAfter`` at once, the
+    /// rest of its partition going on, and never counts the wait as an attempt.
+    var isDeferral: Bool { get }
 }
 
 extension ClassifiedError {
     public var retryAfter: Duration? { nil }
+    public var isDeferral: Bool { false }
 }
 
 /// A ready-made ``ClassifiedError`` for stages that need no error type of their own.

@@ -10,6 +10,8 @@ public struct FailureClassification: Sendable {
     public let message: String
     public let isTransient: Bool
     public let retryAfter: Duration?
+    /// The record waits for a budget of its own kind and is not failing (``ClassifiedError/isDeferral``).
+    public private(set) var isDeferral = false
 
     private init(code: String, message: String, isTransient: Bool, retryAfter: Duration?) {
         (self.code, self.message, self.isTransient, self.retryAfter) = (code, message, isTransient, retryAfter)
@@ -28,6 +30,7 @@ public struct FailureClassification: Sendable {
         switch error {
         case let e as any ClassifiedError:
             (code, message, isTransient, retryAfter) = (e.code.rawValue, e.message, e.isTransient, e.retryAfter)
+            isDeferral = e.isTransient && e.isDeferral
         case let e as KafkaError:
             (code, message, isTransient, retryAfter) = (e.code.rawValue, e.reason, e.isRetriable || e.code == .closed, nil)
         case is DecodingError:

@@ -15,7 +15,8 @@ import Tracing
 /// resumed once the buffer drains to half. A record that fails transiently is retried in place, the
 /// partition paused meanwhile so nothing is fetched that could overtake it; when the failure proves
 /// its own (the rest of the stage makes progress), the record is parked instead (``Parking``) and
-/// the partition moves on, its key's later records held behind it. The state shared by the
+/// the partition moves on, its key's later records held behind it; so is, at once, a record that
+/// must wait for a budget only its kind spends (``FailureClassification/isDeferral``). The state shared by the
 /// consumer's thread and the worker's task is one ``StateMachine``; stopping waits on it for the
 /// batch in flight, never by polling.
 final class PartitionWorker: Sendable {
@@ -222,14 +223,20 @@ final class PartitionWorker: Sendable {
                 case .failure(let error):
                     var failure = FailureClassification(error)
                     let now = Date()
-                    let previousFailure = history.lastFailure
-                    history.attempts += 1
-                    history.firstFailureDate = history.firstFailureDate ?? now
-                    history.firstFailure = history.firstFailure ?? .now
-                    history.lastFailure = .now
-                    let decision = decide(
-                        failure, history: history, previousFailure: previousFailure, failedHere: failedHere,
-                        wholeBatch: batchThrew && pending.count > 1)
+                    let decision: FailureDecision
+                    if failure.isDeferral {
+                        // Not a failure: the record waits for a budget of its own, aside when there is room.
+                        decision = parking.withLock { $0.canPark } ? .park : .retryInPlace
+                    } else {
+                        let previousFailure = history.lastFailure
+                        history.attempts += 1
+                        history.firstFailureDate = history.firstFailureDate ?? now
+                        history.firstFailure = history.firstFailure ?? .now
+                        history.lastFailure = .now
+                        decision = decide(
+                            failure, history: history, previousFailure: previousFailure, failedHere: failedHere,
+                            wholeBatch: batchThrew && pending.count > 1)
+                    }
                     switch decision {
                     case .retryInPlace, .confirmInPlace, .isolate:
                         // The whole batch threw: the next pass finds the record whose failure it is.
@@ -312,7 +319,10 @@ final class PartitionWorker: Sendable {
         context.metrics.parked.increment()
         spans.parked(error, code: "\(failure.code)", attempt: history.attempts)
         endRetry()
-        logWait("record parked after a failure of its own; its partition moves on", message, failure, history.attempts, delay)
+        let text: Logger.Message =
+            failure.isDeferral
+            ? "record set aside until its budget allows; its partition moves on" : "record parked after a failure of its own; its partition moves on"
+        logWait(text, message, failure, history.attempts, delay)
     }
 
     /// Logs a wait before `message`'s next attempt.
