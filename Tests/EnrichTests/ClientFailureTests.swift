@@ -208,6 +208,32 @@ struct ClientFailureTests {
         #expect(PartitionOwnership(owned: 0, total: 0).share == 0)
     }
 
+    @Test("a Sandbox request that would wait past the allowed wait spends nothing and is deferred to a turn of its own; Production still waits")
+    func sandboxDeferral() async throws {
+        // Get Transaction Info in Sandbox at a tenth of 5/s: one request every 2 s, no burst.
+        let limiter = RateLimiter(policy: RateLimitPolicy(scale: 0.1, burst: .milliseconds(1), sandboxMaximumWait: .milliseconds(100)))
+        #expect(limiter.policy.maximumWait(in: .production) == nil)
+        try limiter.checkRoom(keyID: "K", bundleId: "b", environment: .sandbox, endpoints: [.transactionInfo])
+        // The bucket is empty: the first request leaves at once, and checking did not spend its slot.
+        try await limiter.acquire(keyID: "K", bundleId: "b", environment: .sandbox, endpoint: .transactionInfo)
+        var waits: [Duration] = []
+        for _ in 0..<3 {
+            do {
+                try await limiter.acquire(keyID: "K", bundleId: "b", environment: .sandbox, endpoint: .transactionInfo)
+            } catch let deferral as RateLimiter.Deferral {
+                waits.append(deferral.retryAfter)
+            }
+        }
+        #expect(limiter.throttledRequests == 0, "no request waited")
+        // Deferred one after another, each told to come back one interval (2 s) after the one before.
+        #expect(waits.count == 3)
+        #expect(waits.first.map { $0 > .seconds(1) } == true, "\(waits)")
+        for (earlier, later) in zip(waits, waits.dropFirst()) { #expect(later - earlier > .seconds(1), "\(waits)") }
+        #expect(throws: RateLimiter.Deferral.self) {
+            try limiter.checkRoom(keyID: "K", bundleId: "b", environment: .sandbox, endpoints: [.subscriptionStatuses, .transactionInfo])
+        }
+    }
+
     @Test("credentials: the list syntax, env: keys, and nothing secret in descriptions or errors")
     func credentials() throws {
         let pem = SimFixture.apiKey.privateKey.pemRepresentation

@@ -78,6 +78,7 @@ public enum LogKey {
     public static let enrichCoalesce = "enrich.coalesce"
     public static let enrichReplayCache = "enrich.replay_cache"
     public static let enrichLookupCacheTTL = "enrich.lookup_cache_ttl"
+    public static let enrichSandboxBudgetWait = "enrich.sandbox_budget_wait"
     public static let enrichVerifiedJWSCache = "enrich.verified_jws_cache"
 
     public static let grantEvent = "grant.event"

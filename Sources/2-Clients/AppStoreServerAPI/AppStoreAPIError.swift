@@ -23,6 +23,9 @@ public struct AppStoreAPIError: Error, Hashable, Sendable, CustomStringConvertib
         case unauthorized
         /// 429: over Apple's rate limit.
         case rateLimited = "rate_limited"
+        /// Not sent: this process's budget for the endpoint has no room within the wait its
+        /// environment allows (a Sandbox burst; ``RateLimitPolicy/sandboxMaximumWait``).
+        case budgetDeferred = "budget_deferred"
         /// The request did not complete in time.
         case timeout
         /// No connection, or the connection broke.
@@ -47,6 +50,8 @@ public struct AppStoreAPIError: Error, Hashable, Sendable, CustomStringConvertib
         public static let unauthorized = Code(rawValue: "apple_api.unauthorized")
         /// 429: over Apple's rate limit.
         public static let rateLimited = Code(rawValue: "apple_api.rate_limited")
+        /// Not sent: the budget has no room within the wait allowed; asked again at ``AppStoreAPIError/retryAfter``.
+        public static let budgetDeferred = Code(rawValue: "apple_api.budget_deferred")
         /// The request did not complete in time.
         public static let timeout = Code(rawValue: "apple_api.timeout")
         /// No connection, or the connection broke.
@@ -100,7 +105,7 @@ public struct AppStoreAPIError: Error, Hashable, Sendable, CustomStringConvertib
     /// True when the same request may succeed later.
     public var isTransient: Bool {
         switch kind {
-        case .rateLimited, .timeout, .unreachable, .unauthorized: return true
+        case .rateLimited, .budgetDeferred, .timeout, .unreachable, .unauthorized: return true
         case .apiError:
             if let errorCode, Self.retryableErrorCodes.contains(errorCode) { return true }
             if let statusCode, statusCode >= 500 { return true }
@@ -110,6 +115,9 @@ public struct AppStoreAPIError: Error, Hashable, Sendable, CustomStringConvertib
         }
     }
 
+    /// A deferred request is not a failure: the record waits for its budget, set aside.
+    public var isDeferral: Bool { kind == .budgetDeferred }
+
     /// Stable code: `apple_api.<errorCode>` when Apple gave one, otherwise by kind
     /// (`apple_api.unauthorized`, `apple_api.rate_limited`, `apple_api.http_<status>`, `apple_api.timeout`…).
     public var code: Code {
@@ -118,6 +126,7 @@ public struct AppStoreAPIError: Error, Hashable, Sendable, CustomStringConvertib
         case .apiError: return .http(statusCode ?? 0)
         case .unauthorized: return .unauthorized
         case .rateLimited: return .rateLimited
+        case .budgetDeferred: return .budgetDeferred
         case .timeout: return .timeout
         case .unreachable: return .unreachable
         case .invalidResponse: return .invalidResponse

@@ -117,6 +117,25 @@ public final class AppStoreServerAPIClient: Sendable {
         credentialsByBundleId[bundleId] != nil && verifier.accepts(bundleId, in: environment)
     }
 
+    /// Throws ``AppStoreAPIError/Kind/budgetDeferred`` when a request of any of `endpoints` for
+    /// `target` would be deferred now (``RateLimiter/checkRoom(keyID:bundleId:environment:endpoints:)``); spends nothing.
+    public func checkRoom(for endpoints: [AppStoreAPIEndpoint], target: Target) throws(AppStoreAPIError) {
+        guard let credentials = credentialsByBundleId[target.bundleId] else { return }
+        do {
+            try rateLimiter.checkRoom(keyID: credentials.keyID, bundleId: target.bundleId, environment: target.environment, endpoints: endpoints)
+        } catch {
+            throw Self.deferred(endpoints[0], target, error)
+        }
+    }
+
+    static func deferred(_ endpoint: AppStoreAPIEndpoint, _ target: Target, _ deferral: RateLimiter.Deferral) -> AppStoreAPIError {
+        Counter(label: "appstore_api_deferred_total", dimensions: [("endpoint", endpoint.name)]).increment()
+        return AppStoreAPIError(
+            .budgetDeferred,
+            "\(endpoint.rawValue) for \(target) not sent: its budget has no room within the wait allowed; asked again in \(deferral.retryAfter.components.seconds * 1000 + deferral.retryAfter.components.attoseconds / 1_000_000_000_000_000) ms",
+            retryAfter: deferral.retryAfter, endpoint: endpoint.rawValue)
+    }
+
     /// Sends one request and returns the body of a 2xx answer.
     /// - Throws: ``AppStoreAPIError``.
     func send(
@@ -136,6 +155,8 @@ public final class AppStoreServerAPIClient: Sendable {
         do {
             try await rateLimiter.acquire(
                 keyID: credentials.keyID, bundleId: target.bundleId, environment: target.environment, endpoint: endpoint)
+        } catch let deferral as RateLimiter.Deferral {
+            throw Self.deferred(endpoint, target, deferral)
         } catch {
             throw AppStoreAPIError(.unreachable, "cancelled while waiting for the rate limiter", endpoint: endpoint.rawValue)
         }

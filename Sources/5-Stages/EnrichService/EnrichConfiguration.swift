@@ -22,6 +22,9 @@ public struct EnrichConfiguration: Sendable {
     public var historyWait: Duration
     /// The keys enrich signs each enriched record with (`RECORD_MAC_KEYS_FILE`), for grant to check.
     public var recordKeys: RecordKeys?
+    /// The longest a Sandbox lookup waits for its API budget before its record is set aside
+    /// (``RateLimitPolicy/sandboxMaximumWait``); zero: Sandbox records wait in their batch.
+    public var sandboxBudgetWait: Duration
 
     public static let coalesceSetting = Setting<Bool>.flag(
         "ENRICH_COALESCE", default: true, shown: "on", meaning: "records of one batch for the same purchase share one lookup (on or off)")
@@ -47,18 +50,25 @@ public struct EnrichConfiguration: Sendable {
             "how long a record whose purchase's history Apple does not show yet (404 4040010) is retried before it is enriched from its own signed transaction (0: at once)"
     )
 
+    public static let sandboxBudgetWaitSetting = Setting<Duration>.milliseconds(
+        "ENRICH_SANDBOX_BUDGET_WAIT_MS", default: .milliseconds(200), in: 0...60_000,
+        meaning:
+            "longest a Sandbox record waits for its API budget (10 % of Production's) in its batch; past it the record is set aside until its turn and the batch's other records go on (0: it waits in the batch)"
+    )
+
     /// The variables, for `--help`.
     public static let variables =
         AppStoreAPISettings.variables + [
             coalesceSetting.help, concurrencySetting.help, replayCacheSize.help, lookupCacheTTL.help, lookupCacheSize.help,
-            verifiedJWSCacheSize.help, historyWaitSetting.help, RecordKeys.fileSetting.help,
+            verifiedJWSCacheSize.help, historyWaitSetting.help, sandboxBudgetWaitSetting.help, RecordKeys.fileSetting.help,
         ]
 
     public init(
         api: AppStoreAPISettings, coalesce: Bool = coalesceSetting.defaultValue, concurrency: Int = concurrencySetting.defaultValue,
         caches: EnrichStage.Caches = EnrichStage.Caches(), historyWait: Duration = historyWaitSetting.defaultValue,
-        recordKeys: RecordKeys? = nil
+        recordKeys: RecordKeys? = nil, sandboxBudgetWait: Duration = sandboxBudgetWaitSetting.defaultValue
     ) {
+        self.sandboxBudgetWait = sandboxBudgetWait
         self.api = api
         self.coalesce = coalesce
         self.concurrency = concurrency
@@ -78,5 +88,6 @@ public struct EnrichConfiguration: Sendable {
             lookupEntries: try env.read(Self.lookupCacheSize))
         historyWait = try env.read(Self.historyWaitSetting)
         recordKeys = try env.read(RecordKeys.fileSetting)
+        sandboxBudgetWait = try env.read(Self.sandboxBudgetWaitSetting)
     }
 }

@@ -19,7 +19,9 @@ public enum EnrichServiceBootstrap {
         httpConfiguration.connectionPool = .init(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(8, configuration.concurrency * 2))
         let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: httpConfiguration)
-        let api = configuration.api.forEnrich
+        var api = configuration.api.forEnrich
+        // A Sandbox burst is set aside rather than waited for beside Production records.
+        api.client.rateLimits.sandboxMaximumWait = configuration.sandboxBudgetWait > .zero ? configuration.sandboxBudgetWait : nil
         let client = try api.makeClient(httpClient: http, logger: logger)
         // Nothing is spent until the runner says which part of the input this replica owns
         // (EnrichStage.ownershipChanged): a replica that just joined must not spend a whole budget.
@@ -30,6 +32,7 @@ public enum EnrichServiceBootstrap {
                 LogKey.appStoreApps: "\(client.bundleIds)", LogKey.appStoreBaseURL: "\(configuration.api.client.baseURLOverride ?? "Apple's hosts")",
                 LogKey.appStoreRateScale: "\(api.client.rateLimits.scale)",
                 LogKey.appStoreBudgetShare: "\(api.client.rateLimits.share)",
+                LogKey.enrichSandboxBudgetWait: "\(configuration.sandboxBudgetWait)",
                 LogKey.enrichCoalesce: "\(configuration.coalesce ? "on" : "off")",
                 LogKey.enrichReplayCache: "\(configuration.caches.replayEntries)",
                 LogKey.enrichLookupCacheTTL: "\(configuration.caches.lookupTimeToLive)",

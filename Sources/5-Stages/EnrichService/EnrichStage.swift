@@ -345,7 +345,7 @@ public struct EnrichStage: PipelineStage {
         guard case .failure(let error) = answer else { return }
         let failure = FailureClassification(error)
         logger.log(
-            level: failure.isTransient ? .warning : .error, "App Store Server API lookup failed",
+            level: failure.isDeferral ? .debug : failure.isTransient ? .warning : .error, "App Store Server API lookup failed",
             metadata: [
                 LogKey.enrichPurchase: "\(key.coalescingKey)", LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)",
                 LogKey.errorTransient: "\(failure.isTransient)",

@@ -6,6 +6,8 @@ import PipelineRecords
 /// Fetches the truth for one purchase: the customer's transaction history narrowed to the purchase
 /// (by product type and subscription group, then by `originalTransactionId`), and for an
 /// auto-renewable subscription its status, both at once. Every JWS is verified by the client.
+/// When the client defers Sandbox requests (``RateLimitPolicy/sandboxMaximumWait``), both budgets
+/// are checked first, so a deferred status call does not waste the history call sent beside it.
 public struct PurchaseLookup: Sendable {
     public let client: AppStoreServerAPIClient
     let clock: @Sendable () -> Date
@@ -22,6 +24,7 @@ public struct PurchaseLookup: Sendable {
         var query = TransactionHistoryQuery()
         if let type = HistoryProductType(key.productType) { query.productTypes = [type] }
         if key.isAutoRenewable, let group = key.subscriptionGroupIdentifier { query.subscriptionGroupIdentifiers = [group] }
+        try client.checkRoom(for: key.isAutoRenewable ? [.transactionHistory, .subscriptionStatuses] : [.transactionHistory], target: target)
         async let history = client.transactionHistory(transactionId: key.originalTransactionId, query: query, target: target)
         async let statusList = statuses(of: key, target: target)
         let transactions = try await history.filter { $0.originalTransactionId == key.originalTransactionId }
