@@ -47,13 +47,13 @@ struct SandboxBudgetTests {
         // budget is 2/s (Sandbox history and status are documented at 5/s; scale 0.4).
         sim.apple.faults.set(FaultPlan(requestsPerSecond: 2.5, burstSeconds: 2))
         let policy = RateLimitPolicy(scale: 0.4, burst: .seconds(1), sandboxMaximumWait: EnrichConfiguration.sandboxBudgetWaitSetting.defaultValue)
-        let stage = EnrichStage(
-            lookup: PurchaseLookup(client: try SimFixture.client(sim, rateLimits: policy)), outputTopic: enriched, logger: TestServices.logger)
+        let client = try SimFixture.client(sim, rateLimits: policy)
+        let stage = EnrichStage(lookup: PurchaseLookup(client: client), outputTopic: enriched, logger: TestServices.logger)
         let harness = try StageHarness(
             stage: stage, input: verified, deadLetters: deadLetters, groupID: TestServices.uniqueGroup("sandbox-burst"), batchSize: 10,
             retry: RetryPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(30)))
-        // Once the stage runs, Production at 10/s throughout; after 5 s, the Sandbox burst at
-        // 20/s for 3 s (10× its budget); then Production for 7 s more.
+        // Once the stage runs, Production at 10/s throughout; after 5 s, the Sandbox burst: 20
+        // each second for 3 s (10× its budget); then Production for 7 s more.
         try await EnrichFixture.produce([production(0)], to: verified)
         _ = try await TopicReader.read(enriched) { !$0.isEmpty }
         let producer = try TestServices.makeProducer()
@@ -62,9 +62,10 @@ struct SandboxBudgetTests {
         for tick in 0..<150 {
             var batch = [production(producedProduction)]
             producedProduction += 1
-            if (50..<80).contains(tick) {
-                batch += sandbox[sandboxProduced..<sandboxProduced + 2]
-                sandboxProduced += 2
+            if [50, 60, 70].contains(tick) {
+                // 20 at once: batches of Sandbox records only, each deferred.
+                batch += sandbox[sandboxProduced..<sandboxProduced + 20]
+                sandboxProduced += 20
             }
             _ = try await producer.sendAll(try batch.map { try EnrichFixture.outgoing($0, topic: verified) })
             try await Task.sleep(for: .milliseconds(100))
@@ -79,6 +80,10 @@ struct SandboxBudgetTests {
         sim.apple.faults.set(.none)
         #expect(letters.isEmpty, "nothing dead-lettered: \(letters.compactMap { $0.headers.string(DeadLetterHeader.errorCode) })")
         #expect((statistics.byStatus["429"] ?? 0) == 0, "Apple rate-limited the stage: \(statistics.byStatus)")
+        // A purchase deferred once keeps its turn: a batch's records looked up again in each of the
+        // runtime's passes do not each take a new, later one (which would leave the budget unused).
+        let deferrals = client.rateLimiter.deferredRequests
+        #expect(deferrals <= 2 * sandbox.count, "\(deferrals) deferrals for \(sandbox.count) Sandbox purchases")
 
         var produced: [String: KafkaMessage] = [:]
         for input in inputs { if let uuid = try VerifiedRecord.decode(input.value).notificationUUID { produced[uuid] = input } }
@@ -126,7 +131,7 @@ struct SandboxBudgetTests {
             return sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]
         }
         print(
-            "Sandbox burst of \(sandbox.count) at 20/s against a budget of 2/s: enriched over \(sandboxDrained) s, API answers \(statistics.byStatus); "
+            "Sandbox burst of \(sandbox.count) at 20/s against a budget of 2/s: enriched over \(sandboxDrained) s with \(deferrals) deferrals, API answers \(statistics.byStatus); "
                 + "Production latency before the burst p50 \(p(baseline, 0.5)) s p99 \(p(baseline, 0.99)) s (\(baseline.count)), "
                 + "during and after it p50 \(p(duringBurst, 0.5)) s p99 \(p(duringBurst, 0.99)) s (\(duringBurst.count)); \(behind) behind the burst"
         )

@@ -89,6 +89,7 @@ public final class RateLimiter: Sendable {
     private let holds = Mutex<[BucketKey: Double]>([:])
     private let start = ContinuousClock.now
     private let waits = Atomic<Int>(0)
+    private let deferrals = Atomic<Int>(0)
     /// This process's part of ``RateLimitPolicy/share`` (bit pattern of a Double in 0…1).
     private let partBits = Atomic<UInt64>(1.0.bitPattern)
 
@@ -99,6 +100,9 @@ public final class RateLimiter: Sendable {
     /// How many waits so far: one per request that had to wait its turn, and one per 100 ms a
     /// request waits while this process's ``part`` is 0.
     public var throttledRequests: Int { waits.load(ordering: .relaxed) }
+
+    /// How many requests (or checks for room) were deferred so far, each given a turn.
+    public var deferredRequests: Int { deferrals.load(ordering: .relaxed) }
 
     /// This process's part (0…1) of ``RateLimitPolicy/share``; 1 until ``setPart(_:)``.
     public var part: Double { Double(bitPattern: partBits.load(ordering: .relaxed)) }
@@ -170,7 +174,10 @@ public final class RateLimiter: Sendable {
             if spend { table[key] = theoretical + interval }
             return nil
         }
-        if let deferredTurn { throw Deferral(retryAfter: .nanoseconds(Int64((deferredTurn - now) * 1e9))) }
+        if let deferredTurn {
+            deferrals.add(1, ordering: .relaxed)
+            throw Deferral(retryAfter: .nanoseconds(Int64((deferredTurn - now) * 1e9)))
+        }
         return wait
     }
 

@@ -70,6 +70,8 @@ public struct EnrichStage: PipelineStage {
     /// Lookups that completed for records behind a transient failure, kept for the retry of those
     /// records so a partial outage or Apple's rate limiting does not repeat work already done.
     private let carried = CarriedLookups()
+    /// Purchases whose lookup the limiter deferred, until their turn.
+    private let deferred = DeferredLookups()
     let replays: ReplayCache
     let recent: LookupCache
     private let counters = CacheCounters()
@@ -315,12 +317,20 @@ public struct EnrichStage: PipelineStage {
     /// with no reproduction kept. With 6.3.1 it runs in release builds in `deploy/local/bench e2e`
     /// and in the container tests, whose enrich is a release build.
     func run(_ jobs: [LookupJob: PurchaseKey]) async -> [LookupJob: Result<PurchaseLookupResult, any Error>] {
-        let lookup = self.lookup
+        let lookUp = { @Sendable [lookup, deferred] (key: PurchaseKey) async throws -> PurchaseLookupResult in
+            try deferred.checkTurn(key.coalescingKey, endpoint: AppStoreAPIEndpoint.transactionHistory.rawValue)
+            do {
+                return try await lookup.lookUp(key)
+            } catch let error as AppStoreAPIError {
+                deferred.keep(key.coalescingKey, after: error)
+                throw error
+            }
+        }
         return await withTaskGroup(of: (LookupJob, PurchaseKey, Result<PurchaseLookupResult, any Error>).self) { group in
             var waiting = jobs.makeIterator()
             var running = 0
             while running < concurrency, let (job, key) = waiting.next() {
-                group.addTask { (job, key, await Self.result { try await lookup.lookUp(key) }) }
+                group.addTask { (job, key, await Self.result { try await lookUp(key) }) }
                 running += 1
             }
             var answers: [LookupJob: Result<PurchaseLookupResult, any Error>] = [:]
@@ -328,7 +338,7 @@ public struct EnrichStage: PipelineStage {
                 answers[job] = answer
                 record(answer, for: key)
                 if let (next, nextKey) = waiting.next() {
-                    group.addTask { (next, nextKey, await Self.result { try await lookup.lookUp(nextKey) }) }
+                    group.addTask { (next, nextKey, await Self.result { try await lookUp(nextKey) }) }
                 }
             }
             return answers
