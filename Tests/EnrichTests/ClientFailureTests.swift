@@ -229,9 +229,11 @@ struct ClientFailureTests {
         #expect(waits.count == 3)
         #expect(waits.first.map { $0 > .seconds(1) } == true, "\(waits)")
         for (earlier, later) in zip(waits, waits.dropFirst()) { #expect(later - earlier > .seconds(1), "\(waits)") }
-        #expect(throws: RateLimiter.Deferral.self) {
+        // A lookup's check names the endpoint with no room (statuses has room, transaction info none).
+        let refused = #expect(throws: RateLimiter.Deferral.self) {
             try limiter.checkRoom(keyID: "K", bundleId: "b", environment: .sandbox, endpoints: [.subscriptionStatuses, .transactionInfo])
         }
+        #expect(refused?.endpoint == .transactionInfo)
     }
 
     @Test("credentials: the list syntax, env: keys, and nothing secret in descriptions or errors")

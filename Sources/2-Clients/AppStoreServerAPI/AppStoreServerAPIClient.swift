@@ -124,15 +124,16 @@ public final class AppStoreServerAPIClient: Sendable {
         do {
             try rateLimiter.checkRoom(keyID: credentials.keyID, bundleId: target.bundleId, environment: target.environment, endpoints: endpoints)
         } catch {
-            throw Self.deferred(endpoints[0], target, error)
+            throw Self.deferred(target, error)
         }
     }
 
-    static func deferred(_ endpoint: AppStoreAPIEndpoint, _ target: Target, _ deferral: RateLimiter.Deferral) -> AppStoreAPIError {
+    static func deferred(_ target: Target, _ deferral: RateLimiter.Deferral) -> AppStoreAPIError {
+        let endpoint = deferral.endpoint
         Counter(label: "appstore_api_deferred_total", dimensions: [("endpoint", endpoint.name)]).increment()
         return AppStoreAPIError(
             .budgetDeferred,
-            "\(endpoint.rawValue) for \(target) not sent: its budget has no room within the wait allowed; asked again in \(deferral.retryAfter.components.seconds * 1000 + deferral.retryAfter.components.attoseconds / 1_000_000_000_000_000) ms",
+            "\(endpoint.rawValue) for \(target) not sent: its budget has no room within the wait allowed; asked again in \(deferral.retryAfter)",
             retryAfter: deferral.retryAfter, endpoint: endpoint.rawValue)
     }
 
@@ -156,7 +157,7 @@ public final class AppStoreServerAPIClient: Sendable {
             try await rateLimiter.acquire(
                 keyID: credentials.keyID, bundleId: target.bundleId, environment: target.environment, endpoint: endpoint)
         } catch let deferral as RateLimiter.Deferral {
-            throw Self.deferred(endpoint, target, deferral)
+            throw Self.deferred(target, deferral)
         } catch {
             throw AppStoreAPIError(.unreachable, "cancelled while waiting for the rate limiter", endpoint: endpoint.rawValue)
         }

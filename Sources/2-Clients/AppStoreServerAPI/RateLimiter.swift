@@ -76,6 +76,8 @@ public final class RateLimiter: Sendable {
 
     /// A request was not sent: its budget has no room within the wait allowed (``RateLimitPolicy/maximumWait(in:)``).
     public struct Deferral: Error, Sendable {
+        /// The endpoint whose budget had no room.
+        public let endpoint: AppStoreAPIEndpoint
         /// When to ask again: this request's turn among those deferred.
         public let retryAfter: Duration
     }
@@ -125,7 +127,9 @@ public final class RateLimiter: Sendable {
     ) async throws {
         let key = BucketKey(keyID: keyID, bundleId: bundleId, environment: environment.rawValue, endpoint: endpoint)
         while policy.isEnabled, spent(endpoint) <= 0 {
-            if let maximumWait = policy.maximumWait(in: environment) { throw Deferral(retryAfter: max(maximumWait, .milliseconds(100))) }
+            if let maximumWait = policy.maximumWait(in: environment) {
+                throw Deferral(endpoint: endpoint, retryAfter: max(maximumWait, .milliseconds(100)))
+            }
             waits.add(1, ordering: .relaxed)
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -144,7 +148,7 @@ public final class RateLimiter: Sendable {
     ) throws(Deferral) {
         guard policy.isEnabled, let maximumWait = policy.maximumWait(in: environment) else { return }
         for endpoint in endpoints {
-            if spent(endpoint) <= 0 { throw Deferral(retryAfter: max(maximumWait, .milliseconds(100))) }
+            if spent(endpoint) <= 0 { throw Deferral(endpoint: endpoint, retryAfter: max(maximumWait, .milliseconds(100))) }
             let key = BucketKey(keyID: keyID, bundleId: bundleId, environment: environment.rawValue, endpoint: endpoint)
             _ = try reserve(key, in: environment, spend: false)
         }
@@ -176,7 +180,7 @@ public final class RateLimiter: Sendable {
         }
         if let deferredTurn {
             deferrals.add(1, ordering: .relaxed)
-            throw Deferral(retryAfter: .nanoseconds(Int64((deferredTurn - now) * 1e9)))
+            throw Deferral(endpoint: key.endpoint, retryAfter: .nanoseconds(Int64((deferredTurn - now) * 1e9)))
         }
         return wait
     }
