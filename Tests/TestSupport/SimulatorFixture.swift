@@ -94,13 +94,25 @@ public final class RunningSimulator: Sendable {
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
+    /// Without a `port` the simulator binds port 0 and reports the port the kernel gave it: a port
+    /// picked first and bound later can be taken meanwhile by another test process (or an outgoing
+    /// connection), and a test then talked to another test's simulator.
     public static func start(authority: SigningAuthority = SimFixture.authority, port: Int? = nil) async throws -> RunningSimulator {
         let apple = try SimulatedApple(authority: authority, apiKey: SimFixture.apiKey)
-        let port = port ?? LocalHTTP.freePort()
-        let app = apple.makeApplication(host: "127.0.0.1", port: port, logger: TestServices.logger)
+        let (bound, boundSink) = AsyncStream.makeStream(of: Int.self)
+        let app = apple.makeApplication(host: "127.0.0.1", port: port ?? 0, logger: TestServices.logger) { port in
+            boundSink.yield(port)
+            boundSink.finish()
+        }
         let group = ServiceGroup(services: [app], logger: TestServices.logger)
-        let task = Task { try await group.run() }
-        try await LocalHTTP.waitForPort(port, timeout: .seconds(120))
+        let task = Task {
+            defer { boundSink.finish() }
+            try await group.run()
+        }
+        guard let port = await bound.first(where: { _ in true }) else {
+            try await task.value  // the server's own error (a port in use) ends the test
+            throw TestSupportError("the simulator stopped before it listened")
+        }
         let client = try SimFixture.client(baseURL: "http://127.0.0.1:\(port)")
         return RunningSimulator(apple: apple, port: port, client: client, group: group, task: task)
     }
