@@ -1,3 +1,4 @@
+import AppStoreSigning
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
@@ -77,6 +78,28 @@ struct UploadQuotaTests {
             let receipt = try await postUpload(client, body: #"{"appReceipt":"junk"}"#, headers: alice, uri: "/v1/receipts")
             #expect(receipt.status == .tooManyRequests && receipt.error?.error.code == "request.user_rate_limited")
             #expect(try await postUpload(client, body: uploadBody(userId: nil), headers: bob).status == .serviceUnavailable)
+        }
+    }
+
+    @Test("through the route: junk a backend relays for one user (HMAC, the body's userId) counts against that user before the chain pre-check")
+    func hmacJunkCounts() async throws {
+        let precheck = ChainPrecheck(trustedRoots: [TestPKI.trusted.root])
+        try await withUploadIngest(try TestUploads.hmac(), userUploads: (perMinute: 1, burst: 2), precheck: precheck) { client in
+            func post(_ user: String) async throws -> (status: HTTPResponse.Status, code: String?, retryAfter: String?) {
+                let body = uploadBody(jws: fakeJWS(#"{"junk":"\#(UUID())"}"#), userId: user)
+                let answer = try await postUpload(
+                    client, body: body, headers: UploadTokens.hmacHeaders(secret: TestUploads.secret, body: Array(body.utf8)))
+                return (answer.status, answer.error?.error.code, answer.headers[.retryAfter])
+            }
+            for _ in 0..<2 {
+                let refused = try await post("mallory")
+                #expect(refused.status == .badRequest && refused.code == "request.untrusted_chain", "\(refused)")
+            }
+            let limited = try await post("mallory")
+            #expect(limited.status == .tooManyRequests && limited.code == "request.user_rate_limited", "\(limited)")
+            #expect(Int(limited.retryAfter ?? "") ?? 0 >= 1)
+            let other = try await post("alice")
+            #expect(other.status == .badRequest && other.code == "request.untrusted_chain", "another user's bucket is untouched: \(other)")
         }
     }
 }

@@ -59,14 +59,14 @@ func uploadBody(jws: String = fakeJWS(), userId: String? = "user-from-body", ext
 /// refusals still run: they never reach the broker.
 func withUploadIngest(
     _ uploads: UploadAuthSettings, topic: String = "unused-raw", bootstrap: String = "127.0.0.1:1",
-    offerSigning: OfferSigningSettings? = nil, userUploads: (perMinute: Int, burst: Int) = (60, 120),
+    offerSigning: OfferSigningSettings? = nil, userUploads: (perMinute: Int, burst: Int) = (60, 120), precheck: ChainPrecheck? = nil,
     _ body: @Sendable (any TestClientProtocol) async throws -> Void
 ) async throws {
     // Without a broker an upload that gets through answers 503 after the acknowledgement timeout: keep it short.
     let config = IngestConfiguration(
         kafka: KafkaClientConfiguration(bootstrapServers: bootstrap), uploadAuthentication: uploads, rawTopic: topic,
         ackTimeout: bootstrap == "127.0.0.1:1" ? .seconds(1) : TestServices.ingestAckTimeout, offerSigning: offerSigning,
-        userUploadsPerMinute: userUploads.perMinute, userUploadBurst: userUploads.burst)
+        userUploadsPerMinute: userUploads.perMinute, userUploadBurst: userUploads.burst, uploadPrecheck: precheck)
     let producer = try KafkaProducer(configuration: config.producer, logger: TestServices.logger)
     let app = IngestApplication.build(configuration: config, producer: producer, registry: nil, logger: TestServices.logger)
     try await app.test(.router) { client in try await body(client) }

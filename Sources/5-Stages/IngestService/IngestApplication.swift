@@ -51,9 +51,11 @@ public enum IngestApplication {
                 let credential = try await authenticator.authenticate(headers: request.headers, body: body)
                 try quota.take(for: credential, identity: nil)
                 let accepted = try RequestValidation.transaction(body, maxJWSBytes: configuration.maxUploadJWSBytes)
-                try configuration.uploadPrecheck?.check(accepted.signedTransaction, name: "signedTransaction")
+                // The user a backend's HMAC names is counted before the chain pre-check: junk a
+                // backend relays for one user costs that user's quota too.
                 let identity = try UploadIdentity.resolve(credential: credential, accepted: accepted.hints)
                 try quota.take(for: credential, identity: identity)
+                try configuration.uploadPrecheck?.check(accepted.signedTransaction, name: "signedTransaction")
                 return IngestHandler.Record(
                     source: PipelineHeader.Source.appUpload,
                     body: RawRecord.uploadBody(

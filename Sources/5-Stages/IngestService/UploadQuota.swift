@@ -60,7 +60,8 @@ final class UploadQuota: Sendable {
 
     /// Counts an upload against its authenticated user, once: a token's user (jwt) as soon as the
     /// token is checked (`identity` nil), so junk bodies count too; the user a backend's HMAC
-    /// vouches for once the body has named them. Open uploads only claim a user: not counted.
+    /// vouches for once the body has named them, before the chain pre-check, so junk counts there
+    /// too. Open uploads only claim a user: not counted.
     func take(for credential: UploadCredential, identity: UploadIdentity?) throws(IngestError) {
         switch credential.mode {
         case .jwt:
