@@ -254,27 +254,36 @@ struct EnrichPipelineTests {
     }
 
     @Test(
-        "Apple's history not showing a just-signed purchase (404 4040010): retried, then enriched from history; past the wait, from the record's own transaction; never dead-lettered"
+        "Apple's history not showing a just-signed purchase (404 4040010): set aside while the partition's other purchases go on, then enriched from history; past the wait, from the record's own transaction; never dead-lettered"
     )
     func historyNotVisibleYet() async throws {
         let sim = try await RunningSimulator.start()
         defer { Task { await sim.stop() } }
-        let topics = try await Topics3.make("enrich-notvisible")
+        // One partition each way, so the order enrich wrote in is the order read.
+        let topics = Topics3(
+            verified: try await TestServices.makeTopic("enrich-notvisible-verified", partitions: 1),
+            enriched: try await TestServices.makeTopic("enrich-notvisible-enriched", partitions: 1),
+            deadLetters: try await TestServices.makeTopic("enrich-notvisible-dlq"))
         let token = UUID()
         let twice = SimFixture.transaction(original: "2000000000900001", id: "2000000000900001", purchased: t0, token: token)
         let never = SimFixture.transaction(original: "2000000000900002", id: "2000000000900002", purchased: t0, token: token)
-        try sim.apple.store.upsert([twice, never])
+        let visible = (3...4).map { SimFixture.transaction(original: "200000000090000\($0)", id: "200000000090000\($0)", purchased: t0) }
+        try sim.apple.store.upsert([twice, never] + visible)
         // The history hides this one purchase for its first two lookups (as a lifecycle does).
         sim.apple.faults.hideHistory(of: twice.transactionId!, lookups: 2)
-        try await EnrichFixture.produce([EnrichFixture.notification(twice)], to: topics.verified)
+        try await EnrichFixture.produce(([twice] + visible).map { EnrichFixture.notification($0) }, to: topics.verified)
         var harness = try StageHarness(
             stage: try EnrichFixture.stage(sim, outputTopic: topics.enriched), input: topics.verified, deadLetters: topics.deadLetters,
             groupID: TestServices.uniqueGroup("enrich"), batchSize: 10,
             retry: RetryPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(1)))
-        let first = try await TopicReader.read(topics.enriched) { $0.count >= 1 }
+        let first = try await TopicReader.read(topics.enriched) { $0.count >= 3 }
         try await harness.stop()
         #expect(sim.apple.faults.statistics.historyNotVisible == 2, "the history answered 404 twice")
-        let fromHistory = try EnrichedRecord.decode(try #require(first.first).value)
+        let written = try first.map { try EnrichedRecord.decode($0.value) }
+        #expect(
+            written.map(\.verified.transactionId) == visible.map(\.transactionId) + [twice.transactionId],
+            "the purchases behind it on its partition were not held while Apple's history caught up")
+        let fromHistory = try #require(written.last)
         #expect(fromHistory.enrichment.lookup == .history)
         #expect(fromHistory.enrichment.appAccountToken == token)
 

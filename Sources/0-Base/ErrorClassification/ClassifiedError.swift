@@ -14,9 +14,10 @@ public protocol ClassifiedError: Error {
     var isTransient: Bool { get }
     /// How long the dependency asked us to wait before trying again, if it said.
     var retryAfter: Duration? { get }
-    /// True when the record is not failing but must wait for something only records like it
-    /// spend (a Sandbox API budget): the runtime sets it aside until ``retryAfter`` at once, the
-    /// rest of its partition going on, and never counts the wait as an attempt.
+    /// True when the record is not failing but must wait for something only it, or records like
+    /// it, need (a Sandbox API budget; Apple's history to show its purchase): the runtime sets it
+    /// aside until ``retryAfter`` at once, the rest of its partition going on, and never counts the
+    /// wait as an attempt. The stage bounds the wait itself.
     var isDeferral: Bool { get }
 }
 
@@ -47,6 +48,7 @@ public struct StageError: ClassifiedError, CustomStringConvertible {
     public let message: String
     public let isTransient: Bool
     public let retryAfter: Duration?
+    public private(set) var isDeferral = false
 
     public static func permanent(_ code: Code, _ message: String) -> StageError {
         StageError(code: code, message: message, isTransient: false, retryAfter: nil)
@@ -54,6 +56,11 @@ public struct StageError: ClassifiedError, CustomStringConvertible {
 
     public static func transient(_ code: Code, _ message: String, retryAfter: Duration? = nil) -> StageError {
         StageError(code: code, message: message, isTransient: true, retryAfter: retryAfter)
+    }
+
+    /// The record waits `retryAfter` for something only it needs (``ClassifiedError/isDeferral``).
+    public static func deferred(_ code: Code, _ message: String, retryAfter: Duration) -> StageError {
+        StageError(code: code, message: message, isTransient: true, retryAfter: retryAfter, isDeferral: true)
     }
 
     public var description: String { "\(code): \(message)" }

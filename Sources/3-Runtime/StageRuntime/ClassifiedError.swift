@@ -10,7 +10,7 @@ public struct FailureClassification: Sendable {
     public let message: String
     public let isTransient: Bool
     public let retryAfter: Duration?
-    /// The record waits for a budget of its own kind and is not failing (``ClassifiedError/isDeferral``).
+    /// The record waits for something only it, or its kind, needs and is not failing (``ClassifiedError/isDeferral``).
     public private(set) var isDeferral = false
 
     private init(code: String, message: String, isTransient: Bool, retryAfter: Duration?) {

@@ -16,7 +16,7 @@ import Tracing
 /// partition paused meanwhile so nothing is fetched that could overtake it; when the failure proves
 /// its own (the rest of the stage makes progress), the record is parked instead (``Parking``) and
 /// the partition moves on, its key's later records held behind it; so is, at once, a record that
-/// must wait for a budget only its kind spends (``FailureClassification/isDeferral``). The state shared by the
+/// must wait for something only it needs (``FailureClassification/isDeferral``). The state shared by the
 /// consumer's thread and the worker's task is one ``StateMachine``; stopping waits on it for the
 /// batch in flight, never by polling.
 final class PartitionWorker: Sendable {
@@ -225,7 +225,7 @@ final class PartitionWorker: Sendable {
                     let now = Date()
                     let decision: FailureDecision
                     if failure.isDeferral {
-                        // Not a failure: the record waits for a budget of its own, aside when there is room.
+                        // Not a failure: the record waits for something of its own, aside when there is room.
                         decision = parking.withLock { $0.canPark } ? .park : .retryInPlace
                     } else {
                         let previousFailure = history.lastFailure
@@ -321,7 +321,7 @@ final class PartitionWorker: Sendable {
         endRetry()
         let text: Logger.Message =
             failure.isDeferral
-            ? "record set aside until its budget allows; its partition moves on" : "record parked after a failure of its own; its partition moves on"
+            ? "record set aside until its wait is over; its partition moves on" : "record parked after a failure of its own; its partition moves on"
         logWait(text, message, failure, history.attempts, delay)
     }
 

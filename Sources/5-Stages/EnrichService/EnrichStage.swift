@@ -278,8 +278,11 @@ public struct EnrichStage: PipelineStage {
     }
 
     /// A record whose purchase Apple's history does not show yet (404 `4040010`) and that carries
-    /// its own Apple-signed transaction: a transient failure until ``historyWait`` after it arrived,
-    /// then its `transaction-only` enrichment. Any other failure is thrown as it is.
+    /// its own Apple-signed transaction: set aside (a deferral: only this purchase waits, its
+    /// partition goes on) until ``historyWait`` after it arrived, then its `transaction-only`
+    /// enrichment. Asked again after as long as it has waited (0.5 s at least, 5 s at most): Apple's
+    /// lag is usually seconds, and a fixed 5 s made every such purchase wait 5 s or more. Any other
+    /// failure is thrown as it is.
     func historyNotVisible(_ error: any Error, record: VerifiedRecord, message: KafkaMessage) throws -> Enrichment {
         guard let api = error as? AppStoreAPIError, api.errorCode == Self.transactionNotFound, record.transaction?.transactionId != nil
         else { throw error }
@@ -287,10 +290,10 @@ public struct EnrichStage: PipelineStage {
         let waited = clock().timeIntervalSince(arrived)
         let limit = Double(historyWait.components.seconds) + Double(historyWait.components.attoseconds) / 1e18
         if waited < limit {
-            throw StageError.transient(
+            throw StageError.deferred(
                 StageError.Code(rawValue: api.code.rawValue),
-                "Apple's history does not show the purchase yet (404 4040010); retried for up to \(Int(limit)) s after the record arrived",
-                retryAfter: .milliseconds(Int64(min(5, max(0.5, limit - waited)) * 1000)))
+                "Apple's history does not show the purchase yet (404 4040010); asked again for up to \(Int(limit)) s after the record arrived",
+                retryAfter: .milliseconds(Int64(max(0.5, min(waited, 5, limit - waited)) * 1000)))
         }
         Self.historyNotVisibleMetric.increment()
         logger.warning(
