@@ -23,7 +23,6 @@ import sys
 import threading
 import time
 import urllib.parse
-import urllib.request
 from base64 import urlsafe_b64encode
 from http.client import HTTPConnection, HTTPException
 
@@ -36,6 +35,7 @@ from bench_e2e import (
     sql,
     wait_committed,
 )
+from run_report import metrics
 
 ATTACKER_ADDRESSES = ["127.0.0.11", "127.0.0.12", "127.0.0.13", "127.0.0.14", "127.0.0.15"]
 
@@ -101,17 +101,21 @@ def junk(args):
                       "retry_after_missing": state["retry_after_missing"], "connection_errors": state["errors"]}))
 
 
-def counters(url, name):
-    """The sum of a counter's series on a stage's /metrics."""
-    text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{") or line.startswith(name + " "))
+def stage_counters(port):
+    """A stage's counters summed by name (run_report's reader); no answer is an error, not zeros."""
+    sums = metrics(port)
+    if not sums:
+        raise SystemExit(f"no metrics from 127.0.0.1:{port}")
+    return sums
 
 
 def pipeline_counts(args):
-    """Raw records verify consumed, and records every stage dead-lettered, so far."""
-    consumed = counters(args.verify, "pipeline_messages_consumed_total")
-    dead = sum(counters(stage, "pipeline_messages_dead_lettered_total") for stage in (args.verify, args.enrich, args.grant))
-    return consumed, dead
+    """Raw records verify consumed, and records every stage dead-lettered, so far (a stage that
+    dead-lettered nothing has no such series yet)."""
+    verify = stage_counters(args.verify_port)
+    dead = sum(stage_counters(port).get("pipeline_messages_dead_lettered_total", 0)
+               for port in (args.verify_port, args.enrich_port, args.grant_port))
+    return verify["pipeline_messages_consumed_total"], dead
 
 
 def paced_phase(args, psql, name, first_index, seed, flood):
@@ -176,20 +180,20 @@ def main():
     r = sub.add_parser("run")
     r.add_argument("--sim", required=True)
     r.add_argument("--webhook", required=True)
-    r.add_argument("--verify", required=True, help="verify's probe server (its /metrics)")
-    r.add_argument("--enrich", required=True)
-    r.add_argument("--grant", required=True)
+    r.add_argument("--verify-port", type=int, required=True, help="verify's probe server (its /metrics)")
+    r.add_argument("--enrich-port", type=int, required=True)
+    r.add_argument("--grant-port", type=int, required=True)
     r.add_argument("--psql", required=True)
     r.add_argument("--secret-file", required=True, help="ingest's INGEST_UPLOAD_HMAC_SECRET_FILE")
     r.add_argument("--rate", type=float, default=100, help="Apple's notifications per second")
     r.add_argument("--seconds", type=float, default=30, help="the phase without the flood")
     r.add_argument("--junk-count", type=int, default=20_000)
-    r.add_argument("--concurrency", type=int, default=50, help="the attacker's uploads in flight")
+    r.add_argument("--attacker-concurrency", type=int, default=50, help="the attacker's uploads in flight")
     r.add_argument("--flood-after", type=float, default=5)
     r.add_argument("--flood-tail", type=float, default=5)
     r.add_argument("--flood-max-seconds", type=float, default=60, help="notifications are prepared for a flood this long")
     r.add_argument("--month", type=float, default=600)
-    r.add_argument("--concurrency-player", dest="player_concurrency", type=int, default=64)
+    r.add_argument("--concurrency", type=int, default=64, help="the lifecycle player's (bench_e2e.py's warm-up)")
     r.add_argument("--timeout", type=float, default=900)
     j = sub.add_parser("junk")
     j.add_argument("--url", required=True)
@@ -198,12 +202,7 @@ def main():
     j.add_argument("--concurrency", type=int, default=50)
     j.add_argument("--user", default="mallory")
     args = parser.parse_args()
-    if args.command == "run":
-        # bench_e2e's player reads args.concurrency as the lifecycle player's; the attacker's is separate.
-        args.attacker_concurrency, args.concurrency = args.concurrency, args.player_concurrency
-        run(args)
-    else:
-        junk(args)
+    run(args) if args.command == "run" else junk(args)
 
 
 if __name__ == "__main__":
