@@ -14,7 +14,7 @@ public struct StageHarness {
     public init(
         stage: any PipelineStage, input: String, deadLetters: String, groupID: String, batchSize: Int = 1,
         retry: RetryPolicy = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200)), maxBuffered: Int = 500,
-        maxParked: Int = 100
+        maxParked: Int = 100, drainTimeout: Duration = .seconds(10)
     ) throws {
         let logger = TestServices.logger
         producer = try KafkaProducer(configuration: TestServices.producerConfiguration(), logger: logger)
@@ -23,7 +23,7 @@ public struct StageHarness {
             producer: producer,
             configuration: StageRunnerConfiguration(
                 deadLetterTopic: deadLetters, retry: retry, maxBatchSize: batchSize, maxBufferedPerPartition: maxBuffered,
-                maxParkedPerPartition: maxParked),
+                maxParkedPerPartition: maxParked, drainTimeout: drainTimeout),
             logger: logger)
         group = ServiceGroup(services: [producer, runner.consumer, runner], logger: logger)
         let group = self.group
