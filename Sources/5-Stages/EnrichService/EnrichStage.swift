@@ -352,13 +352,16 @@ public struct EnrichStage: PipelineStage {
         do { return .success(try await body()) } catch { return .failure(error) }
     }
 
-    /// Counts a finished lookup and logs a failed one.
+    /// Counts a finished lookup and logs a failed one. Apple's "transaction not found" is only
+    /// a warning here: each record it answers is judged after (``historyNotVisible(_:record:message:)``
+    /// sets aside one that carries its own transaction; the runtime logs any it dead-letters).
     private func record(_ answer: Result<PurchaseLookupResult, any Error>, for key: PurchaseKey) {
         lookups.value.add(1, ordering: .relaxed)
         guard case .failure(let error) = answer else { return }
         let failure = FailureClassification(error)
+        let notFound = (error as? AppStoreAPIError)?.errorCode == Self.transactionNotFound
         logger.log(
-            level: failure.isDeferral ? .debug : failure.isTransient ? .warning : .error, "App Store Server API lookup failed",
+            level: failure.isDeferral ? .debug : failure.isTransient || notFound ? .warning : .error, "App Store Server API lookup failed",
             metadata: [
                 LogKey.enrichPurchase: "\(key.coalescingKey)", LogKey.errorCode: "\(failure.code)", LogKey.errorMessage: "\(failure.message)",
                 LogKey.errorTransient: "\(failure.isTransient)",
