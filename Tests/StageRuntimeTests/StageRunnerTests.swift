@@ -70,23 +70,25 @@ struct StageRunnerTests {
     /// With a buffer of two records per partition, every partition is paused and resumed hundreds of
     /// times, from the consumer's thread and the worker's task at once: a pause that reached the
     /// consumer after the resume that should undo it left a partition stopped for good, its lag
-    /// never falling (seen in a 100,000-event replay). Alone it takes about 30 s; the deadline allows
-    /// for a loaded two-core machine, and the group's lag is sampled meanwhile so that a short wait
-    /// says whether a partition stalled or the machine was slow.
+    /// never falling (seen in a 100,000-event replay). Alone it takes about 15 s; beside the whole
+    /// suite a record can take a second (3,000 records once needed more than the 600 s deadline, every
+    /// partition's lag still falling), hence 1,600. The group's lag is sampled meanwhile so that a
+    /// short wait says whether a partition stalled or the machine was slow.
     @Test("backpressure: a partition paused and resumed hundreds of times still delivers every record")
     func pauseResumeUnderBackpressure() async throws {
         let input = try await TestServices.makeTopic("backpressure-in", partitions: 4)
         let output = try await TestServices.makeTopic("backpressure-out", partitions: 4)
         let dlq = try await TestServices.makeTopic("backpressure-dlq")
-        try await produceNumbered(input, count: 3_000, keys: 16)
+        let count = 1_600
+        try await produceNumbered(input, count: count, keys: 16)
         let group = TestServices.uniqueGroup("backpressure")
         let progress = GroupProgress(group: group, topic: input)
         let harness = try StageHarness(
             stage: ScriptedStage(output: output), input: input, deadLetters: dlq, groupID: group, maxBuffered: 2)
-        let out = try await TopicReader.read(output, timeout: .seconds(600)) { Set($0.map(\.text)).count >= 3_000 }
+        let out = try await TopicReader.read(output, timeout: .seconds(600)) { Set($0.map(\.text)).count >= count }
         progress.stop()
         try await harness.stop()
-        let missing = 3_000 - Set(out.map(\.text)).count
+        let missing = count - Set(out.map(\.text)).count
         #expect(missing == 0, "\(missing) records never left a paused partition; stalled: \(progress.stalled(for: .seconds(60))); \(progress.report)")
         print("backpressure: \(progress.report)")
     }
