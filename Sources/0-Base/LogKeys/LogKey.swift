@@ -90,6 +90,8 @@ public enum LogKey {
     public static let grantProducts = "grant.products"
     public static let grantProductsFile = "grant.products_file"
     public static let postgresTarget = "postgres.target"
+    /// How long a temporary client's closing was waited for (``StoreConfiguration``).
+    public static let postgresCloseTimeout = "postgres.close_timeout"
     public static let migrationVersion = "migration.version"
     public static let migrationName = "migration.name"
     /// The key ID enriched records are signed with (never the key).
