@@ -25,12 +25,20 @@ public enum LocalHTTP {
     /// "Address already in use" while the other's listener answered for it).
     private static let handedOut = Mutex<Set<Int>>([])
 
+    /// Where ``freePort()`` looks: below Linux's ephemeral range (32768–60999), which the kernel
+    /// draws from for every outgoing connection and every bind to port 0. A port taken from that
+    /// range was sometimes taken again by one of the suite's thousands of client connections before
+    /// the child bound it (grant stopped on "Address already in use" in a run of the whole suite);
+    /// nothing takes a port from here but an explicit bind. The local stack's ports are below it.
+    static let candidatePorts = 20_000..<28_000
+
     /// A TCP port that was free a moment ago and that this process never handed out before.
     public static func freePort() -> Int {
         for _ in 0..<1_000 {
-            guard let held = try? HeldPort() else { return 0 }
-            defer { held.release() }
-            if handedOut.withLock({ $0.insert(held.port).inserted }) { return held.port }
+            let port = Int.random(in: candidatePorts)
+            guard handedOut.withLock({ !$0.contains(port) }), let held = try? HeldPort(port: port) else { continue }
+            held.release()
+            if handedOut.withLock({ $0.insert(port).inserted }) { return port }
         }
         return 0
     }
@@ -59,11 +67,12 @@ public final class HeldPort {
     private var fd: Int32
     public let port: Int
 
-    public init() throws {
+    /// Holds `port`, or a port the kernel picks when it is 0.
+    public init(port: Int = 0) throws {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = 0
+        addr.sin_port = UInt16(port).bigEndian
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, len) } }
@@ -73,7 +82,7 @@ public final class HeldPort {
         }
         _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &len) } }
         fd = socketFD
-        port = Int(UInt16(bigEndian: addr.sin_port))
+        self.port = Int(UInt16(bigEndian: addr.sin_port))
     }
 
     public func release() {
