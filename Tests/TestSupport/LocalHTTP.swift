@@ -35,10 +35,9 @@ public enum LocalHTTP {
     /// A TCP port that was free a moment ago and that this process never handed out before.
     public static func freePort() -> Int {
         for _ in 0..<1_000 {
-            let port = Int.random(in: candidatePorts)
-            guard handedOut.withLock({ !$0.contains(port) }), let held = try? HeldPort(port: port) else { continue }
+            guard let held = try? HeldPort(port: Int.random(in: candidatePorts)) else { continue }
             held.release()
-            if handedOut.withLock({ $0.insert(port).inserted }) { return port }
+            if handedOut.withLock({ $0.insert(held.port).inserted }) { return held.port }
         }
         return 0
     }
