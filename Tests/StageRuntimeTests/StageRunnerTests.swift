@@ -71,10 +71,11 @@ struct StageRunnerTests {
     /// times, from the consumer's thread and the worker's task at once: a pause that reached the
     /// consumer after the resume that should undo it left a partition stopped for good, its lag
     /// never falling (seen in a 100,000-event replay). Alone it takes about 15 s; beside the whole
-    /// suite a partition has drained at under two records a second (1,600 records in 560 s), so the
-    /// test waits on the group's lag, not on a clock: until every input record is committed, failing
-    /// only if a partition's lag stops falling for two minutes. The output is then read up to end
-    /// markers, so a record missing there is missing for good.
+    /// suite a partition has drained at under two records a second (1,600 records in more than
+    /// 560 s), so the wait ends when every record is out or a partition's lag stops falling for two
+    /// minutes, with a deadline only against a hang. Completion is judged from the output, never
+    /// from the group's lag: Tansu's high watermark is the start of the last batch + 1, so a lag of
+    /// zero can hide a last batch still waiting (an earlier form of this test stopped there).
     @Test("backpressure: a partition paused and resumed hundreds of times still delivers every record")
     func pauseResumeUnderBackpressure() async throws {
         let input = try await TestServices.makeTopic("backpressure-in", partitions: 4)
@@ -86,13 +87,14 @@ struct StageRunnerTests {
         let progress = GroupProgress(group: group, topic: input)
         let harness = try StageHarness(
             stage: ScriptedStage(output: output), input: input, deadLetters: dlq, groupID: group, maxBuffered: 2)
-        let drained = await progress.waitUntilDrained(stall: .seconds(120), timeout: .seconds(720))
+        let out = try await TopicReader.read(output, timeout: .seconds(720)) {
+            Set($0.map(\.text)).count >= count || !progress.stalled(for: .seconds(120)).isEmpty
+        }
         progress.stop()
         try await harness.stop()
-        let out = try await TopicReader.readAll(output)
         let missing = count - Set(out.map(\.text)).count
-        #expect(drained, "the group did not commit every record; stalled: \(progress.stalled(for: .seconds(120))); \(progress.report)")
-        #expect(missing == 0, "\(missing) records never left a paused partition; \(progress.report)")
+        let stalled = progress.stalled(for: .seconds(120))
+        #expect(missing == 0, "\(missing) records never left a paused partition; stalled: \(stalled); \(progress.report)")
         print("backpressure: \(progress.report)")
     }
 

@@ -41,20 +41,6 @@ public final class GroupProgress: Sendable {
         task.withLock { $0?.cancel() }
     }
 
-    /// Waits until the group has committed every record of the topic (no partition with lag), a
-    /// partition stalls for `stall` (``stalled(for:)``), or `timeout` passes (a deadline against a
-    /// hang, never a claim about speed). True when it drained. A slow machine only makes it wait
-    /// longer; a partition stopped for good ends the wait after `stall`.
-    public func waitUntilDrained(stall: Duration, timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let last = samples.withLock({ $0.last }), !last.lag.isEmpty, last.lag.values.allSatisfy({ $0 == 0 }) { return true }
-            if !stalled(for: stall).isEmpty { return false }
-            try? await Task.sleep(for: .seconds(1))
-        }
-        return false
-    }
-
     /// Partitions whose lag was above zero and did not fall over the last `window` of samples.
     public func stalled(for window: Duration) -> [Int32] {
         let all = samples.withLock { $0 }
