@@ -493,7 +493,7 @@ final class PipelineUnderTest: @unchecked Sendable {
         request.method = method
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(bytes: Array(try AppStoreJSON.encoder.encode(json))))
-        let response = try await LocalHTTP.client.execute(request, timeout: .seconds(10))
+        let response = try await LocalHTTP.client.execute(request, timeout: LocalHTTP.patience)
         _ = try await response.body.collect(upTo: 1 << 20)
         return Int(response.status.code)
     }

@@ -38,7 +38,7 @@ struct TokenReassignmentTests {
             request.method = .POST
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(["signedTransaction": try signer.sign(transaction)])))
-            #expect(try await LocalHTTP.client.execute(request, timeout: .seconds(10)).status.code == 200)
+            #expect(try await LocalHTTP.client.execute(request, timeout: LocalHTTP.patience).status.code == 200)
             try await Self.waitFor(pipeline) { try await $0.entitlements()[first.uuidString.lowercased()]?[product.entitlement] != nil }
 
             // Support binds the purchase to the second customer at Apple.
@@ -123,7 +123,7 @@ struct TokenReassignmentTests {
             request.method = .POST
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(["signedTransaction": try signer.sign(transaction)])))
-            #expect(try await LocalHTTP.client.execute(request, timeout: .seconds(10)).status.code == 200)
+            #expect(try await LocalHTTP.client.execute(request, timeout: LocalHTTP.patience).status.code == 200)
             try await Self.waitFor(pipeline) { try await $0.entitlements()[customer.uuidString.lowercased()]?[product.entitlement] != nil }
 
             let stats = try AppStoreJSON.decoder.decode(SimulatorStatistics.self, from: try await pipeline.get("/sim/stats"))

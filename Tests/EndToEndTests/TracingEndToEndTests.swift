@@ -58,7 +58,7 @@ struct TracingEndToEndTests {
                     request.headers.add(name: "tracestate", value: "vendor=test")
                 }
                 request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(["signedTransaction": try signer.sign(transaction)])))
-                #expect(try await LocalHTTP.client.execute(request, timeout: .seconds(10)).status.code == 200)
+                #expect(try await LocalHTTP.client.execute(request, timeout: LocalHTTP.patience).status.code == 200)
             }
 
             // Every customer's change event published; each names its trace in its headers.
@@ -191,7 +191,7 @@ struct TracingEndToEndTests {
             request.method = .POST
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(["signedTransaction": try signer.sign(transaction)])))
-            #expect(try await LocalHTTP.client.execute(request, timeout: .seconds(10)).status.code == 200)
+            #expect(try await LocalHTTP.client.execute(request, timeout: LocalHTTP.patience).status.code == 200)
             customers.append(customer)
             try await Task.sleep(for: .milliseconds(500))
         }

@@ -73,7 +73,7 @@ struct UploadAuthEndToEndTests {
                 request.headers.add(name: "Content-Type", value: "application/json")
                 if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
                 request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(body)))
-                let response = try await LocalHTTP.client.execute(request, timeout: .seconds(10))
+                let response = try await LocalHTTP.client.execute(request, timeout: LocalHTTP.patience)
                 let text = String(buffer: try await response.body.collect(upTo: 1 << 16))
                 return (Int(response.status.code), text)
             }
@@ -142,7 +142,7 @@ struct UploadAuthEndToEndTests {
                 request.headers.add(name: "Content-Type", value: "application/json")
                 request.headers.add(name: "Authorization", value: "Bearer \(token)")
                 request.body = .bytes(ByteBuffer(string: body))
-                let response = try await LocalHTTP.client.execute(request, timeout: .seconds(10))
+                let response = try await LocalHTTP.client.execute(request, timeout: LocalHTTP.patience)
                 return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 16)))
             }
             let carol = try await token("carol@idp")
@@ -230,7 +230,7 @@ struct UploadAuthEndToEndTests {
                     request.headers.add(name: header.name, value: header.value)
                 }
                 request.body = .bytes(ByteBuffer(bytes: body))
-                let response = try await LocalHTTP.client.execute(request, timeout: .seconds(10))
+                let response = try await LocalHTTP.client.execute(request, timeout: LocalHTTP.patience)
                 return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 16)))
             }
 

@@ -285,7 +285,7 @@ struct AppStoreServerAPIClientTests {
         request.headers.add(name: "Authorization", value: "Bearer \(try RequestToken.make(credentials: SimFixture.credentials))")
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(string: #"{"appAccountToken":"not-a-uuid"}"#))
-        let response = try await LocalHTTP.client.execute(request, timeout: .seconds(10))
+        let response = try await LocalHTTP.client.execute(request, timeout: LocalHTTP.patience)
         let body = String(buffer: try await response.body.collect(upTo: 1 << 16))
         #expect(response.status.code == 400 && body.contains("4000183"), "\(body)")
     }
@@ -347,7 +347,7 @@ struct AppStoreServerAPIClientTests {
             let token = try RequestToken.sign(header: header, claims: claims, key: key.privateKey)
             var request = HTTPClientRequest(url: sim.baseURL + "/inApps/v1/transactions/2000000000300000000")
             request.headers.add(name: "Authorization", value: "Bearer \(token)")
-            let response = try await LocalHTTP.client.execute(request, timeout: .seconds(10))
+            let response = try await LocalHTTP.client.execute(request, timeout: LocalHTTP.patience)
             _ = try await response.body.collect(upTo: 1 << 16)
             return response.status.code
         }

@@ -100,15 +100,23 @@ struct EnrichPipelineTests {
             records += transactions.map { EnrichFixture.notification($0) }
         }
         records.shuffle()
-        let outageEnds = Date().addingTimeInterval(Double(outage.components.seconds))
+        // The outage runs from the first request it refuses: beside the whole suite the stage's start
+        // has taken longer than a 30 s outage timed from here, which then refused nothing.
         var faults = plan
-        faults.until = outageEnds
+        faults.until = nil
         sim.apple.faults.set(faults)
         try await EnrichFixture.produce(records, to: topics.verified)
         let harness = try StageHarness(
             stage: try EnrichFixture.stage(sim, outputTopic: topics.enriched), input: topics.verified, deadLetters: topics.deadLetters,
             groupID: TestServices.uniqueGroup("enrich"), batchSize: 10,
             retry: RetryPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(2)))
+        let waitingSince = ContinuousClock.now
+        while sim.apple.faults.statistics.injectedFaults == 0, ContinuousClock.now - waitingSince < TopicReader.patience {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let outageEnds = Date().addingTimeInterval(Double(outage.components.seconds))
+        faults.until = outageEnds
+        sim.apple.faults.set(faults)
         let enriched = try await TopicReader.read(topics.enriched, timeout: outage + .seconds(120)) { $0.count >= records.count }
         try await harness.stop()
         let letters = try await TopicReader.readAll(topics.deadLetters)

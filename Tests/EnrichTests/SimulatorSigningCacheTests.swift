@@ -22,7 +22,7 @@ struct SimulatorSigningCacheTests {
     static func get<T: Decodable>(_ sim: RunningSimulator, _ path: String, as type: T.Type) async throws -> T {
         var request = HTTPClientRequest(url: sim.baseURL + path)
         request.headers.add(name: "Authorization", value: "Bearer \(try RequestToken.make(credentials: SimFixture.credentials))")
-        let response = try await LocalHTTP.client.execute(request, timeout: .seconds(10))
+        let response = try await LocalHTTP.client.execute(request, timeout: LocalHTTP.patience)
         let body = try await response.body.collect(upTo: 4 << 20)
         guard response.status.code == 200 else {
             throw TestSupportError("GET \(path) answered \(response.status.code): \(String(buffer: body))")

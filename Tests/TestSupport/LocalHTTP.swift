@@ -20,6 +20,11 @@ public enum LocalHTTP {
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
+    /// How long a test waits for one answer from a process it started: a deadline against a hang,
+    /// never a claim about speed (beside the whole suite on two cores a local answer has taken more
+    /// than 10 s).
+    public static let patience: TimeAmount = .seconds(60)
+
     /// Every port this process handed out: the kernel may offer a released port again at once, and
     /// two pipelines started side by side then gave one port to two children (grant stopped on
     /// "Address already in use" while the other's listener answered for it).
