@@ -73,9 +73,10 @@ struct StageRunnerTests {
     /// never falling (seen in a 100,000-event replay). Alone it takes about 15 s; beside the whole
     /// suite a partition has drained at under two records a second (1,600 records in more than
     /// 560 s), so the wait ends when every record is out or a partition's lag stops falling for two
-    /// minutes, with a deadline only against a hang. Completion is judged from the output, never
-    /// from the group's lag: Tansu's high watermark is the start of the last batch + 1, so a lag of
-    /// zero can hide a last batch still waiting (an earlier form of this test stopped there).
+    /// minutes, with a deadline only against a hang (780 s: the suite allows each test 900 s, and a
+    /// loaded run has taken 685 s). Completion is judged from the output, never from the group's
+    /// lag: Tansu's high watermark is the start of the last batch + 1, so a lag of zero can hide a
+    /// last batch still waiting (an earlier form of this test stopped there).
     @Test("backpressure: a partition paused and resumed hundreds of times still delivers every record")
     func pauseResumeUnderBackpressure() async throws {
         let input = try await TestServices.makeTopic("backpressure-in", partitions: 4)
@@ -87,7 +88,7 @@ struct StageRunnerTests {
         let progress = GroupProgress(group: group, topic: input)
         let harness = try StageHarness(
             stage: ScriptedStage(output: output), input: input, deadLetters: dlq, groupID: group, maxBuffered: 2)
-        let out = try await TopicReader.read(output, timeout: .seconds(720)) {
+        let out = try await TopicReader.read(output, timeout: .seconds(780)) {
             Set($0.map(\.text)).count >= count || !progress.stalled(for: .seconds(120)).isEmpty
         }
         progress.stop()
