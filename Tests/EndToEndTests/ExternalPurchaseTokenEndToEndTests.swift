@@ -47,7 +47,7 @@ struct ExternalPurchaseTokenEndToEndTests {
                 request.method = .POST
                 request.headers.add(name: "Content-Type", value: "application/json")
                 request.body = .bytes(ByteBuffer(bytes: Array(body)))
-                let response = try await LocalHTTP.client.execute(request, timeout: .seconds(30))
+                let response = try await LocalHTTP.client.execute(request, timeout: LocalHTTP.patience)
                 _ = try await response.body.collect(upTo: 1 << 16)
                 #expect(response.status.code == 200)
             }

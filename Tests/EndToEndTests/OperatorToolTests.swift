@@ -152,7 +152,7 @@ struct OperatorToolTests {
             post.method = .POST
             post.headers.add(name: "Content-Type", value: "application/json")
             post.body = .bytes(ByteBuffer(string: #"{"signedPayload":"not.a.jws"}"#))
-            let response = try await LocalHTTP.client.execute(post, timeout: .seconds(10))
+            let response = try await LocalHTTP.client.execute(post, timeout: LocalHTTP.patience)
             #expect(response.status.code == 200)
             let withLetter = try await Self.until(["status"], pipeline) { $0.stdout.contains("dead_letters:") }
             #expect(withLetter.status == 1, "\(withLetter.output)")

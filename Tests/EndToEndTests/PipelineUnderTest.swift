@@ -475,7 +475,7 @@ final class PipelineUnderTest: @unchecked Sendable {
     // MARK: HTTP
 
     func get(_ path: String, absolute: Bool = false) async throws -> Data {
-        let response = try await LocalHTTP.client.execute(HTTPClientRequest(url: absolute ? path : simURL + path), timeout: .seconds(10))
+        let response = try await LocalHTTP.client.execute(HTTPClientRequest(url: absolute ? path : simURL + path), timeout: LocalHTTP.patience)
         let body = try await response.body.collect(upTo: 64 << 20)
         guard response.status.code == 200 else { throw TestSupportError("GET \(path) answered \(response.status.code)") }
         return Data(body.readableBytesView)

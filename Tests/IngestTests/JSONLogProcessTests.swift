@@ -25,7 +25,7 @@ struct JSONLogProcessTests {
     }
 
     func get(_ url: String) async throws -> (Int, String) {
-        let response = try await LocalHTTP.client.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
+        let response = try await LocalHTTP.client.execute(HTTPClientRequest(url: url), timeout: LocalHTTP.patience)
         return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 20)))
     }
 

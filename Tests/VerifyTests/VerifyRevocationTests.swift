@@ -48,7 +48,7 @@ struct VerifyRevocationTests {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: body))
         }
-        let response = try await LocalHTTP.client.execute(request, timeout: .seconds(30))
+        let response = try await LocalHTTP.client.execute(request, timeout: LocalHTTP.patience)
         let bytes = try await response.body.collect(upTo: 1 << 20)
         #expect(response.status == .ok, "\(method) \(path): \(String(buffer: bytes))")
         return try JSONDecoder().decode(SimulatedOCSP.Status.self, from: Data(bytes.readableBytesView))
@@ -152,7 +152,7 @@ struct VerifyRevocationTests {
                 var request = HTTPClientRequest(url: sim.baseURL + path)
                 request.method = method
                 if let body { request.body = .bytes(ByteBuffer(string: body)) }
-                let response = try await LocalHTTP.client.execute(request, timeout: .seconds(30))
+                let response = try await LocalHTTP.client.execute(request, timeout: LocalHTTP.patience)
                 _ = try await response.body.collect(upTo: 1 << 20)
                 #expect(response.status == .badRequest, "\(path)")
             }
