@@ -24,6 +24,7 @@ def unfinished(lines):
             running[(match[1], match[2])] = number
         for match in FINISHED.finditer(line):
             running.pop((match[1], match[2]), None)
+    running.pop(("Test", "run"), None)  # "◇ Test run started." is the whole run, not a test
     return sorted(running.items(), key=lambda item: item[1])
 
 
